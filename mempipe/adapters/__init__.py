@@ -1,0 +1,1 @@
+"""Ports and their implementations: store, embedding, llm."""

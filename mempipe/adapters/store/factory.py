@@ -1,0 +1,32 @@
+"""Open a store from its URL; the scheme picks the backend."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from mempipe.adapters.store.base import Store
+from mempipe.errors import StoreError
+
+SUPPORTED = ("sqlite",)
+
+
+def open_store(url: str, *, migrate: bool = True) -> Store:
+    """Open the store named by ``url`` (``sqlite:///path.db``; a bare path means SQLite).
+
+    With ``migrate`` (the default) every pending migration is applied first, so a new store is
+    usable on first use.
+    """
+    scheme = urlsplit(url).scheme if "://" in url else "sqlite"
+    if scheme == "sqlite":
+        from mempipe.adapters.store.sqlite.factory import open_sqlite_store
+
+        store = open_sqlite_store(url)
+    else:
+        raise StoreError(
+            f"unsupported store URL scheme {scheme!r} in {url!r}; supported: {', '.join(SUPPORTED)}"
+        )
+    if migrate:
+        from mempipe.migrations import migrate as run_migrations
+
+        run_migrations(store)
+    return store

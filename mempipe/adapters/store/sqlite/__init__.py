@@ -1,0 +1,1 @@
+"""Embedded default backend: one SQLite file through apsw, with sqlite-vec and FTS5, in WAL."""

@@ -1,0 +1,23 @@
+"""Translate apsw's errors into mempipe's transient / terminal errors."""
+
+from __future__ import annotations
+
+import apsw
+
+from mempipe.errors import MempipeError, StoreError, TransientError
+
+
+class StoreBusyError(TransientError):
+    """Another writer held the database for longer than the busy timeout."""
+
+
+def translate(exc: apsw.Error, where: str) -> MempipeError:
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return StoreBusyError(f"{where}: database is busy: {exc}")
+    if isinstance(exc, apsw.NotADBError):
+        return StoreError(f"{where}: not a SQLite database")
+    if isinstance(exc, apsw.CantOpenError):
+        return StoreError(f"{where}: cannot open the database file (does its directory exist?)")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreError(f"{where}: the database is read-only")
+    return StoreError(f"{where}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,172 @@
+"""SQL for the SQLite store, as constants and pure builders testable without a database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from mempipe.domain.promotion import TurnStamp
+from mempipe.schemas.snapshot import Snapshot
+from mempipe.schemas.turn import Turn
+
+MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS _migrations "
+    "(id TEXT PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+)
+
+TURN_COLUMNS = (
+    "org_id",
+    "project_id",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "turn_seq",
+    "role",
+    "content",
+    "created_at",
+    "message_id",
+    "name",
+    "model",
+    "tool_calls",
+    "tool_call_id",
+    "metadata",
+    "source_path",
+    "source_line",
+    "source_index",
+    "source_message_index",
+    "run_id",
+)
+
+INSERT_TURN = (
+    f"INSERT INTO turns ({', '.join(TURN_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in TURN_COLUMNS)}) "
+    "ON CONFLICT (org_id, project_id, session_id, turn_seq) DO NOTHING"
+)
+MAX_TURN_ID = "SELECT coalesce(max(id), 0) FROM turns"
+SYNC_TURNS_FTS = "INSERT INTO turns_fts (rowid, content) SELECT id, content FROM turns WHERE id > ?"
+STORED_TURN_BY_KEY = (
+    "SELECT id, role, content, source_path, source_line, source_index FROM turns "
+    "WHERE org_id = ? AND project_id = ? AND session_id = ? AND turn_seq = ?"
+)
+
+_STAMP_COLUMNS = (
+    "org_id, project_id, session_id, turn_seq, created_at, role, content, user_id, agent_id"
+)
+
+
+def unpromoted_page_sql(after_key: bool) -> str:
+    """One page of unpromoted turns in key order, starting after the last key seen (keyset
+    paging on the partial index, so pages stay cheap however many turns are promoted)."""
+    after = "AND (org_id, project_id, session_id, turn_seq) > (?, ?, ?, ?) " if after_key else ""
+    return (
+        f"SELECT {_STAMP_COLUMNS} FROM turns WHERE snapshot_id IS NULL {after}"
+        "ORDER BY org_id, project_id, session_id, turn_seq LIMIT ?"
+    )
+
+
+INSERT_SNAPSHOT = (
+    "INSERT INTO snapshots (id, org_id, project_id, user_id, agent_id, session_id, "
+    "first_turn_seq, last_turn_seq, turn_count, started_at, ended_at, cut_reason, summary, "
+    "run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT DO NOTHING RETURNING id"
+)
+INSERT_EXTRACTION_STATE = (
+    "INSERT INTO snapshot_extractions (snapshot_id, handler, status, attempts, last_error, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+MARK_TURNS_PROMOTED = (
+    "UPDATE turns SET snapshot_id = ? WHERE org_id = ? AND project_id = ? AND session_id = ? "
+    "AND turn_seq BETWEEN ? AND ? AND snapshot_id IS NULL"
+)
+
+UPSERT_RUN = (
+    "INSERT INTO runs (run_id, flow, parameters, status, counts, checkpoints, error, started_at, "
+    "finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+    "status = excluded.status, parameters = excluded.parameters, started_at = excluded.started_at"
+)
+FINISH_RUN = "UPDATE runs SET status = ?, counts = ?, error = ?, finished_at = ? WHERE run_id = ?"
+SELECT_RUN = (
+    "SELECT run_id, flow, parameters, status, counts, checkpoints, error, started_at, "
+    "finished_at FROM runs WHERE run_id = ?"
+)
+
+SNAPSHOT_STATES = """
+SELECT state, count(*) FROM (
+    SELECT CASE
+             WHEN sum(e.status = 'failed_content') > 0 THEN 'failed_content'
+             WHEN sum(e.status = 'failed_retryable') > 0 THEN 'failed_retryable'
+             WHEN sum(e.status = 'pending') > 0 OR count(e.handler) = 0 THEN 'pending'
+             ELSE 'done'
+           END AS state
+    FROM snapshots s LEFT JOIN snapshot_extractions e ON e.snapshot_id = s.id
+    GROUP BY s.id
+) GROUP BY state
+"""
+
+
+def iso(value: datetime | None) -> str | None:
+    """Fixed-width UTC ISO text, so that text order is time order."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def json_or_none(value: Any) -> str | None:
+    return orjson.dumps(value).decode() if value else None
+
+
+def turn_row(turn: Turn, run_id: str | None) -> tuple[Any, ...]:
+    source = turn.source
+    return (
+        turn.org_id,
+        turn.project_id,
+        turn.user_id,
+        turn.agent_id,
+        turn.session_id,
+        turn.turn_seq,
+        turn.role.value,
+        turn.content,
+        iso(turn.created_at),
+        turn.message_id,
+        turn.name,
+        turn.model,
+        json_or_none(turn.tool_calls),
+        turn.tool_call_id,
+        json_or_none(turn.metadata),
+        source.path,
+        source.line,
+        source.index,
+        source.message_index,
+        run_id,
+    )
+
+
+def stamp_from_row(row: tuple[Any, ...]) -> TurnStamp:
+    org, project, session, seq, created, role, content, user, agent = row
+    return TurnStamp(org, project, session, seq, parse_iso(created), role, content, user, agent)
+
+
+def snapshot_row(snapshot: Snapshot, now: str) -> tuple[Any, ...]:
+    return (
+        snapshot.snapshot_id,
+        snapshot.org_id,
+        snapshot.project_id,
+        snapshot.user_id,
+        snapshot.agent_id,
+        snapshot.session_id,
+        snapshot.first_turn_seq,
+        snapshot.last_turn_seq,
+        snapshot.turn_count,
+        iso(snapshot.started_at),
+        iso(snapshot.ended_at),
+        snapshot.cut_reason.value,
+        snapshot.summary,
+        snapshot.run_id,
+        now,
+    )

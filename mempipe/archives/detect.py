@@ -1,0 +1,55 @@
+"""Tell an archive's format from its suffix (tables) or its first record (JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mempipe.archives.json_records import JsonRecord, iter_json_records
+from mempipe.archives.paths import logical_suffix
+from mempipe.archives.streams import open_stream
+from mempipe.schemas.archive import ArchiveFormat
+
+RECORDS_TO_SNIFF = 50
+
+
+class UnknownFormatError(ValueError):
+    """The first records match no known format: the whole file is rejected."""
+
+
+def classify(record: Any) -> ArchiveFormat | None:
+    """The format a JSON record belongs to, from the keys each format is known by."""
+    if not isinstance(record, dict):
+        return None
+    if "mapping" in record and "current_node" in record:
+        return ArchiveFormat.CHATGPT
+    if "chat_messages" in record:
+        return ArchiveFormat.CLAUDE
+    if isinstance(record.get("conversations"), list):
+        return ArchiveFormat.SHAREGPT
+    if isinstance(record.get("messages"), list):
+        return ArchiveFormat.OPENAI
+    if "role" in record and ("content" in record or "session_id" in record):
+        return ArchiveFormat.TURNS
+    return None
+
+
+def detect_format(path: Path) -> ArchiveFormat:
+    suffix = logical_suffix(path)
+    if suffix == ".parquet":
+        return ArchiveFormat.PARQUET
+    if suffix in (".csv", ".tsv"):
+        return ArchiveFormat.CSV
+    with open_stream(path) as archive:
+        for seen, record in enumerate(iter_json_records(archive.stream)):
+            if seen >= RECORDS_TO_SNIFF:
+                break
+            if isinstance(record, JsonRecord):
+                found = classify(record.value)
+                if found is not None:
+                    return found
+                keys = sorted(record.value)[:12] if isinstance(record.value, dict) else None
+                raise UnknownFormatError(
+                    f"cannot tell the format: the first record has keys {keys}; pass --format"
+                )
+    raise UnknownFormatError("cannot tell the format: no readable JSON record; pass --format")

@@ -1,0 +1,118 @@
+"""From a parsed source record to a validated :class:`Turn`, or to a :class:`Reject` saying why.
+
+Format parsers produce drafts (canonical field names, source location, the original record);
+this module fills identity defaults, normalises roles and validates, the same for every format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.reject import Reject
+from mempipe.schemas.turn import SourceLocation, Turn
+
+ROLE_ALIASES: dict[str, str] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "gpt": "assistant",
+    "chatgpt": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "bard": "assistant",
+    "bing": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+    "observation": "tool",
+    "function_response": "tool",
+}
+
+IDENTITY_FIELDS = ("org_id", "project_id", "user_id", "agent_id")
+
+
+@dataclass(slots=True)
+class Draft:
+    fields: dict[str, Any]
+    source: SourceLocation
+    original: Any
+
+
+def render_raw(original: Any) -> str:
+    if isinstance(original, JsonRecord):
+        return original.raw()
+    if isinstance(original, str):
+        return original
+    return orjson.dumps(original, default=str).decode()
+
+
+def reject(source: SourceLocation, reason: str, original: Any) -> Reject:
+    return Reject(
+        path=source.path,
+        line=source.line,
+        index=source.index,
+        message_index=source.message_index,
+        reason=reason,
+        raw=render_raw(original),
+    )
+
+
+def normalize_role(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return ROLE_ALIASES.get(value.strip().lower())
+
+
+def finish(draft: Draft, defaults: IdentityDefaults) -> Turn | Reject:
+    fields = draft.fields
+    if fields.get("metadata") is None:
+        fields.pop("metadata", None)
+    for key in IDENTITY_FIELDS:
+        if fields.get(key) in (None, ""):
+            fields[key] = getattr(defaults, key)
+    role = fields.get("role")
+    normalized = normalize_role(role)
+    if normalized is None:
+        reason = "missing role" if role is None else f"unknown role {role!r}"
+        return reject(draft.source, reason, draft.original)
+    fields["role"] = normalized
+    fields["source"] = draft.source
+    try:
+        return Turn.model_validate(fields)
+    except ValidationError as exc:
+        return reject(draft.source, describe(exc), draft.original)
+
+
+def describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "record"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def text_of(content: Any) -> Any:
+    """Plain text of a message's content: a string, or a list of text parts (OpenAI and Claude
+    style). Anything else is returned as it is, for validation to reject."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "\n".join(texts)
+    return content

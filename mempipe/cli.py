@@ -1,0 +1,282 @@
+"""The ``mempipe`` command line: thin kebab-case commands, each calling one flow or store method.
+
+``--json`` prints exactly one JSON document on stdout; logs and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from pydantic import BaseModel
+
+from mempipe import __version__
+from mempipe.errors import MempipeError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# A laptop run starts Prefect's temporary local server; it needs no usage telemetry.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def store_options(command: F) -> F:
+    """``--store`` and ``--config``, shared by every command."""
+    command = click.option(
+        "--config",
+        "config",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="project-config.yaml to read (env MEMPIPE_CONFIG; default ./project-config.yaml).",
+    )(command)
+    return click.option(
+        "--store",
+        "store",
+        default=None,
+        metavar="URL",
+        help="Store URL, e.g. sqlite:///path/to/memory.db (env MEMPIPE_STORE; "
+        "default sqlite:///mempipe.db).",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+    )(command)
+
+
+def identity_options(command: F) -> F:
+    for name, what in reversed(
+        [("org-id", "org"), ("project-id", "project"), ("user-id", "user"), ("agent-id", "agent")]
+    ):
+        command = click.option(
+            f"--{name}", default=None, help=f"Default {what} for records that carry none."
+        )(command)
+    return command
+
+
+def reports_errors(command: F) -> F:
+    """Turn mempipe's errors into one clear line on stderr and exit status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except MempipeError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit(result: BaseModel, as_json: bool, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        human()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mempipe")
+def cli() -> None:
+    """mempipe: the ops-side data pipeline of an agent-memory store."""
+
+
+@cli.command()
+@store_options
+@json_option
+@click.option("--pending", is_flag=True, help="Only list what is not applied; change nothing.")
+@reports_errors
+def migrate(store: str | None, config: str | None, as_json: bool, pending: bool) -> None:
+    """Apply the store's pending migrations (idempotent)."""
+    from mempipe import migrations
+    from mempipe.bootstrap import load_context
+    from mempipe.schemas.summaries import MigrationReport
+
+    context = load_context(store, config)
+    opened = context.open_store(migrate=False)
+    try:
+        if pending:
+            report = MigrationReport(
+                store=opened.url,
+                already_applied=opened.applied_migrations(),
+                pending=[m.id for m in migrations.pending(opened)],
+            )
+        else:
+            report = migrations.migrate(opened)
+    finally:
+        opened.close()
+
+    def human() -> None:
+        if pending:
+            click.echo(f"pending: {', '.join(report.pending) or 'none'}")
+        else:
+            click.echo(f"applied: {', '.join(report.applied) or 'nothing (up to date)'}")
+        click.echo(f"store: {report.store}")
+
+    emit(report, as_json, human)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "archive_format",
+    type=click.Choice(
+        ["auto", "turns", "openai", "chatgpt", "claude", "sharegpt", "csv", "parquet"]
+    ),
+    default="auto",
+    show_default=True,
+    help="Archive format; auto detects it per file.",
+)
+@identity_options
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="For CSV and Parquet: the column holding a turn field (repeatable).",
+)
+@click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--rejects-dir",
+    default="mempipe-rejects",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the rejects file of the run is written (only when something is rejected).",
+)
+@click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
+@store_options
+@json_option
+@reports_errors
+def backfill(
+    paths: tuple[str, ...],
+    archive_format: str,
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+    columns: tuple[str, ...],
+    batch_size: int,
+    rejects_dir: str,
+    no_promote: bool,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Load transcript archives (files, directories, globs) as turns, then promote sessions
+    into snapshots. Bad records go to a rejects file; re-running adds nothing."""
+    from mempipe.archives import expand_paths
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.backfill import backfill as backfill_flow
+    from mempipe.progress import show_on_terminal
+
+    column_map = _parse_columns(columns)
+    context = load_context(store, config)
+    context.open_store().close()
+    expand_paths(paths)
+    with show_on_terminal():
+        summary = backfill_flow(
+            paths=list(paths),
+            format=archive_format,
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            columns=column_map,
+            store=context.store_url,
+            config=str(context.settings.config),
+            batch_size=batch_size,
+            rejects_dir=rejects_dir,
+            promote_sessions=not no_promote,
+        )
+
+    def human() -> None:
+        click.echo(
+            f"backfill {summary.run_id}: {len(summary.files)} file(s), "
+            f"{summary.turns_inserted} turns inserted, "
+            f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected"
+        )
+        if summary.rejects_path:
+            click.echo(f"rejects: {summary.rejects_path}")
+        click.echo(
+            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+            f"into {summary.snapshots_created} snapshots"
+        )
+        click.echo(f"store: {summary.store}")
+
+    emit(summary, as_json, human)
+
+
+def _parse_columns(pairs: tuple[str, ...]) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, column = pair.partition("=")
+        if not sep or not field or not column:
+            raise click.BadParameter(f"{pair!r}: expected FIELD=COLUMN", param_hint="--column")
+        mapping[field.strip()] = column.strip()
+    return mapping
+
+
+@cli.command()
+@store_options
+@json_option
+@reports_errors
+def promote(store: str | None, config: str | None, as_json: bool) -> None:
+    """Cut every session's unpromoted turns into snapshots, by the configured limits."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.promote import promote_flow
+    from mempipe.progress import show_on_terminal
+
+    context = load_context(store, config)
+    context.open_store().close()
+    with show_on_terminal():
+        summary = promote_flow(store=context.store_url, config=str(context.settings.config))
+
+    def human() -> None:
+        click.echo(
+            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+            f"into {summary.snapshots_created} snapshots {summary.by_reason}"
+        )
+
+    emit(summary, as_json, human)
+
+
+@cli.command()
+@store_options
+@json_option
+@reports_errors
+def stats(store: str | None, config: str | None, as_json: bool) -> None:
+    """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
+    from mempipe.bootstrap import load_context
+
+    opened = load_context(store, config).open_store()
+    try:
+        result = opened.stats()
+    finally:
+        opened.close()
+
+    def human() -> None:
+        click.echo(f"store: {result.store}")
+        click.echo(
+            f"turns: {result.turns} ({result.unpromoted_turns} unpromoted) "
+            f"in {result.sessions} sessions"
+        )
+        click.echo(f"snapshots: {result.snapshots}")
+        click.echo(
+            "memories: "
+            + ", ".join(
+                f"{kind} {counts.get('active', 0)}+{counts.get('superseded', 0)}"
+                for kind, counts in result.memories.items()
+            )
+        )
+        click.echo(f"failures: {result.failures}")
+
+    emit(result, as_json, human)
+
+
+def main() -> None:
+    cli()

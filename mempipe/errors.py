@@ -1,0 +1,46 @@
+"""One error root for mempipe.
+
+Every error says whether trying again can help (``retryable``), so retry policies key on the
+marker and never on message strings. Adapters translate driver and HTTP errors into these.
+"""
+
+from __future__ import annotations
+
+
+class MempipeError(Exception):
+    """Root of every error mempipe raises on purpose."""
+
+    retryable: bool = False
+
+
+class TransientError(MempipeError):
+    """The condition can change without the request changing: retrying may succeed."""
+
+    retryable = True
+
+
+class TerminalError(MempipeError):
+    """Retrying the same request cannot change the outcome."""
+
+    retryable = False
+
+
+class ConfigError(TerminalError):
+    """The configuration (file, environment or arguments) is invalid."""
+
+
+class StoreError(TerminalError):
+    """The store cannot be opened or used as asked."""
+
+
+class ArchiveError(TerminalError):
+    """An archive path cannot be read at all (as opposed to a bad record inside it)."""
+
+
+class MissingExtraError(TerminalError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"{module} is not installed: install it with `pip install 'mempipe[{extra}]'`"
+        )

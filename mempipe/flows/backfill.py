@@ -1,0 +1,85 @@
+"""Backfill: stream transcript archives into turns, then promote sessions into snapshots."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from prefect import flow
+from prefect.runtime import flow_run
+from pydantic import Field
+
+from mempipe.bootstrap import load_context
+from mempipe.flows.hooks import record_failed_run
+from mempipe.rejects import rejects_path
+from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
+from mempipe.services.backfill import run_counts, summarize_backfill
+from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.backfill import ingest_archive, promote, resolve_archives
+from mempipe.tasks.runs import record_run_end, record_run_start
+
+
+@flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def backfill(
+    paths: Annotated[list[str], Field(min_length=1)],
+    format: ArchiveFormat = ArchiveFormat.AUTO,
+    org_id: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    columns: dict[str, str] | None = None,
+    store: str | None = None,
+    config: str | None = None,
+    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000,
+    rejects_dir: str = "mempipe-rejects",
+    promote_sessions: bool = True,
+) -> BackfillSummary:
+    """Idempotent: running the same backfill again inserts nothing and counts the skips."""
+    started = time.monotonic()
+    context = load_context(store, config)
+    run_id = str(flow_run.id)
+    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+    record_run_start(
+        context.store_url,
+        run_id,
+        "backfill",
+        {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
+    )
+    rejects_file = rejects_path(rejects_dir, run_id)
+    files = resolve_archives(paths)
+    ingested = [
+        ingest_archive(
+            context.store_url,
+            path,
+            format,
+            defaults,
+            columns or {},
+            run_id,
+            str(rejects_file),
+            batch_size,
+        )
+        for path in files
+    ]
+    promotion = (
+        promote(
+            context.store_url,
+            context.config.memory.promotion,
+            [t.value for t in context.config.memory.extraction.enabled],
+            run_id,
+        )
+        if promote_sessions
+        else PromotionSummary()
+    )
+    summary = summarize_backfill(
+        run_id, context.store_url, ingested, promotion, rejects_file, time.monotonic() - started
+    )
+    record_run_end(context.store_url, run_id, run_counts(summary))
+    publish_table(
+        "backfill-summary",
+        [f.model_dump() for f in summary.files],
+        f"backfill {run_id}: {summary.turns_inserted} turns inserted, "
+        f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
+        f"{summary.snapshots_created} snapshots",
+    )
+    return summary

@@ -1,0 +1,23 @@
+"""Flow hooks shared by every job: a failed run is recorded in the store, never lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mempipe.bootstrap import load_context
+from mempipe.errors import MempipeError
+from mempipe.schemas.run import RunStatus
+
+
+def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
+    parameters = flow_run.parameters or {}
+    try:
+        context = load_context(parameters.get("store"), parameters.get("config"))
+        store = context.open_store(migrate=False)
+    except MempipeError:
+        return  # the store itself was the problem; the run's own error says so
+    try:
+        if store.get_run(str(flow_run.id)) is not None:
+            store.finish_run(str(flow_run.id), RunStatus.FAILED, {}, state.message or "failed")
+    finally:
+        store.close()

@@ -1,0 +1,22 @@
+"""The rejects file: one JSON line per record that could not become a turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from mempipe.schemas.reject import Reject
+
+
+def rejects_path(rejects_dir: str | Path, run_id: str) -> Path:
+    return (Path(rejects_dir) / f"backfill-{run_id}.jsonl").absolute()
+
+
+def append_rejects(path: Path, rejects: Iterable[Reject]) -> int:
+    """Append ``rejects``; the file and its directory are created on the first one only."""
+    lines = [reject.model_dump_json() + "\n" for reject in rejects]
+    if lines:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:
+            out.writelines(lines)
+    return len(lines)

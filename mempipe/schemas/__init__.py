@@ -1,0 +1,1 @@
+"""Pydantic models: the single source of truth for records, configuration and summaries."""

@@ -1,0 +1,38 @@
+"""One audit row per reconciliation outcome; the Parquet audit's schema derives from it."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from mempipe.schemas.identity import IdStr
+
+
+class ReconcileAction(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    REINFORCE = "REINFORCE"
+
+
+class AuditRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    at: datetime
+    day: date
+    org_id: IdStr
+    project_id: IdStr
+    user_id: str | None = None
+    agent_id: str | None = None
+    memory_type: str
+    action: ReconcileAction
+    memory_id: str
+    version: int
+    superseded_id: str | None = None
+    similarity: float | None = None
+    snapshot_id: str | None = None
+    extractor: str | None = None
+    embedding_model_id: str | None = None
+    text: str

@@ -1,0 +1,110 @@
+"""The project configuration read from ``project-config.yaml``."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
+from mempipe.schemas.memory import MemoryType
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: Any) -> Any:
+    """Accept ``30m``, ``2h``, ``45s``, ``1d`` besides what pydantic reads as a timedelta."""
+    if isinstance(value, str) and (match := _DURATION.match(value)):
+        return timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
+    return value
+
+
+class ExtractionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: list[MemoryType] = Field(
+        default_factory=lambda: list(MemoryType),
+        description="handlers the background extraction runs; others can still be written directly",
+    )
+
+
+class PromotionLimits(BaseModel):
+    """When a session's unpromoted turns become a snapshot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_messages: int = Field(default=20, ge=1, description="cut when this many turns are waiting")
+    idle_period: timedelta = Field(
+        default=timedelta(minutes=30),
+        description="cut when the next turn comes more than this long after the last one",
+    )
+
+    _parse_idle = field_validator("idle_period", mode="before")(parse_duration)
+
+    @field_validator("idle_period")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("idle_period must be positive")
+        return value
+
+
+class CustomTypeConfig(BaseModel):
+    """A declared custom memory type. Write-once: change it by declaring a new name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    tags: dict[str, str] = Field(default_factory=dict, description="tag name to value type")
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _syntax(cls, value: str) -> str:
+        if value in set(MemoryType) or value == "stm":
+            raise ValueError(f"{value!r} is a built-in memory type")
+        if not SEGMENT.match(value):
+            raise ValueError(f"custom type name {value!r} does not match {SEGMENT.pattern}")
+        return value
+
+
+class EmbeddingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "all-MiniLM-L6-v2"
+    dimensions: int | None = Field(default=None, ge=1)
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    promotion: PromotionLimits = Field(default_factory=PromotionLimits)
+    metadata_partition_keys: list[str] = Field(
+        default_factory=list, description="declared filterable metadata keys (write-once)"
+    )
+    custom_types: list[CustomTypeConfig] = Field(default_factory=list)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+
+    @field_validator("metadata_partition_keys")
+    @classmethod
+    def _keys(cls, keys: list[str]) -> list[str]:
+        problems = [p for key in keys if (p := partition_key_problem(key))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        if len(set(keys)) != len(keys):
+            raise ValueError("metadata_partition_keys lists a key twice")
+        return keys
+
+
+class ProjectConfig(BaseModel):
+    """``project-config.yaml``: the project's identity defaults and memory configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    org_id: str | None = None
+    project_id: str | None = None
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)

@@ -1,0 +1,1 @@
+"""Plain-Python units of work over the ports. Prefect tasks wrap them; tests call them directly."""

@@ -1,0 +1,44 @@
+"""Add up what the backfill's tasks did into the flow's summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
+
+
+def summarize_backfill(
+    run_id: str,
+    store_url: str,
+    files: list[IngestSummary],
+    promotion: PromotionSummary,
+    rejects_file: Path,
+    seconds: float,
+) -> BackfillSummary:
+    return BackfillSummary(
+        run_id=run_id,
+        store=store_url,
+        files=files,
+        turns_read=sum(f.turns_read for f in files),
+        turns_inserted=sum(f.turns_inserted for f in files),
+        duplicates_skipped=sum(f.duplicates_skipped for f in files),
+        rejected=sum(f.rejected for f in files),
+        rejects_path=str(rejects_file) if rejects_file.exists() else None,
+        sessions=promotion.sessions,
+        snapshots_created=promotion.snapshots_created,
+        turns_promoted=promotion.turns_promoted,
+        seconds=round(seconds, 3),
+    )
+
+
+def run_counts(summary: BackfillSummary) -> dict[str, int]:
+    return {
+        "files": len(summary.files),
+        "turns_read": summary.turns_read,
+        "turns_inserted": summary.turns_inserted,
+        "duplicates_skipped": summary.duplicates_skipped,
+        "rejected": summary.rejected,
+        "sessions": summary.sessions,
+        "snapshots_created": summary.snapshots_created,
+        "turns_promoted": summary.turns_promoted,
+    }

@@ -1,0 +1,69 @@
+"""Layered settings: arguments over environment over ``project-config.yaml`` over defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mempipe.errors import ConfigError
+from mempipe.schemas.config import ProjectConfig
+
+DEFAULT_STORE = "sqlite:///mempipe.db"
+ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
+
+
+class Settings(BaseSettings):
+    """Process-level settings, read from ``MEMPIPE_*`` variables when not given."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_", extra="forbid")
+
+    store: str = Field(default=DEFAULT_STORE, description="store URL: sqlite:///path.db")
+    config: Path = Field(
+        default=Path("project-config.yaml"), description="project configuration file"
+    )
+    org_id: str | None = Field(default=None, description="default org for records lacking one")
+    project_id: str | None = Field(default=None, description="default project likewise")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings with explicit arguments winning; None means "not given"."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+
+
+def load_project_config(path: Path | None) -> ProjectConfig:
+    """Read ``project-config.yaml`` (absent file: defaults), then apply environment overrides."""
+    data: dict[str, Any] = {}
+    if path is not None and path.exists():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+    enabled = os.environ.get(ENABLED_EXTRACTIONS_ENV)
+    if enabled is not None:
+        memory = data.setdefault("memory", {}) or {}
+        data["memory"] = memory
+        extraction = memory.setdefault("extraction", {}) or {}
+        memory["extraction"] = extraction
+        extraction["enabled"] = [item.strip() for item in enabled.split(",") if item.strip()]
+    try:
+        return ProjectConfig.model_validate(data)
+    except ValidationError as exc:
+        where = path if path is not None else "configuration"
+        raise ConfigError(f"{where}: {_readable(exc)}") from exc
+
+
+def _readable(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+    )

@@ -1,0 +1,40 @@
+"""Record flow runs in the store: parameters at the start, counts and outcome at the end."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store import open_store
+from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.tasks.policies import retry_if_transient
+
+
+@task(
+    name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
+)
+def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
+    store = open_store(store_url)
+    try:
+        store.start_run(
+            RunRecord(run_id=run_id, flow=flow, parameters=parameters, started_at=datetime.now(UTC))
+        )
+    finally:
+        store.close()
+
+
+@task(
+    name="record-run-end", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
+)
+def record_run_end(
+    store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
+) -> None:
+    store = open_store(store_url, migrate=False)
+    try:
+        status = RunStatus.FAILED if error else RunStatus.COMPLETED
+        store.finish_run(run_id, status, counts, error)
+    finally:
+        store.close()
