@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import ProjectConfig
+from mempipe.schemas.errors import describe
 
 DEFAULT_STORE = "sqlite:///mempipe.db"
 ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
@@ -36,7 +37,7 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**given)
     except ValidationError as exc:
-        raise ConfigError(f"invalid settings: {exc}") from exc
+        raise ConfigError(f"invalid settings: {describe(exc, with_input=True)}") from exc
 
 
 def load_project_config(path: Path | None) -> ProjectConfig:
@@ -60,10 +61,4 @@ def load_project_config(path: Path | None) -> ProjectConfig:
         return ProjectConfig.model_validate(data)
     except ValidationError as exc:
         where = path if path is not None else "configuration"
-        raise ConfigError(f"{where}: {_readable(exc)}") from exc
-
-
-def _readable(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
-    )
+        raise ConfigError(f"{where}: {describe(exc, with_input=True)}") from exc

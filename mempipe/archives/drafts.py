@@ -13,6 +13,7 @@ import orjson
 from pydantic import ValidationError
 
 from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.errors import describe
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import SourceLocation, Turn
@@ -90,14 +91,6 @@ def finish(draft: Draft, defaults: IdentityDefaults) -> Turn | Reject:
         return Turn.model_validate(fields)
     except ValidationError as exc:
         return reject(draft.source, describe(exc), draft.original)
-
-
-def describe(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in error["loc"]) or "record"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
 
 
 def text_of(content: Any) -> Any:

@@ -28,13 +28,13 @@ class CanonicalTurns:
         if not isinstance(value, dict):
             yield reject(source, "expected a JSON object holding one turn", record)
             return
-        unknown = value.keys() - _KNOWN
-        if unknown:
-            yield reject(source, f"unknown field(s): {', '.join(sorted(unknown))}", record)
-            return
         fields = dict(value)
         if fields.get("turn_seq") is None:
             key = (fields.get("org_id"), fields.get("project_id"), fields.get("session_id"))
             fields["turn_seq"] = self._next_seq.get(key, 0)
             self._next_seq[key] = fields["turn_seq"] + 1
+        unknown = value.keys() - _KNOWN
+        if unknown:
+            yield reject(source, f"unknown field(s): {', '.join(sorted(unknown))}", record)
+            return
         yield Draft(fields, source, record)

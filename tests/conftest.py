@@ -1,0 +1,48 @@
+"""Shared fixtures: fixture archives, a fresh SQLite store, and one Prefect test server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+from mempipe.adapters.store import Store, open_store
+from mempipe.schemas.identity import IdentityDefaults
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'memory.db'}"
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def defaults() -> IdentityDefaults:
+    return IdentityDefaults(org_id="acme", project_id="support")
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """A real, temporary Prefect server for the whole session; yields its API URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield str(PREFECT_API_URL.value())

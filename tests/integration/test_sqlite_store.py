@@ -1,0 +1,116 @@
+"""The SQLite backend: migrations, idempotent turn writes, conflicts, atomic batches, errors."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+from mempipe import migrations
+from mempipe.adapters.store import open_store
+from mempipe.adapters.store.sqlite import sql
+from mempipe.errors import StoreError
+from mempipe.schemas.turn import SourceLocation, Turn
+
+
+def make_turn(seq: int, content: str = "hello", session: str = "s") -> Turn:
+    return Turn(
+        org_id="o",
+        project_id="p",
+        session_id=session,
+        turn_seq=seq,
+        role="user",
+        content=f"{content} {seq}",
+        source=SourceLocation(path="a.jsonl", line=seq + 1),
+    )
+
+
+def test_a_new_store_is_migrated_on_first_use_and_records_what_it_applied(store) -> None:
+    assert store.applied_migrations() == [m.id for m in migrations.all_migrations()]
+    assert migrations.pending(store) == []
+
+
+def test_migrating_twice_applies_nothing(store) -> None:
+    report = migrations.migrate(store)
+    assert report.applied == []
+    assert report.already_applied == ["0001_initial"]
+
+
+def test_pending_only_reads(tmp_path) -> None:
+    fresh = open_store(f"sqlite:///{tmp_path / 'fresh.db'}", migrate=False)
+    assert [m.id for m in migrations.pending(fresh)] == ["0001_initial"]
+    assert fresh.applied_migrations() == []
+    fresh.close()
+
+
+def test_the_store_runs_in_wal_mode_with_sqlite_vec_and_fts5(store) -> None:
+    conn = store._conn
+    assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
+    assert conn.execute("SELECT vec_version()").fetchall()[0][0].startswith("v0.1")
+
+
+def test_inserting_the_same_turns_twice_adds_nothing_and_counts_the_skips(store) -> None:
+    batch = [make_turn(i) for i in range(5)]
+    first = store.insert_turns(batch, run_id="r1")
+    again = store.insert_turns(batch, run_id="r2")
+    assert (first.inserted, first.duplicates) == (5, 0)
+    assert (again.inserted, again.duplicates, again.conflicts) == (0, 5, [])
+    assert store.stats().turns == 5
+
+
+def test_a_stored_key_with_other_content_is_a_conflict_not_a_duplicate(store) -> None:
+    store.insert_turns([make_turn(0), make_turn(1)], run_id="r1")
+    result = store.insert_turns([make_turn(0), make_turn(1, content="changed")], run_id="r2")
+    assert (result.inserted, result.duplicates) == (0, 1)
+    (conflict,) = result.conflicts
+    assert conflict.line == 2
+    assert "turn 1 of session 's' is already stored with different content" in conflict.reason
+    assert "a.jsonl:2" in conflict.reason
+
+
+def test_two_records_with_one_key_in_one_batch_keep_the_first(store) -> None:
+    result = store.insert_turns([make_turn(0), make_turn(0, content="other")], run_id="r")
+    assert result.inserted == 1
+    assert len(result.conflicts) == 1
+
+
+def test_inserted_turns_are_searchable_through_fts5(store) -> None:
+    store.insert_turns([make_turn(0, content="penicillin allergy")], run_id="r")
+    rows = store._conn.execute(
+        "SELECT t.content FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+        "WHERE turns_fts MATCH 'penicillin'"
+    ).fetchall()
+    assert rows == [("penicillin allergy 0",)]
+
+
+def test_a_batch_lands_whole_or_not_at_all(store, monkeypatch) -> None:
+    monkeypatch.setattr(sql, "SYNC_TURNS_FTS", "INSERT INTO no_such_table VALUES (?)")
+    with pytest.raises(StoreError):
+        store.insert_turns([make_turn(i) for i in range(3)], run_id="r")
+    assert store.stats().turns == 0
+
+
+def test_readers_see_the_last_committed_state_while_a_writer_is_open(store_url, store) -> None:
+    store.insert_turns([make_turn(0)], run_id="r")
+    reader = open_store(store_url)
+    writer = apsw.Connection(store_url.removeprefix("sqlite:///"))
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute(
+        "INSERT INTO turns (org_id, project_id, session_id, turn_seq, role, content, source_path)"
+        " VALUES ('o', 'p', 's', 9, 'user', 'uncommitted', 'x')"
+    )
+    assert reader.stats().turns == 1
+    writer.execute("COMMIT")
+    assert reader.stats().turns == 2
+    reader.close()
+    writer.close()
+
+
+def test_unusable_stores_are_clear_errors(tmp_path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(f"sqlite:///{tmp_path / 'missing' / 'memory.db'}")
+    not_a_db = tmp_path / "notes.db"
+    not_a_db.write_text("this is not sqlite " * 100)
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        open_store(f"sqlite:///{not_a_db}")
+    with pytest.raises(StoreError, match="unsupported store URL scheme 'postgres'"):
+        open_store("postgres://localhost/db")

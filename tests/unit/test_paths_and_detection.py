@@ -1,0 +1,60 @@
+"""Which files a backfill reads, and how their format is recognised."""
+
+from __future__ import annotations
+
+import pytest
+
+from mempipe.archives import expand_paths
+from mempipe.archives.detect import classify
+from mempipe.archives.paths import logical_suffix
+from mempipe.errors import ArchiveError
+from mempipe.schemas.archive import ArchiveFormat
+
+
+def test_directories_are_searched_recursively_for_archives(tmp_path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.jsonl").write_text("")
+    (tmp_path / "a" / "y.json.gz").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("")
+    found = expand_paths([tmp_path])
+    assert [p.name for p in found] == ["x.jsonl", "y.json.gz"]
+
+
+def test_globs_are_expanded_and_the_same_file_is_read_once(tmp_path) -> None:
+    for name in ("b.csv", "a.csv"):
+        (tmp_path / name).write_text("")
+    found = expand_paths([str(tmp_path / "*.csv"), tmp_path / "a.csv"])
+    assert [p.name for p in found] == ["a.csv", "b.csv"]
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [("missing.jsonl", "no such file"), ("*.nothing", "matches no archive"), ("empty", "holds no")],
+)
+def test_a_path_that_names_no_archive_is_a_clear_error(tmp_path, given, message) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ArchiveError, match=message):
+        expand_paths([str(tmp_path / given)])
+
+
+def test_the_logical_suffix_ignores_compression() -> None:
+    from pathlib import Path
+
+    assert logical_suffix(Path("a.JSONL.gz")) == ".jsonl"
+    assert logical_suffix(Path("b.json.zst")) == ".json"
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({"mapping": {}, "current_node": "x", "title": "t"}, ArchiveFormat.CHATGPT),
+        ({"uuid": "u", "chat_messages": []}, ArchiveFormat.CLAUDE),
+        ({"id": "1", "conversations": []}, ArchiveFormat.SHAREGPT),
+        ({"id": "1", "messages": []}, ArchiveFormat.OPENAI),
+        ({"session_id": "s", "role": "user", "content": "x"}, ArchiveFormat.TURNS),
+        ({"foo": 1}, None),
+        (["not", "a", "record"], None),
+    ],
+)
+def test_records_are_classified_by_their_keys(record, expected) -> None:
+    assert classify(record) is expected
