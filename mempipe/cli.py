@@ -265,17 +265,22 @@ def stats(store: str | None, config: str | None, as_json: bool) -> None:
             f"turns: {result.turns} ({result.unpromoted_turns} unpromoted) "
             f"in {result.sessions} sessions"
         )
-        click.echo(f"snapshots: {result.snapshots}")
+        click.echo(f"snapshots: {result.snapshots.get('total', 0)} ({_counts(result.snapshots)})")
         click.echo(
-            "memories: "
+            "memories (active/superseded): "
             + ", ".join(
-                f"{kind} {counts.get('active', 0)}+{counts.get('superseded', 0)}"
+                f"{kind} {counts.get('active', 0)}/{counts.get('superseded', 0)}"
                 for kind, counts in result.memories.items()
             )
         )
-        click.echo(f"failures: {result.failures}")
+        click.echo(f"failures: {_counts(result.failures)}")
+        click.echo(f"runs: {_counts(result.runs) or 'none'}")
 
     emit(result, as_json, human)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in counts.items() if key != "total")
 
 
 def main() -> None:

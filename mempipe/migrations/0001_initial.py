@@ -62,7 +62,6 @@ CREATE TABLE IF NOT EXISTS turns (
 );
 CREATE INDEX IF NOT EXISTS turns_unpromoted
     ON turns (org_id, project_id, session_id, turn_seq) WHERE snapshot_id IS NULL;
-CREATE INDEX IF NOT EXISTS turns_snapshot ON turns (snapshot_id) WHERE snapshot_id IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5(
     content, content='turns', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );

@@ -1,13 +1,19 @@
-"""Read one archive file into the store in batches, each written in one transaction."""
+"""Read one archive file into the store in batches, each written in one transaction.
+
+Parsing (Python, holding the GIL) and writing (SQLite, which releases it) overlap: one writer
+thread stores batch *k* while batch *k+1* is parsed. At most two batches are in memory.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
 from mempipe.adapters.store import Store
 from mempipe.archives import ArchiveReader
+from mempipe.gc_tuning import relaxed_gc
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.archive import ArchiveFormat
@@ -29,24 +35,43 @@ def ingest_file(
     columns: Mapping[str, str] | None = None,
 ) -> IngestSummary:
     reader = ArchiveReader(path, archive_format, defaults, columns)
-    read = inserted = duplicates = rejected = 0
-    with track(path.name, reader.size, "bytes") as progress:
-        items = iter(reader)
-        while batch := list(islice(items, batch_size)):
-            turns = [item for item in batch if isinstance(item, Turn)]
-            rejects = [item for item in batch if isinstance(item, Reject)]
-            result = store.insert_turns(turns, run_id) if turns else TurnWriteResult()
-            rejects.extend(result.conflicts)
-            rejected += append_rejects(rejects_file, rejects)
-            read += len(turns)
-            inserted += result.inserted
-            duplicates += result.duplicates
+    summary = IngestSummary(path=str(path), format=archive_format.value)
+
+    def account(written: Future[TurnWriteResult], rejects: list[Reject], read: int) -> None:
+        result = written.result()
+        summary.turns_read += read
+        summary.turns_inserted += result.inserted
+        summary.duplicates_skipped += result.duplicates
+        summary.rejected += append_rejects(rejects_file, [*rejects, *result.conflicts])
+
+    with (
+        relaxed_gc(),
+        track(path.name, reader.size, "bytes") as progress,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="mempipe-writer") as writer,
+    ):
+        in_flight: tuple[Future[TurnWriteResult], list[Reject], int] | None = None
+        for turns, rejects in _batches(reader, batch_size):
+            written = writer.submit(_write, store, turns, run_id)
+            if in_flight is not None:
+                account(*in_flight)
+            in_flight = (written, rejects, len(turns))
             progress.update(reader.bytes_read)
-    return IngestSummary(
-        path=str(path),
-        format=(reader.format or archive_format).value,
-        turns_read=read,
-        turns_inserted=inserted,
-        duplicates_skipped=duplicates,
-        rejected=rejected,
-    )
+        if in_flight is not None:
+            account(*in_flight)
+    summary.format = (reader.format or archive_format).value
+    return summary
+
+
+def _batches(
+    items: Iterable[Turn | Reject], size: int
+) -> Iterator[tuple[list[Turn], list[Reject]]]:
+    stream = iter(items)
+    while batch := list(islice(stream, size)):
+        yield (
+            [item for item in batch if isinstance(item, Turn)],
+            [item for item in batch if isinstance(item, Reject)],
+        )
+
+
+def _write(store: Store, turns: list[Turn], run_id: str | None) -> TurnWriteResult:
+    return store.insert_turns(turns, run_id) if turns else TurnWriteResult()

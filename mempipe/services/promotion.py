@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from mempipe.adapters.store import Store
 from mempipe.domain.promotion import TurnStamp, cut_snapshots
+from mempipe.gc_tuning import relaxed_gc
 from mempipe.progress import track
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.snapshot import Snapshot
@@ -36,7 +37,7 @@ def promote_sessions(
                 reasons[snapshot.cut_reason.value] += 1
         pending.clear()
 
-    with track("promote sessions", total, "turns") as progress:
+    with relaxed_gc(), track("promote sessions", total, "turns") as progress:
         seen = CountingIterator(store.iter_unpromoted_turns())
         for snapshot in cut_snapshots(seen, limits, handlers=handlers, run_id=run_id):
             key = (snapshot.org_id, snapshot.project_id, snapshot.session_id)

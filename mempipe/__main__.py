@@ -1,0 +1,5 @@
+"""``python -m mempipe``: the same CLI as the ``mempipe`` command."""
+
+from mempipe.cli import main
+
+main()

@@ -1,0 +1,118 @@
+"""The CLI as users and scripts call it: a real process, JSON on stdout, logs on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mempipe.cli import cli
+
+ROOT = Path(__file__).parents[2]
+
+
+def mempipe(*args: str, cwd: Path, api_url: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return subprocess.run(
+        [sys.executable, "-m", "mempipe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.prefect
+def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
+    prefect_server, fixtures, tmp_path
+) -> None:
+    args = ("backfill", str(fixtures), "--store", "sqlite:///memory.db", "--json")
+    first = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    for key in (
+        "run_id",
+        "turns_inserted",
+        "duplicates_skipped",
+        "rejected",
+        "rejects_path",
+        "sessions",
+        "snapshots_created",
+    ):
+        assert key in summary
+    assert summary["turns_inserted"] == 34
+    assert "Finished in state Completed" in first.stderr, "logs go to stderr"
+
+    second = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
+    assert json.loads(second.stdout)["duplicates_skipped"] == 34
+    assert json.loads(second.stdout)["turns_inserted"] == 0
+
+    stats = mempipe("stats", "--store", "sqlite:///memory.db", "--json", cwd=tmp_path)
+    counts = json.loads(stats.stdout)
+    assert (counts["turns"], counts["sessions"], counts["snapshots"]["pending"]) == (34, 12, 13)
+    assert counts["memories"]["semantic"] == {"active": 0, "superseded": 0}
+    assert counts["failures"] == {"environmental": 0, "content": 0}
+    assert counts["runs"] == {"completed": 2}
+
+
+def test_migrate_is_idempotent_and_pending_lists_without_applying(tmp_path) -> None:
+    pending = mempipe("migrate", "--pending", "--json", cwd=tmp_path)
+    assert json.loads(pending.stdout)["pending"] == ["0001_initial"]
+    first = mempipe("migrate", "--json", cwd=tmp_path)
+    assert json.loads(first.stdout)["applied"] == ["0001_initial"]
+    assert (tmp_path / "mempipe.db").exists(), "the default store is ./mempipe.db"
+    again = mempipe("migrate", "--json", cwd=tmp_path)
+    assert json.loads(again.stdout)["applied"] == []
+
+
+def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
+    env_store = f"sqlite:///{tmp_path / 'from-env.db'}"
+    os.environ["MEMPIPE_STORE"] = env_store
+    try:
+        result = mempipe("stats", "--json", cwd=tmp_path)
+    finally:
+        del os.environ["MEMPIPE_STORE"]
+    assert json.loads(result.stdout)["store"] == env_store
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("backfill", "nowhere/*.jsonl"), "matches no archive file"),
+        (("backfill", "missing.json"), "no such file or directory"),
+        (("stats", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
+        (("stats", "--store", "redis://localhost"), "unsupported store URL scheme"),
+    ],
+)
+def test_an_unusable_path_or_store_is_a_clear_error_with_a_non_zero_exit(
+    tmp_path, args, message
+) -> None:
+    result = mempipe(*args, "--json", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_config_file_is_a_clear_error(tmp_path) -> None:
+    (tmp_path / "project-config.yaml").write_text("memory:\n  metadata_partition_keys: [Bad]\n")
+    result = mempipe("stats", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "metadata_partition_keys" in result.stderr
+    assert "'Bad'" in result.stderr
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name, command in cli.commands.items():
+        assert re.search(rf"mempipe {name}\b", readme), f"README does not document `{name}`"
+        assert command.help, f"`{name}` has no help text"
