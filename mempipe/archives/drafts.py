@@ -7,7 +7,7 @@ this module fills identity defaults, normalises roles and validates, the same fo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 from pydantic import ValidationError
@@ -16,7 +16,7 @@ from mempipe.archives.json_records import JsonRecord
 from mempipe.schemas.errors import describe
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
-from mempipe.schemas.turn import SourceLocation, Turn
+from mempipe.schemas.turn import Turn
 
 ROLE_ALIASES: dict[str, str] = {
     "user": "user",
@@ -41,10 +41,27 @@ ROLE_ALIASES: dict[str, str] = {
 IDENTITY_FIELDS = ("org_id", "project_id", "user_id", "agent_id")
 
 
+class Location(TypedDict):
+    """Where a draft was read; validated into :class:`SourceLocation` with the turn itself (a
+    plain dict here, because building a model per record on the hot path costs more than the
+    rest of the record's validation)."""
+
+    path: str
+    line: int | None
+    index: int | None
+    message_index: int | None
+
+
+def location(
+    path: str, line: int | None = None, index: int | None = None, message_index: int | None = None
+) -> Location:
+    return {"path": path, "line": line, "index": index, "message_index": message_index}
+
+
 @dataclass(slots=True)
 class Draft:
     fields: dict[str, Any]
-    source: SourceLocation
+    source: Location
     original: Any
 
 
@@ -56,15 +73,8 @@ def render_raw(original: Any) -> str:
     return orjson.dumps(original, default=str).decode()
 
 
-def reject(source: SourceLocation, reason: str, original: Any) -> Reject:
-    return Reject(
-        path=source.path,
-        line=source.line,
-        index=source.index,
-        message_index=source.message_index,
-        reason=reason,
-        raw=render_raw(original),
-    )
+def reject(source: Location, reason: str, original: Any) -> Reject:
+    return Reject(**source, reason=reason, raw=render_raw(original))
 
 
 def normalize_role(value: Any) -> str | None:

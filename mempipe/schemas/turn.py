@@ -67,4 +67,4 @@ class Turn(BaseModel):
             return None
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return value if value.tzinfo is UTC else value.astimezone(UTC)

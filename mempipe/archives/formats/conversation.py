@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
+from mempipe.archives.drafts import Location, location
 from mempipe.archives.formats import first_present
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.turn import SourceLocation
 
 IDENTITY_KEYS = ("org_id", "project_id", "user_id", "agent_id")
 
@@ -28,9 +28,9 @@ def identity_of(conversation: dict[str, Any]) -> dict[str, Any]:
     return {key: conversation[key] for key in IDENTITY_KEYS if conversation.get(key)}
 
 
-def record_source(path: str, record: JsonRecord) -> SourceLocation:
-    return SourceLocation(path=path, line=record.line, index=record.index)
+def record_source(path: str, record: JsonRecord) -> Location:
+    return location(path, record.line, record.index)
 
 
-def message_source(path: str, record: JsonRecord, position: int) -> SourceLocation:
-    return SourceLocation(path=path, line=record.line, index=record.index, message_index=position)
+def message_source(path: str, record: JsonRecord, position: int) -> Location:
+    return location(path, record.line, record.index, position)

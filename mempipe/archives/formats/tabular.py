@@ -17,9 +17,8 @@ from typing import Any, BinaryIO
 import orjson
 import pyarrow.parquet as pq
 
-from mempipe.archives.drafts import Draft
+from mempipe.archives.drafts import Draft, Location, location
 from mempipe.schemas.archive import TURN_FIELDS
-from mempipe.schemas.turn import SourceLocation
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "session_id": ("conversation_id", "thread_id", "session", "conversation"),
@@ -72,7 +71,7 @@ class RowDrafts:
         self.columns = columns
         self._next_seq: dict[tuple[object, ...], int] = {}
 
-    def draft(self, row: Mapping[str, Any], source: SourceLocation) -> Draft:
+    def draft(self, row: Mapping[str, Any], source: Location) -> Draft:
         fields: dict[str, Any] = {}
         for field, column in self.columns.items():
             value = row.get(column)
@@ -96,7 +95,7 @@ def csv_drafts(
     reader = csv.DictReader(text, delimiter=delimiter)
     drafts = RowDrafts(path, resolve_columns(reader.fieldnames or [], explicit))
     for row in reader:
-        yield drafts.draft(row, SourceLocation(path=path, line=reader.line_num))
+        yield drafts.draft(row, location(path, line=reader.line_num))
 
 
 def parquet_drafts(path: str, explicit: Mapping[str, str]) -> Iterator[Draft]:
@@ -105,5 +104,5 @@ def parquet_drafts(path: str, explicit: Mapping[str, str]) -> Iterator[Draft]:
     index = 0
     for batch in parquet.iter_batches(batch_size=4096):
         for row in batch.to_pylist():
-            yield drafts.draft(row, SourceLocation(path=path, index=index))
+            yield drafts.draft(row, location(path, index=index))
             index += 1

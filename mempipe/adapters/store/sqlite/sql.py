@@ -110,7 +110,9 @@ def iso(value: datetime | None) -> str | None:
     """Fixed-width UTC ISO text, so that text order is time order."""
     if value is None:
         return None
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="microseconds")
 
 
 def parse_iso(value: str | None) -> datetime | None:
