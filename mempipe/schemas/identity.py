@@ -15,18 +15,6 @@ class Visibility(StrEnum):
     ORG = "org"
 
 
-class Identity(BaseModel):
-    """Who a record belongs to. ``org_id`` and ``project_id`` always have a value; the rest may
-    be unknown for historical archives."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    org_id: IdStr
-    project_id: IdStr
-    user_id: IdStr | None = None
-    agent_id: IdStr | None = None
-
-
 class IdentityDefaults(BaseModel):
     """Identity given on the command line or as flow parameters: fills what a record lacks."""
 

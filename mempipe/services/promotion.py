@@ -22,7 +22,7 @@ def promote_sessions(
     run_id: str | None,
     write_batch: int = 1000,
 ) -> PromotionSummary:
-    total = store.stats().unpromoted_turns
+    total = store.count_unpromoted_turns()
     summary = PromotionSummary()
     reasons: Counter[str] = Counter()
     pending: list[Snapshot] = []

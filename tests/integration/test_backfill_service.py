@@ -24,9 +24,15 @@ FIXTURE_TURNS = {
 }
 
 
-def ingest(store, path: Path, defaults, rejects: Path):
+def ingest(store, path: Path, defaults, rejects: Path, batch_size: int = 5000):
     return ingest_file(
-        store, path, ArchiveFormat.AUTO, defaults, run_id="run", rejects_file=rejects
+        store,
+        path,
+        ArchiveFormat.AUTO,
+        defaults,
+        run_id="run",
+        rejects_file=rejects,
+        batch_size=batch_size,
     )
 
 
@@ -79,15 +85,7 @@ def test_broken_lines_go_to_the_rejects_file_and_every_good_turn_goes_in(
     lines[20] = json.dumps({"session_id": "s", "role": "robot", "content": "x"})
     archive.write_bytes(gzip.compress("\n".join(lines).encode()))
     rejects = tmp_path / "rejects.jsonl"
-    summary = ingest_file(
-        store,
-        archive,
-        ArchiveFormat.AUTO,
-        defaults,
-        run_id="run",
-        rejects_file=rejects,
-        batch_size=7,
-    )
+    summary = ingest(store, archive, defaults, rejects, batch_size=7)
     assert (summary.turns_inserted, summary.rejected) == (48, 2)
     listed = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert [(r["line"], r["reason"][:14]) for r in listed] == [
@@ -190,15 +188,7 @@ def peak_while_ingesting(store_url: str, archive: Path, defaults, tmp_path: Path
 
     store = open_store(store_url)
     tracemalloc.start()
-    summary = ingest_file(
-        store,
-        archive,
-        ArchiveFormat.AUTO,
-        defaults,
-        run_id="run",
-        rejects_file=tmp_path / "r.jsonl",
-        batch_size=1000,
-    )
+    summary = ingest(store, archive, defaults, tmp_path / "r.jsonl", batch_size=1000)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     store.close()

@@ -27,10 +27,8 @@ BROKEN = "\n".join(
 )
 
 
-def read(path: Path):
-    items = list(
-        ArchiveReader(path, ArchiveFormat.TURNS, IdentityDefaults(org_id="o", project_id="p"))
-    )
+def read(path: Path, fmt: ArchiveFormat = ArchiveFormat.TURNS):
+    items = list(ArchiveReader(path, fmt, IdentityDefaults(org_id="o", project_id="p")))
     return [i for i in items if isinstance(i, Turn)], [i for i in items if isinstance(i, Reject)]
 
 
@@ -78,11 +76,7 @@ def test_a_truncated_json_array_keeps_the_records_before_the_damage(tmp_path) ->
         '[{"id": "a", "messages": [{"role": "user", "content": "kept"}]},'
         ' {"id": "b", "messages": [{"role": "user", "content": "lo'
     )
-    items = list(
-        ArchiveReader(path, ArchiveFormat.AUTO, IdentityDefaults(org_id="o", project_id="p"))
-    )
-    turns = [i for i in items if isinstance(i, Turn)]
-    rejects = [i for i in items if isinstance(i, Reject)]
+    turns, rejects = read(path, ArchiveFormat.AUTO)
     assert [t.content for t in turns] == ["kept"]
     assert len(rejects) == 1
     assert rejects[0].index == 1
@@ -95,11 +89,7 @@ def test_a_bad_message_inside_a_conversation_is_located_by_record_and_message(tm
         '{"id": "c", "messages": [{"role": "user", "content": "hi"},'
         ' {"role": "narrator", "content": "?"}, {"role": "assistant", "content": "yo"}]}\n'
     )
-    items = list(
-        ArchiveReader(path, ArchiveFormat.OPENAI, IdentityDefaults(org_id="o", project_id="p"))
-    )
-    turns = [i for i in items if isinstance(i, Turn)]
-    (bad,) = [i for i in items if isinstance(i, Reject)]
+    turns, (bad,) = read(path, ArchiveFormat.OPENAI)
     assert [(t.turn_seq, t.content) for t in turns] == [(0, "hi"), (2, "yo")]
     assert (bad.line, bad.message_index, bad.reason) == (1, 1, "unknown role 'narrator'")
     assert bad.raw == '{"role":"narrator","content":"?"}'
@@ -108,9 +98,7 @@ def test_a_bad_message_inside_a_conversation_is_located_by_record_and_message(tm
 def test_an_undetectable_file_is_one_reject_not_an_error(tmp_path) -> None:
     path = tmp_path / "mystery.json"
     path.write_text('[{"foo": 1}]')
-    items = list(
-        ArchiveReader(path, ArchiveFormat.AUTO, IdentityDefaults(org_id="o", project_id="p"))
-    )
-    assert len(items) == 1
-    assert isinstance(items[0], Reject)
-    assert "cannot tell the format" in items[0].reason
+    turns, rejects = read(path, ArchiveFormat.AUTO)
+    assert turns == []
+    assert len(rejects) == 1
+    assert "cannot tell the format" in rejects[0].reason

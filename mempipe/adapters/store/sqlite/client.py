@@ -139,6 +139,9 @@ class SqliteStore:
             )
         return conflicts
 
+    def count_unpromoted_turns(self) -> int:
+        return self._rows("SELECT count(*) FROM turns WHERE snapshot_id IS NULL")[0][0]
+
     def iter_unpromoted_turns(self, page_size: int = 5000) -> Iterator[TurnStamp]:
         last: tuple[Any, ...] | None = None
         while True:
