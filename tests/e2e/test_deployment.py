@@ -30,6 +30,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def stop(process: subprocess.Popen) -> None:
+    """Ask politely, then insist: a worker may take its time to drain on SIGTERM."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=20)
+
+
 def prefect(*args: str, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [PREFECT, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
@@ -70,8 +80,7 @@ def ops_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
                 pytest.fail(f"Prefect server did not start:\n{(home / 'server.log').read_text()}")
             time.sleep(0.5)
     yield env
-    server.terminate()
-    server.wait(timeout=30)
+    stop(server)
     log.close()
 
 
@@ -116,8 +125,7 @@ def test_deploy_from_prefect_yaml_and_run_backfill_through_a_worker(
             timeout=300,
         )
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        stop(worker)
         worker_log.close()
     output = run.stdout + run.stderr
     assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
