@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.errors import describe
+from mempipe.schemas.replay import LLMSettings
 
 DEFAULT_STORE = "sqlite:///mempipe.db"
 ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
@@ -29,6 +30,31 @@ class Settings(BaseSettings):
     )
     org_id: str | None = Field(default=None, description="default org for records lacking one")
     project_id: str | None = Field(default=None, description="default project likewise")
+
+
+class LLMEnvironment(BaseSettings):
+    """``MEMPIPE_LLM_BASE_URL``, ``MEMPIPE_LLM_MODEL``, ``MEMPIPE_LLM_API_KEY`` (or
+    ``OPENAI_API_KEY``), ``MEMPIPE_LLM_TIMEOUT_SECONDS``, ``MEMPIPE_LLM_REQUESTS_PER_MINUTE``."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_LLM_", extra="ignore")
+
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key: SecretStr | None = None
+    timeout_seconds: float = 60.0
+    requests_per_minute: float | None = None
+
+
+def load_llm_settings() -> LLMSettings:
+    env = LLMEnvironment()
+    key = env.api_key or SecretStr(os.environ.get("OPENAI_API_KEY", ""))
+    return LLMSettings(
+        base_url=env.base_url,
+        model=env.model,
+        api_key=key,
+        timeout_seconds=env.timeout_seconds,
+        requests_per_minute=env.requests_per_minute,
+    )
 
 
 def load_settings(**overrides: Any) -> Settings:

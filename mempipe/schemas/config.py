@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
+from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.memory import MemoryType
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -88,6 +89,7 @@ class MemoryConfig(BaseModel):
     )
     custom_types: list[CustomTypeConfig] = Field(default_factory=list)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    reconcile: ReconcileThresholds = Field(default_factory=ReconcileThresholds)
 
     @field_validator("metadata_partition_keys")
     @classmethod

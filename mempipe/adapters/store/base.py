@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from mempipe.adapters.llm.base import SnapshotContent
 from mempipe.domain.promotion import TurnStamp
+from mempipe.domain.reconcile import Candidate
+from mempipe.domain.scope import Scope
+from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.failure import Failure
+from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.snapshot import Snapshot
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
 from mempipe.schemas.turn import Turn
 
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
+
+
+class WorkItem(BaseModel):
+    """One extraction to run: a snapshot and one handler, with the owner it is reconciled for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    snapshot_id: str
+    handler: str
+    attempts: int = 0
+    org_id: str
+    project_id: str
+    user_id: str | None = None
+
+    @property
+    def partition(self) -> tuple[str, str, str]:
+        """Work of one owner runs in time order, one item after another; owners in parallel."""
+        return (self.org_id, self.project_id, self.user_id or "")
 
 
 class StoreCapabilities(BaseModel):
@@ -49,6 +75,64 @@ class Store(Protocol):
         """Insert snapshots and mark their turns promoted, atomically; returns the ids of those
         that were new (an id already stored is left as it is)."""
         ...
+
+    def write_transaction(self) -> AbstractContextManager[None]:
+        """A transaction that holds the write lock from its start (reads inside it see no
+        concurrent writer): reconciliation runs inside one."""
+        ...
+
+    def extraction_work(
+        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+    ) -> list[WorkItem]:
+        """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``."""
+        ...
+
+    def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
+
+    def set_extraction_state(
+        self,
+        snapshot_id: str,
+        handler: str,
+        status: ExtractionStatus,
+        attempts: int,
+        error: str | None = None,
+    ) -> None: ...
+
+    def record_failure(self, failure: Failure) -> None: ...
+
+    def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
+
+    def memory_candidates(
+        self,
+        memory_type: str,
+        scope: Scope,
+        key: str | None,
+        vector: list[float] | None,
+        model_id: str | None,
+        k: int,
+    ) -> list[Candidate]:
+        """Active records of the type in exactly this scope: by key, and by nearest vector."""
+        ...
+
+    def add_memory(
+        self, memory_type: str, record: MemoryRecord, vector: list[float] | None
+    ) -> None: ...
+
+    def supersede_memory(self, memory_type: str, memory_id: str) -> int: ...
+
+    def reinforce_memory(self, memory_type: str, memory_id: str, snapshot_id: str) -> int: ...
+
+    def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None: ...
+
+    def insert_audit(self, rows: Sequence[AuditRow]) -> None: ...
+
+    def audit_rows(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> Iterator[AuditRow]: ...
+
+    def failure_counts(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> dict[str, int]: ...
 
     def start_run(self, run: RunRecord) -> None: ...
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -14,6 +13,7 @@ from mempipe.adapters.store.base import StoreCapabilities
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.exceptions import translate
+from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_text
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.reject import Reject
@@ -28,11 +28,7 @@ if TYPE_CHECKING:
 MEMORY_COLLECTIONS = [*(t.value for t in MemoryType), "custom"]
 
 
-def _now() -> str:
-    return sql.iso(datetime.now(UTC)) or ""
-
-
-class SqliteStore:
+class SqliteStore(SqliteExtractionOps):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 
     capabilities = StoreCapabilities(transactions=True, vector_search=True, text_search=True)
@@ -82,7 +78,7 @@ class SqliteStore:
                 self._conn.execute(
                     "INSERT INTO _migrations (id, description, applied_at) VALUES (?, ?, ?) "
                     "ON CONFLICT (id) DO NOTHING",
-                    (migration.id, migration.description, _now()),
+                    (migration.id, migration.description, now_text()),
                 )
         except apsw.Error as exc:
             raise translate(exc, f"{self.url} migration {migration.id}") from exc
@@ -160,7 +156,7 @@ class SqliteStore:
     def save_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
         if not snapshots:
             return set()
-        now = _now()
+        now = now_text()
         conn = self._conn
         try:
             with conn:
@@ -221,7 +217,7 @@ class SqliteStore:
             with self._conn:
                 self._conn.execute(
                     sql.FINISH_RUN,
-                    (status.value, orjson.dumps(counts).decode(), error, _now(), run_id),
+                    (status.value, orjson.dumps(counts).decode(), error, now_text(), run_id),
                 )
         except apsw.Error as exc:
             raise translate(exc, self.url) from exc

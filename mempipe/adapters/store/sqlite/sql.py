@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from mempipe.domain.promotion import TurnStamp
+from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import Snapshot
 from mempipe.schemas.turn import Turn
 
@@ -172,3 +173,23 @@ def snapshot_row(snapshot: Snapshot, now: str) -> tuple[Any, ...]:
         snapshot.run_id,
         now,
     )
+
+
+def selection_where(selection: SnapshotSelection) -> tuple[str, list[Any]]:
+    """A WHERE clause over snapshots ``s`` for a selection; every given field is ANDed."""
+    clauses, values = ["1 = 1"], []
+    for column in ("org_id", "project_id", "user_id", "session_id"):
+        value = getattr(selection, column)
+        if value is not None:
+            clauses.append(f"s.{column} = ?")
+            values.append(value)
+    if selection.snapshot_ids:
+        clauses.append(f"s.id IN ({', '.join('?' for _ in selection.snapshot_ids)})")
+        values.extend(selection.snapshot_ids)
+    if selection.since is not None:
+        clauses.append("coalesce(s.ended_at, s.created_at) >= ?")
+        values.append(iso(selection.since))
+    if selection.until is not None:
+        clauses.append("coalesce(s.started_at, s.created_at) < ?")
+        values.append(iso(selection.until))
+    return " AND ".join(clauses), values

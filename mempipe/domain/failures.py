@@ -1,0 +1,135 @@
+"""Failure classes and the retry policy fitted to each.
+
+One question sorts a failed step: can the condition change without the request changing?
+Environmental failures (network, timeouts, 5xx, rate limits, rotating credentials) can: they
+are retried with a backoff fitted to the kind (seconds with jitter for the network, the
+server's Retry-After for rate limits, slower for credentials, which people rotate), bounded in
+attempts and in total time. Content-determined failures (bad request, context too long, refusal,
+output that does not validate) cannot: retrying would give the same answer, so they are not
+retried. Both end recorded as failures, never as an empty result.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+)
+
+from mempipe.errors import MempipeError, TerminalError, TransientError
+from mempipe.schemas.failure import FailureClass
+
+T = TypeVar("T")
+
+
+class FailureKind(StrEnum):
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    SERVER = "server"
+    RATE_LIMIT = "rate_limit"
+    CREDENTIALS = "credentials"
+    BAD_REQUEST = "bad_request"
+    CONTEXT_TOO_LONG = "context_too_long"
+    REFUSAL = "refusal"
+    INVALID_OUTPUT = "invalid_output"
+
+
+ENVIRONMENTAL = frozenset(
+    {
+        FailureKind.NETWORK,
+        FailureKind.TIMEOUT,
+        FailureKind.SERVER,
+        FailureKind.RATE_LIMIT,
+        FailureKind.CREDENTIALS,
+    }
+)
+
+
+class EnvironmentalError(TransientError):
+    def __init__(self, kind: FailureKind, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+class ContentError(TerminalError):
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def failure_error(
+    kind: FailureKind, message: str, retry_after: float | None = None
+) -> MempipeError:
+    if kind in ENVIRONMENTAL:
+        return EnvironmentalError(kind, message, retry_after)
+    return ContentError(kind, message)
+
+
+def failure_class(error: BaseException) -> FailureClass:
+    """Environmental when retrying could help, content-determined otherwise."""
+    return (
+        FailureClass.ENVIRONMENTAL if getattr(error, "retryable", False) else FailureClass.CONTENT
+    )
+
+
+class RetryPolicy(BaseModel):
+    """Bounds and backoff bases, in seconds. Every attempt counts against both bounds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: int = Field(default=5, ge=1)
+    max_seconds: float = Field(default=120.0, gt=0)
+    network_base: float = Field(default=1.0, ge=0, description="doubles per attempt, jittered")
+    network_cap: float = Field(default=20.0, ge=0)
+    rate_limit_default: float = Field(
+        default=5.0, ge=0, description="wait for a 429 that gives no Retry-After"
+    )
+    credentials_base: float = Field(default=15.0, ge=0, description="doubles per attempt")
+
+    def wait_for(self, error: BaseException | None, attempt: int) -> float:
+        kind = getattr(error, "kind", FailureKind.NETWORK)
+        if kind is FailureKind.RATE_LIMIT:
+            retry_after = getattr(error, "retry_after", None)
+            return retry_after if retry_after is not None else self.rate_limit_default
+        if kind is FailureKind.CREDENTIALS:
+            return self.credentials_base * 2 ** (attempt - 1)
+        ceiling = min(self.network_cap, self.network_base * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+    def run(self, call: Callable[[], T], sleep: Callable[[float], Any] = time.sleep) -> T:
+        """Call, retrying retryable mempipe errors under this policy; the last error is raised
+        with ``attempts`` set on it."""
+        attempts = 0
+
+        def counted() -> T:
+            nonlocal attempts
+            attempts += 1
+            return call()
+
+        def wait(state: RetryCallState) -> float:
+            error = state.outcome.exception() if state.outcome else None
+            return self.wait_for(error, state.attempt_number)
+
+        retrying = Retrying(
+            retry=retry_if_exception(lambda e: getattr(e, "retryable", False)),
+            stop=stop_after_attempt(self.max_attempts) | stop_after_delay(self.max_seconds),
+            wait=wait,
+            sleep=sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(counted)
+        except MempipeError as exc:
+            exc.attempts = attempts  # type: ignore[attr-defined]
+            raise

@@ -1,0 +1,104 @@
+"""Replay extraction: run the enabled handlers over selected snapshots, reconcile, audit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from prefect import flow
+from prefect.runtime import flow_run
+from pydantic import Field
+
+from mempipe.bootstrap import load_context
+from mempipe.flows.hooks import record_failed_run
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.services.replay_summary import summarize_replay
+from mempipe.settings import load_llm_settings
+from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.replay import export_audit, replay_partition, select_work
+from mempipe.tasks.runs import record_run_end, record_run_start
+
+
+@flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def replay(
+    org_id: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    snapshot_ids: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    handlers: list[MemoryType] | None = None,
+    extractor: ExtractorName = ExtractorName.OFFLINE,
+    concurrency: Annotated[int, Field(ge=1, le=64)] = 4,
+    force: bool = False,
+    store: str | None = None,
+    config: str | None = None,
+    audit_dir: str = "audit",
+) -> ReplaySummary:
+    """Resumable: a run killed and started again finishes the rest and redoes nothing done."""
+    context = load_context(store, config)
+    run_id = str(flow_run.id)
+    memory = context.config.memory
+    enabled = [t.value for t in (handlers or memory.extraction.enabled)]
+    settings = ReplaySettings(
+        extractor=extractor,
+        embedding_model=memory.embedding.model,
+        llm=load_llm_settings(),
+        thresholds=memory.reconcile,
+    )
+    selection = SnapshotSelection(
+        org_id=org_id,
+        project_id=project_id,
+        user_id=user_id,
+        session_id=session_id,
+        snapshot_ids=snapshot_ids,
+        since=since,
+        until=until,
+    )
+    record_run_start(
+        context.store_url,
+        run_id,
+        "replay",
+        {
+            **selection.model_dump(mode="json", exclude_none=True),
+            "handlers": enabled,
+            "extractor": extractor.value,
+            "force": force,
+        },
+    )
+    partitions = select_work(context.store_url, selection, enabled, force)
+    results = []
+    for start in range(0, len(partitions), concurrency):
+        wave = [
+            replay_partition.submit(context.store_url, items, settings, run_id)
+            for items in partitions[start : start + concurrency]
+        ]
+        results.extend(summary for future in wave for summary in future.result())
+    files = export_audit(context.store_url, audit_dir, run_id=run_id)
+    summary = summarize_replay(run_id, context.store_url, settings, results, audit_dir, files)
+    record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))
+    publish_table(
+        "replay-summary",
+        [summary.model_dump(include=COUNTS)],
+        f"replay {run_id}: {summary.added} added, {summary.updated} updated, "
+        f"{summary.reinforced} reinforced, {summary.failed_retryable + summary.failed_content} "
+        "failed",
+    )
+    return summary
+
+
+COUNTS = {
+    "snapshots",
+    "extractions",
+    "done",
+    "failed_retryable",
+    "failed_content",
+    "memories_extracted",
+    "added",
+    "updated",
+    "reinforced",
+    "unembedded",
+}

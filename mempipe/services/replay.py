@@ -1,0 +1,280 @@
+"""Replay one (snapshot, handler): extract, embed, reconcile, write and audit.
+
+Everything one extraction changes (new versions, reinforcements, audit rows, its state set to
+done) is written in one transaction, so a run killed at any point leaves each extraction either
+wholly done or still pending: the next run finishes the rest and redoes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from mempipe.adapters.embedding import Embedder, Vector
+from mempipe.adapters.llm.base import Extractor, SnapshotContent
+from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import WorkItem
+from mempipe.domain.failures import RetryPolicy, failure_class
+from mempipe.domain.memories import build_record
+from mempipe.domain.reconcile import Judge, ReconcileThresholds, decide
+from mempipe.domain.scope import scope_of
+from mempipe.errors import MempipeError
+from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.extraction import Extracted, key_of, searchable_text
+from mempipe.schemas.failure import Failure, FailureClass
+from mempipe.schemas.memory import MEMORY_MODELS, MemoryType
+from mempipe.schemas.snapshot import ExtractionStatus
+
+
+class ExtractionSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: str
+    handler: str
+    status: ExtractionStatus
+    extracted: int = 0
+    added: int = 0
+    updated: int = 0
+    reinforced: int = 0
+    unembedded: int = 0
+    attempts: int = 0
+    failure_class: FailureClass | None = None
+    error: str | None = None
+
+
+class ReplayContext(BaseModel):
+    """What every extraction of a run shares."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_id: str
+    extractor: Any
+    embedder: Any
+    thresholds: ReconcileThresholds = ReconcileThresholds()
+    retry: RetryPolicy = RetryPolicy()
+    judge: Any = None
+    sleep: Callable[[float], Any] = time.sleep
+
+
+def replay_one(store: Store, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
+    snapshot = store.snapshot_content(item.snapshot_id)
+    memory_type = MemoryType(item.handler)
+    extractor: Extractor = context.extractor
+    try:
+        extracted = context.retry.run(
+            lambda: extractor.extract(snapshot, memory_type), sleep=context.sleep
+        )
+    except MempipeError as exc:
+        return _failed(store, item, snapshot, context, exc)
+    vectors = embed_each(store, context, snapshot, memory_type, extracted)
+    summary = ExtractionSummary(
+        snapshot_id=item.snapshot_id,
+        handler=item.handler,
+        status=ExtractionStatus.DONE,
+        extracted=len(extracted),
+        unembedded=sum(v is None for v in vectors),
+        attempts=item.attempts + 1,
+    )
+    with store.write_transaction():
+        rows = [
+            row
+            for memory, vector in zip(extracted, vectors, strict=True)
+            if (row := reconcile_one(store, memory_type, memory, vector, snapshot, context))
+        ]
+        store.insert_audit(rows)
+        store.set_extraction_state(
+            item.snapshot_id, item.handler, ExtractionStatus.DONE, summary.attempts
+        )
+    summary.added = sum(r.action is ReconcileAction.ADD for r in rows)
+    summary.updated = sum(r.action is ReconcileAction.UPDATE for r in rows)
+    summary.reinforced = sum(r.action is ReconcileAction.REINFORCE for r in rows)
+    return summary
+
+
+def embed_each(
+    store: Store,
+    context: ReplayContext,
+    snapshot: SnapshotContent,
+    memory_type: MemoryType,
+    extracted: Sequence[Extracted],
+) -> list[Vector | None]:
+    """One vector per memory, ``None`` where it cannot be had. A batch the provider refuses is
+    retried item by item, so one bad memory does not cost the others their vectors; a memory
+    left without one is still stored, and the next re-embed run retries it."""
+    if not extracted:
+        return []
+    embedder: Embedder = context.embedder
+    texts = [searchable_text(m) for m in extracted]
+    try:
+        vectors = context.retry.run(lambda: embedder.embed(texts), sleep=context.sleep)
+    except MempipeError as batch_error:
+        if batch_error.retryable:
+            _record(store, context, snapshot, memory_type, "embed", batch_error)
+            return [None] * len(texts)
+        vectors = []
+        for text in texts:
+            try:
+                vectors.extend(embedder.embed([text]))
+            except MempipeError as item_error:
+                _record(store, context, snapshot, memory_type, "embed", item_error)
+                vectors.append(None)
+    if any(v is not None for v in vectors):
+        store.ensure_vector_table(memory_type.value, embedder.model_id, embedder.dimensions)
+    return vectors
+
+
+def reconcile_one(
+    store: Store,
+    memory_type: MemoryType,
+    memory: Extracted,
+    vector: Vector | None,
+    snapshot: SnapshotContent,
+    context: ReplayContext,
+) -> AuditRow | None:
+    """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
+    caller's write transaction: no other writer can add the same fact between the read of the
+    candidates and the write (and a unique index on active keys backs that up)."""
+    model_id = context.embedder.model_id if vector is not None else None
+    text, key = searchable_text(memory), key_of(memory)
+    visibility = MEMORY_MODELS[memory_type].default_visibility
+    scope = scope_of(
+        snapshot.org_id, snapshot.project_id, snapshot.user_id, snapshot.agent_id, visibility
+    )
+    candidates = store.memory_candidates(
+        memory_type.value, scope, key, vector, model_id, context.thresholds.candidates
+    )
+    judge: Judge | None = context.judge
+    decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
+    now = datetime.now(UTC)
+    if decision.action is ReconcileAction.REINFORCE:
+        if decision.no_op or decision.target is None:
+            return None
+        version = store.reinforce_memory(
+            memory_type.value, decision.target.memory_id, snapshot.snapshot_id
+        )
+        return _audit(
+            context,
+            snapshot,
+            memory_type,
+            decision.action,
+            decision.target.memory_id,
+            version,
+            None,
+            decision.similarity,
+            text,
+            now,
+        )
+    superseded = decision.target.memory_id if decision.action is ReconcileAction.UPDATE else None
+    version = 1
+    if superseded is not None:
+        version = store.supersede_memory(memory_type.value, superseded) + 1
+    record = build_record(
+        memory_type,
+        memory,
+        snapshot,
+        version=version,
+        supersedes_id=superseded,
+        embedding_model_id=model_id,
+        has_embedding=vector is not None,
+        now=now,
+    )
+    store.add_memory(memory_type.value, record, vector)
+    return _audit(
+        context,
+        snapshot,
+        memory_type,
+        decision.action,
+        record.id,
+        version,
+        superseded,
+        decision.similarity,
+        text,
+        now,
+    )
+
+
+def _audit(
+    context: ReplayContext,
+    snapshot: SnapshotContent,
+    memory_type: MemoryType,
+    action: ReconcileAction,
+    memory_id: str,
+    version: int,
+    superseded_id: str | None,
+    similarity: float | None,
+    text: str,
+    now: datetime,
+) -> AuditRow:
+    return AuditRow(
+        run_id=context.run_id,
+        at=now,
+        day=now.date(),
+        org_id=snapshot.org_id,
+        project_id=snapshot.project_id,
+        user_id=snapshot.user_id,
+        agent_id=snapshot.agent_id,
+        memory_type=memory_type.value,
+        action=action,
+        memory_id=memory_id,
+        version=version,
+        superseded_id=superseded_id,
+        similarity=None if similarity is None else round(similarity, 6),
+        snapshot_id=snapshot.snapshot_id,
+        extractor=context.extractor.name,
+        embedding_model_id=context.embedder.model_id,
+        text=text,
+    )
+
+
+def _failed(
+    store: Store,
+    item: WorkItem,
+    snapshot: SnapshotContent,
+    context: ReplayContext,
+    error: MempipeError,
+) -> ExtractionSummary:
+    failure = _record(store, context, snapshot, MemoryType(item.handler), "extract", error)
+    status = (
+        ExtractionStatus.FAILED_RETRYABLE
+        if failure.failure_class is FailureClass.ENVIRONMENTAL
+        else ExtractionStatus.FAILED_CONTENT
+    )
+    attempts = item.attempts + failure.attempts
+    store.set_extraction_state(item.snapshot_id, item.handler, status, attempts, str(error))
+    return ExtractionSummary(
+        snapshot_id=item.snapshot_id,
+        handler=item.handler,
+        status=status,
+        attempts=attempts,
+        failure_class=failure.failure_class,
+        error=str(error),
+    )
+
+
+def _record(
+    store: Store,
+    context: ReplayContext,
+    snapshot: SnapshotContent,
+    memory_type: MemoryType,
+    step: str,
+    error: MempipeError,
+) -> Failure:
+    failure = Failure(
+        run_id=context.run_id,
+        step=f"{step}:{memory_type.value}",
+        failure_class=failure_class(error),
+        error_type=str(getattr(error, "kind", type(error).__name__)),
+        error=str(error),
+        attempts=getattr(error, "attempts", 1),
+        org_id=snapshot.org_id,
+        project_id=snapshot.project_id,
+        snapshot_id=snapshot.snapshot_id,
+        handler=memory_type.value,
+        at=datetime.now(UTC),
+    )
+    store.record_failure(failure)
+    return failure

@@ -1,0 +1,36 @@
+"""Summarise an audit export with polars and the store's failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store import open_store
+from mempipe.schemas.report import ActionCount, ReportSummary
+from mempipe.services.audit import action_table, scan_audit
+
+
+@task(name="summarize-audit", cache_policy=NO_CACHE)
+def summarize_audit(
+    store_url: str,
+    out_dir: str,
+    files: list[str],
+    run_id: str | None,
+    since: str | None,
+    until: str | None,
+) -> ReportSummary:
+    actions: list[ActionCount] = []
+    rows = 0
+    if files:
+        frame = scan_audit([Path(f) for f in files])
+        rows = int(frame.select(pl.len()).collect().item())
+        actions = [ActionCount.model_validate(r) for r in action_table(frame)]
+    store = open_store(store_url, migrate=False)
+    try:
+        failures = store.failure_counts(run_id, since, until)
+    finally:
+        store.close()
+    return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)
