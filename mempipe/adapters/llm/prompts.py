@@ -1,0 +1,37 @@
+"""One prompt per handler: each reads the whole snapshot and looks only for its own kind."""
+
+from __future__ import annotations
+
+from mempipe.schemas.memory import MemoryType
+
+COMMON = (
+    "You read a conversation between a user and an assistant and extract durable long-term "
+    "memory of ONE kind only. Ignore every other kind. Answer with JSON only, of the form "
+    '{"memories": [...]}; an empty list when there is nothing of this kind.'
+)
+
+PROMPTS: dict[MemoryType, str] = {
+    MemoryType.SEMANTIC: (
+        "Kind: semantic facts and preferences about the user that stay true beyond this "
+        "conversation. Each item: text (one sentence, third person, e.g. \"User's home airport "
+        'is LIS.") and label (a short snake_case name of what the fact is about, e.g. '
+        '"home_airport", the same label whenever the same attribute is meant).'
+    ),
+    MemoryType.EPISODIC: (
+        "Kind: episodic events - things that happened, with who took part and when. Each item: "
+        "summary (one or two sentences), participants (names), occurred_at (ISO 8601 or null)."
+    ),
+    MemoryType.PROCEDURAL: (
+        "Kind: procedural how-tos the conversation demonstrated. Each item: name (short, "
+        "lowercase, what the procedure achieves), steps (ordered list), when_to_use."
+    ),
+    MemoryType.TAXONOMIC: (
+        "Kind: taxonomic domain terms and their definitions. Each item: term (lowercase), "
+        "definition, domain (or null)."
+    ),
+}
+
+REPAIR = (
+    "Your previous answer did not validate against the required JSON schema: {problem}. "
+    'Answer again with JSON only, of the form {{"memories": [...]}}.'
+)
