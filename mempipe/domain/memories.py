@@ -30,6 +30,19 @@ from mempipe.schemas.memory import (
 )
 
 
+def memory_id(memory_type: MemoryType, extracted: Extracted, snapshot: SnapshotContent) -> str:
+    """The id of what this snapshot taught: the same on every replay of it."""
+    return stable_id(
+        "mem",
+        memory_type,
+        snapshot.org_id,
+        snapshot.project_id,
+        snapshot.user_id,
+        snapshot.snapshot_id,
+        key_of(extracted) or normalize(searchable_text(extracted)),
+    )
+
+
 def build_record(
     memory_type: MemoryType,
     extracted: Extracted,
@@ -42,17 +55,8 @@ def build_record(
     now: datetime,
 ) -> MemoryRecord:
     text = searchable_text(extracted)
-    memory_id = stable_id(
-        "mem",
-        memory_type,
-        snapshot.org_id,
-        snapshot.project_id,
-        snapshot.user_id,
-        snapshot.snapshot_id,
-        key_of(extracted) or normalize(text),
-    )
     common = {
-        "id": memory_id,
+        "id": memory_id(memory_type, extracted, snapshot),
         "org_id": snapshot.org_id,
         "project_id": snapshot.project_id,
         "user_id": snapshot.user_id,

@@ -19,7 +19,7 @@ from mempipe.adapters.llm.base import Extractor, SnapshotContent
 from mempipe.adapters.store import Store
 from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.failures import RetryPolicy, failure_class
-from mempipe.domain.memories import build_record
+from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import Judge, ReconcileThresholds, decide
 from mempipe.domain.scope import scope_of
 from mempipe.errors import MempipeError
@@ -138,6 +138,8 @@ def reconcile_one(
     """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
     caller's write transaction: no other writer can add the same fact between the read of the
     candidates and the write (and a unique index on active keys backs that up)."""
+    if store.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot)) is not None:
+        return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
     text, key = searchable_text(memory), key_of(memory)
     visibility = MEMORY_MODELS[memory_type].default_visibility

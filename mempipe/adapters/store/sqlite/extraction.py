@@ -276,14 +276,12 @@ class SqliteExtractionOps:
         return self._rows(f"SELECT version FROM {table} WHERE id = ?", (memory_id,))[0][0]
 
     def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None:
-        cursor = self._conn.execute(
-            f"SELECT * FROM {memory_sql.table(memory_type)} WHERE id = ?", (memory_id,)
+        names = (*memory_sql.COMMON, *memory_sql.SPECIFIC[memory_type])
+        rows = self._rows(
+            f"SELECT {', '.join(names)} FROM {memory_sql.table(memory_type)} WHERE id = ?",
+            (memory_id,),
         )
-        rows = cursor.fetchall()
-        if not rows:
-            return None
-        names = [d[0] for d in cursor.getdescription()]
-        return dict(zip(names, rows[0], strict=True))
+        return dict(zip(names, rows[0], strict=True)) if rows else None
 
     def insert_audit(self, rows: Sequence[AuditRow]) -> None:
         if not rows:

@@ -1,0 +1,227 @@
+"""Extraction replay on a real SQLite store: reconciliation, unembeddable memories, resuming,
+recorded failures, scopes (DESIGN rules on reconciliation, failures and embedding)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.llm.offline import OfflineExtractor
+from mempipe.adapters.llm.openai_compat import OpenAIExtractor
+from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
+from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.services.ingest import ingest_file
+from mempipe.services.promotion import promote_sessions
+from mempipe.services.replay import ReplayContext, replay_one
+from tests.fakes.openai_server import error, fake_openai
+
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
+
+
+def load(store, tmp_path: Path, archive: Path = SAMPLE, user: str = "maya") -> None:
+    for path in sorted(archive.iterdir()) if archive.is_dir() else [archive]:
+        ingest_file(
+            store,
+            path,
+            ArchiveFormat.AUTO,
+            IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
+            run_id="backfill",
+            rejects_file=tmp_path / "rejects.jsonl",
+        )
+    promote_sessions(store, PromotionLimits(), HANDLERS, run_id="backfill")
+
+
+def context(**overrides) -> ReplayContext:
+    values = {"run_id": "run", "extractor": OfflineExtractor(), "embedder": HashingEmbedder(64)}
+    return ReplayContext(**(values | overrides))
+
+
+def replay_all(store, ctx: ReplayContext, handlers=HANDLERS):
+    work = store.extraction_work(SnapshotSelection(), handlers, force=False)
+    return [replay_one(store, item, ctx) for item in work]
+
+
+def memories(store) -> list[tuple]:
+    rows = []
+    for kind in ("semantic", "episodic", "procedural", "taxonomic"):
+        rows += store._conn.execute(
+            f"SELECT id, text, status, version, supersedes_id, reinforcement_count, evidence, "
+            f"has_embedding FROM memories_{kind} ORDER BY id"
+        ).fetchall()
+    return rows
+
+
+def audit(store) -> list[tuple]:
+    return [
+        (r.action, r.memory_type, r.memory_id, r.version, r.superseded_id, r.snapshot_id, r.text)
+        for r in store.audit_rows()
+    ]
+
+
+def test_a_changed_fact_updates_a_restated_one_reinforces_and_history_is_kept(
+    store, tmp_path
+) -> None:
+    load(store, tmp_path)
+    results = replay_all(store, context())
+    assert all(r.status == "done" for r in results)
+    rows = {(r.action.value, r.text) for r in store.audit_rows()}
+    assert ("UPDATE", "User's home airport is LIS.") in rows
+    assert ("REINFORCE", "User prefers a window seat on long flights.") in rows
+    assert ("ADD", "User's home airport is JFK.") in rows
+    update = next(r for r in store.audit_rows() if r.text == "User's home airport is LIS.")
+    new = store.get_memory("semantic", update.memory_id)
+    old = store.get_memory("semantic", update.superseded_id)
+    assert (new["version"], new["status"], new["supersedes_id"]) == (2, "active", old["id"])
+    assert (old["text"], old["status"], old["version"]) == (
+        "User's home airport is JFK.",
+        "superseded",
+        1,
+    )
+    seat = next(r for r in store.audit_rows() if r.action.value == "REINFORCE")
+    reinforced = store.get_memory("semantic", seat.memory_id)
+    assert reinforced["reinforcement_count"] == 1
+    assert len(set(eval(reinforced["evidence"]))) == 2
+
+
+def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(
+    store, tmp_path
+) -> None:
+    load(store, tmp_path)
+    replay_all(store, context())
+    before = (memories(store), audit(store))
+    assert store.extraction_work(SnapshotSelection(), HANDLERS, force=False) == []
+    forced = store.extraction_work(SnapshotSelection(), HANDLERS, force=True)
+    for item in forced:
+        replay_one(store, item, context(run_id="again"))
+    assert (memories(store), audit(store)) == before
+
+
+def test_a_replay_killed_mid_run_resumes_to_the_same_store_and_audit(tmp_path) -> None:
+    from mempipe.adapters.store import open_store
+
+    whole = open_store(f"sqlite:///{tmp_path / 'whole.db'}")
+    load(whole, tmp_path)
+    replay_all(whole, context())
+
+    killed = open_store(f"sqlite:///{tmp_path / 'killed.db'}")
+    load(killed, tmp_path)
+
+    class DiesAfter(HashingEmbedder):
+        calls = 0
+
+        def embed(self, texts):
+            DiesAfter.calls += 1
+            if DiesAfter.calls == 4:
+                raise KeyboardInterrupt("killed")
+            return super().embed(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        replay_all(killed, context(embedder=DiesAfter(64)))
+    done_before_restart = len(audit(killed))
+    assert 0 < done_before_restart < len(audit(whole))
+    replay_all(killed, context(run_id="restart"))
+    assert memories(killed) == memories(whole)
+    assert audit(killed) == audit(whole)
+
+
+class RefusesLisbon(HashingEmbedder):
+    """An embedding provider that rejects any input mentioning LIS (say, as too long)."""
+
+    def embed(self, texts):
+        if any("LIS" in t for t in texts):
+            raise ContentError(FailureKind.BAD_REQUEST, "input rejected by the provider")
+        return super().embed(texts)
+
+
+def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_rest_are(
+    store, tmp_path
+) -> None:
+    load(store, tmp_path)
+    replay_all(store, context(embedder=RefusesLisbon(64)), handlers=["semantic"])
+    by_text = {m[1]: m[7] for m in memories(store)}
+    assert by_text["User's home airport is LIS."] == 0
+    assert by_text["User lives in Lisbon."] == 1
+    assert by_text["User's home airport is JFK."] == 1
+    lis = store._conn.execute(
+        "SELECT rowid FROM memories_semantic WHERE text = ?", ("User's home airport is LIS.",)
+    ).fetchall()[0][0]
+    vectors = store._conn.execute(
+        "SELECT count(*) FROM vec_semantic__hashing_64 WHERE memory_rowid = ?", (lis,)
+    ).fetchall()[0][0]
+    assert vectors == 0
+    found = store._conn.execute(
+        "SELECT count(*) FROM memories_semantic_fts WHERE memories_semantic_fts MATCH 'LIS'"
+    ).fetchall()[0][0]
+    assert found == 1, "text search still finds it"
+    failures = store._conn.execute("SELECT step, failure_class FROM failures").fetchall()
+    assert ("embed:semantic", "content") in failures
+
+
+def test_reconciliation_stays_inside_the_memory_scope(store, tmp_path) -> None:
+    archive = tmp_path / "two-users.jsonl"
+    archive.write_text(
+        "".join(
+            json.dumps({"session_id": s, "user_id": u, "role": "user", "content": text}) + "\n"
+            for s, u, text in [
+                ("a", "ann", "My home airport is JFK."),
+                ("b", "bob", "My home airport is LIS."),
+            ]
+        )
+    )
+    load(store, tmp_path, archive, user="unknown")
+    replay_all(store, context(), handlers=["semantic"])
+    assert [r.action.value for r in store.audit_rows()] == ["ADD", "ADD"]
+    active = store._conn.execute(
+        "SELECT user_id, text FROM memories_semantic WHERE status = 'active' ORDER BY user_id"
+    ).fetchall()
+    assert active == [
+        ("ann", "User's home airport is JFK."),
+        ("bob", "User's home airport is LIS."),
+    ]
+
+
+def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_back(
+    store, tmp_path
+) -> None:
+    load(store, tmp_path)
+    policy = RetryPolicy(max_attempts=2, network_base=0.0)
+    with fake_openai() as (fake, url):
+        extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
+        ctx = context(extractor=extractor, retry=policy, sleep=lambda s: None)
+        work = store.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+        outage = next(w for w in work if w.handler == "semantic")
+        too_long = next(w for w in work if w.handler == "taxonomic")
+        fake.script = [error(503, "overloaded")]
+        down = replay_one(store, outage, ctx)
+        fake.script = [error(400, "maximum context length exceeded", "context_length_exceeded")]
+        refused = replay_one(store, too_long, ctx)
+    assert (down.status, down.failure_class, down.attempts) == (
+        "failed_retryable",
+        "environmental",
+        2,
+    )
+    assert (refused.status, refused.failure_class, refused.attempts) == (
+        "failed_content",
+        "content",
+        1,
+    )
+    recorded = store._conn.execute(
+        "SELECT step, failure_class, error_type, attempts, snapshot_id FROM failures ORDER BY id"
+    ).fetchall()
+    assert recorded == [
+        ("extract:semantic", "environmental", "server", 2, outage.snapshot_id),
+        ("extract:taxonomic", "content", "context_too_long", 1, too_long.snapshot_id),
+    ]
+    again = store.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+    keys = {(w.snapshot_id, w.handler) for w in again}
+    assert (outage.snapshot_id, "semantic") in keys
+    assert (too_long.snapshot_id, "taxonomic") not in keys
+    assert store.stats().memories["semantic"] == {"active": 0, "superseded": 0}

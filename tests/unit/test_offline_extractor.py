@@ -1,0 +1,82 @@
+"""What the offline extractor finds in plainly worded conversation (see its docstring)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from mempipe.adapters.llm.base import SnapshotContent, TurnLine
+from mempipe.adapters.llm.offline import OfflineExtractor
+from mempipe.schemas.memory import MemoryType
+
+AT = datetime(2024, 6, 2, 14, 0, tzinfo=UTC)
+
+
+def snapshot(*turns: tuple[str, str]) -> SnapshotContent:
+    return SnapshotContent(
+        snapshot_id="s",
+        org_id="o",
+        project_id="p",
+        session_id="x",
+        turns=[TurnLine(role=r, content=c, created_at=AT) for r, c in turns],
+    )
+
+
+def extract(memory_type: MemoryType, *turns: tuple[str, str]):
+    return OfflineExtractor().extract(snapshot(*turns), memory_type)
+
+
+def test_facts_and_their_changes_share_a_label() -> None:
+    before = extract(MemoryType.SEMANTIC, ("user", "My home airport is JFK."))
+    after = extract(MemoryType.SEMANTIC, ("user", "My home airport is now LIS."))
+    assert [(m.label, m.text) for m in before] == [("home_airport", "User's home airport is JFK.")]
+    assert [(m.label, m.text) for m in after] == [("home_airport", "User's home airport is LIS.")]
+
+
+def test_where_the_user_lives_name_and_preferences() -> None:
+    found = extract(
+        MemoryType.SEMANTIC,
+        ("user", "Hi! I'm Maya. I live in New York and I always prefer a window seat."),
+    )
+    assert {m.label: m.text for m in found} == {
+        "name": "User's name is Maya.",
+        "home_city": "User lives in New York.",
+        "prefers_a_window_seat": "User prefers a window seat.",
+    }
+
+
+def test_assistant_turns_are_not_facts_about_the_user() -> None:
+    assert extract(MemoryType.SEMANTIC, ("assistant", "My name is Assistant.")) == []
+
+
+def test_events_have_participants_and_a_time_counted_back_from_the_turn() -> None:
+    (event,) = extract(MemoryType.EPISODIC, ("user", "I met Priya from logistics yesterday."))
+    assert event.summary == "User met Priya from logistics yesterday."
+    assert event.participants == ["user", "Priya"]
+    assert event.occurred_at == datetime(2024, 6, 1, 14, 0, tzinfo=UTC)
+
+
+def test_procedures_are_named_by_the_question_they_answer() -> None:
+    (procedure,) = extract(
+        MemoryType.PROCEDURAL,
+        ("user", "How do we rotate the API key?"),
+        ("assistant", "First revoke the old key, then create a new one, then update the vault."),
+    )
+    assert procedure.name == "rotate the api key"
+    assert procedure.steps == ["revoke the old key", "create a new one", "update the vault"]
+
+
+def test_definitions_and_answers_to_what_is_questions_are_terms() -> None:
+    found = extract(
+        MemoryType.TAXONOMIC,
+        ("user", "What does SLO stand for?"),
+        ("assistant", "Service level objective."),
+        ("assistant", "A canary is a small release watched before the full rollout."),
+    )
+    assert {(m.term, m.definition) for m in found} == {
+        ("slo", "Service level objective."),
+        ("canary", "a small release watched before the full rollout."),
+    }
+
+
+def test_nothing_of_a_kind_is_an_empty_list() -> None:
+    assert extract(MemoryType.PROCEDURAL, ("user", "Thanks, bye!")) == []

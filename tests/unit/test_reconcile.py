@@ -1,0 +1,58 @@
+"""DESIGN rule: reconciliation picks one action - ADD, UPDATE or REINFORCE."""
+
+from __future__ import annotations
+
+from mempipe.domain.reconcile import Candidate, ReconcileThresholds, Verdict, decide
+from mempipe.schemas.audit import ReconcileAction
+
+T = ReconcileThresholds(reinforce_at=0.9, ambiguous_from=0.75)
+
+
+def test_nothing_matching_is_an_add() -> None:
+    assert decide("User likes tea.", "likes_tea", "s1", [], T).action is ReconcileAction.ADD
+
+
+def test_the_same_key_saying_something_else_is_an_update_of_that_record() -> None:
+    old = Candidate("m1", "home_airport", "User's home airport is JFK.", 0.7)
+    decision = decide("User's home airport is LIS.", "home_airport", "s2", [old], T)
+    assert (decision.action, decision.target) == (ReconcileAction.UPDATE, old)
+
+
+def test_the_same_key_restating_is_a_reinforce() -> None:
+    old = Candidate("m1", "home_airport", "User's home airport is LIS.", None)
+    decision = decide("User's home airport is LIS", "home_airport", "s2", [old], T)
+    assert (decision.action, decision.target, decision.no_op) == (
+        ReconcileAction.REINFORCE,
+        old,
+        False,
+    )
+
+
+def test_a_near_duplicate_without_a_key_is_a_reinforce() -> None:
+    near = Candidate("m1", None, "User met Priya at the office.", 0.95)
+    decision = decide("User met Priya at the Lisbon office.", None, "s2", [near], T)
+    assert decision.action is ReconcileAction.REINFORCE
+
+
+def test_the_same_snapshot_reinforcing_twice_counts_once() -> None:
+    taught = Candidate("m1", "home_airport", "User's home airport is LIS.", 1.0, ("s1",))
+    decision = decide("User's home airport is LIS.", "home_airport", "s1", [taught], T)
+    assert decision.action is ReconcileAction.REINFORCE
+    assert decision.no_op
+
+
+def test_the_ambiguous_band_is_added_without_a_judge_and_judged_with_one() -> None:
+    maybe = Candidate("m1", None, "User prefers aisle seats.", 0.8)
+    assert decide("User prefers window seats.", None, "s", [maybe], T).action is ReconcileAction.ADD
+    judged = decide(
+        "User prefers window seats.", None, "s", [maybe], T, lambda t, c: Verdict.UPDATE
+    )
+    assert (judged.action, judged.target) == (ReconcileAction.UPDATE, maybe)
+
+
+def test_below_the_band_is_an_add_even_with_a_judge() -> None:
+    far = Candidate("m1", None, "User likes trams.", 0.5)
+    called = []
+    decision = decide("User likes tea.", None, "s", [far], T, lambda t, c: called.append(1))
+    assert decision.action is ReconcileAction.ADD
+    assert called == []
