@@ -116,3 +116,30 @@ def test_every_command_is_documented_in_the_readme() -> None:
     for name, command in cli.commands.items():
         assert re.search(rf"mempipe {name}\b", readme), f"README does not document `{name}`"
         assert command.help, f"`{name}` has no help text"
+
+
+@pytest.mark.prefect
+def test_replay_and_report_json_on_the_embedded_default(prefect_server, tmp_path) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    store = ("--store", "sqlite:///memory.db")
+    backfill = mempipe(
+        "backfill",
+        str(sample),
+        "--user-id",
+        "maya",
+        *store,
+        "--json",
+        cwd=tmp_path,
+        api_url=prefect_server,
+    )
+    assert backfill.returncode == 0, backfill.stderr
+    replayed = mempipe("replay", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    assert replayed.returncode == 0, replayed.stderr
+    summary = json.loads(replayed.stdout)
+    assert summary["embedding_model"] == "all-MiniLM-L6-v2", "the local model is the default"
+    assert (summary["added"], summary["updated"], summary["reinforced"]) == (8, 2, 1)
+    assert summary["unembedded"] == 0
+    reported = mempipe("report", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    report = json.loads(reported.stdout)
+    assert report["rows"] == 11
+    assert report["files"] == [str(Path(f)) for f in summary["audit_files"]]

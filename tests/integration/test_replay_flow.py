@@ -1,0 +1,81 @@
+"""The replay and audit-report flows on a real Prefect server: the Parquet audit shows ADD,
+UPDATE and REINFORCE; the enabled-extractions configuration is honoured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from mempipe.adapters.store import open_store
+from mempipe.flows.backfill import backfill
+from mempipe.flows.replay import replay
+from mempipe.flows.report import audit_report
+from mempipe.services.audit import scan_audit
+
+pytestmark = pytest.mark.prefect
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+
+
+def config(tmp_path: Path, enabled: str = "[semantic, episodic, procedural, taxonomic]") -> str:
+    path = tmp_path / "project-config.yaml"
+    path.write_text(
+        f"memory:\n  extraction:\n    enabled: {enabled}\n  embedding:\n    model: hashing-128\n"
+    )
+    return str(path)
+
+
+def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
+    prefect_server, store_url, tmp_path
+) -> None:
+    cfg = config(tmp_path)
+    backfill(
+        paths=[str(SAMPLE)],
+        user_id="maya",
+        store=store_url,
+        config=cfg,
+        rejects_dir=str(tmp_path / "rejects"),
+    )
+    audit_dir = tmp_path / "audit"
+    summary = replay(store=store_url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
+    assert (summary.extractions, summary.done) == (24, 24)
+    assert (summary.added, summary.updated, summary.reinforced) == (8, 2, 1)
+    frame = scan_audit(audit_dir).collect()
+    assert set(frame["action"]) == {"ADD", "UPDATE", "REINFORCE"}
+    assert frame.height == 11
+    update = frame.filter(pl.col("text") == "User's home airport is LIS.").row(0, named=True)
+    assert update["action"] == "UPDATE"
+    assert update["version"] == 2
+    store = open_store(store_url)
+    assert store.get_memory("semantic", update["superseded_id"])["status"] == "superseded"
+    store.close()
+    assert all(p.parent.name.startswith("day=") for p in audit_dir.rglob("*.parquet"))
+
+    report = audit_report(run_id=summary.run_id, out=str(audit_dir), store=store_url, config=cfg)
+    assert report.rows == 11
+    counts = {(a.memory_type, a.action): a.count for a in report.actions}
+    assert counts[("semantic", "UPDATE")] == 2
+    assert report.failures == {"environmental": 0, "content": 0}
+    assert scan_audit(audit_dir).collect().height == 11, "exporting again duplicates nothing"
+
+    again = replay(store=store_url, config=cfg, audit_dir=str(audit_dir))
+    assert again.extractions == 0
+
+
+def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -> None:
+    cfg = config(tmp_path, enabled="[semantic]")
+    backfill(
+        paths=[str(SAMPLE)],
+        user_id="maya",
+        store=store_url,
+        config=cfg,
+        rejects_dir=str(tmp_path / "rejects"),
+    )
+    summary = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    assert summary.extractions == 6
+    store = open_store(store_url)
+    stats = store.stats()
+    store.close()
+    assert set(stats.extraction) == {"semantic"}
+    assert stats.memories["taxonomic"] == {"active": 0, "superseded": 0}
