@@ -17,7 +17,7 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
 from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.replay import export_audit, replay_partition, select_work
+from mempipe.tasks.replay import export_audit, replay_bucket, select_work
 from mempipe.tasks.runs import record_run_end, record_run_start
 
 
@@ -69,14 +69,9 @@ def replay(
             "force": force,
         },
     )
-    partitions = select_work(context.store_url, selection, enabled, force)
-    results = []
-    for start in range(0, len(partitions), concurrency):
-        wave = [
-            replay_partition.submit(context.store_url, items, settings, run_id)
-            for items in partitions[start : start + concurrency]
-        ]
-        results.extend(summary for future in wave for summary in future.result())
+    buckets = select_work(context.store_url, selection, enabled, force, concurrency)
+    running = [replay_bucket.submit(context.store_url, b, settings, run_id) for b in buckets]
+    results = [summary for future in running for summary in future.result()]
     files = export_audit(context.store_url, audit_dir, run_id=run_id)
     summary = summarize_replay(run_id, context.store_url, settings, results, audit_dir, files)
     record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))

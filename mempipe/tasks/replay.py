@@ -15,35 +15,47 @@ from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import write_audit
-from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_one
+from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
 from mempipe.tasks.policies import retry_if_transient
+
+BATCH = 64
+"""Extractions embedded together: big enough to batch the model, small enough to bound memory."""
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
 def select_work(
-    store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool
+    store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
-    """The work, in partitions: one owner's snapshots in time order."""
+    """The work dealt into at most ``buckets`` lists of whole owners (each owner's snapshots
+    in time order), balanced by size."""
     store = open_store(store_url, migrate=False)
     try:
         items = store.extraction_work(selection, handlers, force=force)
     finally:
         store.close()
-    partitions: dict[tuple[str, str, str], list[WorkItem]] = {}
+    dealt = deal(items, buckets)
+    get_run_logger().info("%d extractions in %d bucket(s)", len(items), len(dealt))
+    return dealt
+
+
+def deal(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
+    owners: dict[tuple[str, str, str], list[WorkItem]] = {}
     for item in items:
-        partitions.setdefault(item.partition, []).append(item)
-    get_run_logger().info("%d extractions in %d partitions", len(items), len(partitions))
-    return list(partitions.values())
+        owners.setdefault(item.partition, []).append(item)
+    dealt: list[list[WorkItem]] = [[] for _ in range(min(buckets, len(owners)))]
+    for work in sorted(owners.values(), key=len, reverse=True):
+        min(dealt, key=len).extend(work)
+    return dealt
 
 
 @task(
-    name="replay-partition",
+    name="replay-bucket",
     cache_policy=NO_CACHE,
     retries=2,
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
-def replay_partition(
+def replay_bucket(
     store_url: str, items: list[WorkItem], settings: ReplaySettings, run_id: str
 ) -> list[ExtractionSummary]:
     """Idempotent: an extraction already done is not selected again, and one interrupted
@@ -61,8 +73,8 @@ def replay_partition(
         with track(
             f"replay {items[0].user_id or items[0].org_id}", len(items), "extractions"
         ) as bar:
-            for item in items:
-                results.append(replay_one(store, item, context))
+            for start in range(0, len(items), BATCH):
+                results.extend(replay_batch(store, items[start : start + BATCH], context))
                 bar.update(len(results))
     finally:
         store.close()

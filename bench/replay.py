@@ -1,0 +1,145 @@
+"""Replay throughput with the offline extractor and the local model, against the model's own
+encode rate measured in the same run.
+
+    python bench/replay.py [--sessions 300] [--concurrency 2] [--model all-MiniLM-L6-v2]
+
+Builds a synthetic archive of short sessions in which users state facts, change them, report
+events and ask for definitions; backfills and promotes it (not timed); then times the `replay`
+flow end to end (extract with all four handlers, embed, reconcile, write, audit). The reference
+is the embedding model encoding the very texts the replay embedded, in batches of 64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+AIRPORTS = ["JFK", "LIS", "CDG", "NRT", "SFO", "MAD", "BER", "OSL"]
+CITIES = ["Lisbon", "Madrid", "Oslo", "Berlin", "Paris", "Tokyo"]
+NAMES = ["Priya", "Tomas", "Ana", "Kenji", "Lea", "Omar"]
+TERMS = [
+    ("canary", "a small release watched before the full rollout"),
+    ("layover", "a stop between two flights of one journey"),
+    ("runbook", "a written procedure for an operational task"),
+]
+
+
+def write_archive(path: Path, sessions: int) -> None:
+    rng = random.Random(11)
+    with path.open("w") as out:
+        for number in range(sessions):
+            user = f"user-{number % max(1, sessions // 3)}"
+            term, definition = rng.choice(TERMS)
+            lines = [
+                ("user", f"My home airport is {rng.choice(AIRPORTS)}."),
+                ("assistant", "Noted."),
+                ("user", f"I live in {rng.choice(CITIES)} and I prefer a window seat."),
+                ("assistant", "Got it."),
+                ("user", f"I met {rng.choice(NAMES)} from logistics yesterday."),
+                ("assistant", "Good to hear."),
+                ("user", f"What is a {term}?"),
+                ("assistant", f"A {term} is {definition}."),
+            ]
+            for seq, (role, content) in enumerate(lines):
+                minute = number * 10 + seq
+                record = {
+                    "session_id": f"s{number}",
+                    "user_id": user,
+                    "turn_seq": seq,
+                    "role": role,
+                    "content": content,
+                    "created_at": f"2024-01-{1 + minute // 1440:02d}T"
+                    f"{minute % 1440 // 60:02d}:{minute % 60:02d}:00Z",
+                }
+                out.write(json.dumps(record) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    args = parser.parse_args()
+
+    from mempipe.adapters.embedding import embedder_for
+    from mempipe.adapters.store import open_store
+    from mempipe.flows.replay import replay
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.config import PromotionLimits
+    from mempipe.schemas.identity import IdentityDefaults
+    from mempipe.services.ingest import ingest_file
+    from mempipe.services.promotion import promote_sessions
+
+    work = Path(tempfile.mkdtemp(prefix="mempipe-replay-bench-"))
+    archive, store_url = work / "archive.jsonl", f"sqlite:///{work / 'memory.db'}"
+    config = work / "project-config.yaml"
+    config.write_text(f"memory:\n  embedding:\n    model: {args.model}\n")
+    write_archive(archive, args.sessions)
+    store = open_store(store_url)
+    ingest_file(
+        store,
+        archive,
+        ArchiveFormat.TURNS,
+        IdentityDefaults(org_id="b", project_id="b"),
+        run_id="bench",
+        rejects_file=work / "rejects.jsonl",
+    )
+    handlers = ["semantic", "episodic", "procedural", "taxonomic"]
+    promoted = promote_sessions(store, PromotionLimits(), handlers, run_id="bench")
+    store.close()
+
+    embedder = embedder_for(args.model)
+    embedder.embed(["warm up the model"])
+    from mempipe.flows.migrate import migrate_flow
+
+    migrate_flow(store=store_url, config=str(config))
+
+    started = time.perf_counter()
+    summary = replay(
+        store=store_url,
+        config=str(config),
+        audit_dir=str(work / "audit"),
+        concurrency=args.concurrency,
+    )
+    seconds = time.perf_counter() - started
+
+    store = open_store(store_url)
+    texts = [
+        row[0]
+        for kind in handlers
+        for row in store._conn.execute(f"SELECT text FROM memories_{kind}").fetchall()
+    ]
+    store.close()
+    encode_started = time.perf_counter()
+    for start in range(0, len(texts), 64):
+        embedder.embed(texts[start : start + 64])
+    encode_rate = len(texts) / (time.perf_counter() - encode_started)
+
+    snapshots_rate = summary.snapshots / seconds
+    memories_rate = summary.memories_extracted / seconds
+    print(
+        f"snapshots: {promoted.snapshots_created:,}; extractions: {summary.extractions:,}; "
+        f"memories extracted: {summary.memories_extracted:,} "
+        f"({summary.added} added, {summary.updated} updated, {summary.reinforced} reinforced)"
+    )
+    print(
+        f"replay flow ({args.model}, offline extractor, concurrency {args.concurrency}): "
+        f"{snapshots_rate:,.1f} snapshots/s, {memories_rate:,.1f} memories/s ({seconds:.2f} s)"
+    )
+    print(
+        f"reference ({args.model} encoding the same {len(texts):,} texts, batches of 64): "
+        f"{encode_rate:,.1f} texts/s"
+    )
+    print(f"ratio memories/s / encode rate: {memories_rate / encode_rate:.2f}")
+
+
+if __name__ == "__main__":
+    main()
