@@ -20,8 +20,8 @@ from mempipe.adapters.store import Store
 from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
-from mempipe.domain.reconcile import Judge, ReconcileThresholds, decide
-from mempipe.domain.scope import scope_of
+from mempipe.domain.reconcile import Judge, ReconcileThresholds, Verdict, decide
+from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
@@ -56,7 +56,6 @@ class ReplayContext(BaseModel):
     embedder: Any
     thresholds: ReconcileThresholds = ReconcileThresholds()
     retry: RetryPolicy = RetryPolicy()
-    judge: Any = None
     sleep: Callable[[float], Any] = time.sleep
 
 
@@ -73,8 +72,11 @@ def replay_batch(
     extractor: Extractor = context.extractor
     extracted: list[tuple[WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
+    snapshots = {i.snapshot_id: store.snapshot_content(i.snapshot_id) for i in items}
+    if extractor.capabilities.summaries:
+        summarize(store, [snapshots[s] for s in store.rule_summarized(list(snapshots))], context)
     for position, item in enumerate(items):
-        snapshot = store.snapshot_content(item.snapshot_id)
+        snapshot = snapshots[item.snapshot_id]
         memory_type = MemoryType(item.handler)
         try:
             found = context.retry.run(
@@ -114,11 +116,16 @@ def _write(
         unembedded=sum(v is None for v in vectors),
         attempts=item.attempts + 1,
     )
+    verdicts = prejudge(store, memory_type, extracted, vectors, snapshot, context)
     with store.write_transaction():
         rows = [
             row
             for memory, vector in zip(extracted, vectors, strict=True)
-            if (row := reconcile_one(store, memory_type, memory, vector, snapshot, context))
+            if (
+                row := reconcile_one(
+                    store, memory_type, memory, vector, snapshot, context, verdicts
+                )
+            )
         ]
         store.insert_audit(rows)
         store.set_extraction_state(
@@ -161,6 +168,63 @@ def embed_each(
     return vectors
 
 
+def summarize(store: Store, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
+    """Replace the deterministic summaries with the extractor's; a failure keeps the old one and
+    is recorded."""
+    extractor: Extractor = context.extractor
+    for snapshot in snapshots:
+        try:
+            text = context.retry.run(lambda s=snapshot: extractor.summarize(s), sleep=context.sleep)
+        except MempipeError as exc:
+            _record(store, context, snapshot, None, "summarize", exc)
+            continue
+        store.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
+
+
+Verdicts = dict[tuple[str, str], Verdict]
+
+
+def prejudge(
+    store: Store,
+    memory_type: MemoryType,
+    extracted: Sequence[Extracted],
+    vectors: Sequence[Vector | None],
+    snapshot: SnapshotContent,
+    context: ReplayContext,
+) -> Verdicts:
+    """Ask the judge about ambiguous pairs before the write transaction, so that no lock is held
+    while an LLM thinks. Inside the transaction a pair without a verdict (the candidates changed
+    meanwhile) is added: nothing is overwritten on a guess."""
+    extractor: Extractor = context.extractor
+    verdicts: Verdicts = {}
+    if not extractor.capabilities.judge:
+        return verdicts
+    band = (context.thresholds.ambiguous_from, context.thresholds.reinforce_at)
+    for memory, vector in zip(extracted, vectors, strict=True):
+        if vector is None or key_of(memory) is not None:
+            continue
+        text = searchable_text(memory)
+        scope = scope_for(memory_type, snapshot)
+        for candidate in store.memory_candidates(
+            memory_type.value, scope, None, vector, context.embedder.model_id, 1
+        ):
+            if candidate.similarity is not None and band[0] <= candidate.similarity < band[1]:
+                try:
+                    verdicts[(text, candidate.memory_id)] = context.retry.run(
+                        lambda c=candidate, t=text: extractor.judge(t, c), sleep=context.sleep
+                    )
+                except MempipeError as exc:
+                    _record(store, context, snapshot, memory_type, "judge", exc)
+    return verdicts
+
+
+def scope_for(memory_type: MemoryType, snapshot: SnapshotContent) -> Scope:
+    visibility = MEMORY_MODELS[memory_type].default_visibility
+    return scope_of(
+        snapshot.org_id, snapshot.project_id, snapshot.user_id, snapshot.agent_id, visibility
+    )
+
+
 def reconcile_one(
     store: Store,
     memory_type: MemoryType,
@@ -168,6 +232,7 @@ def reconcile_one(
     vector: Vector | None,
     snapshot: SnapshotContent,
     context: ReplayContext,
+    verdicts: Verdicts | None = None,
 ) -> AuditRow | None:
     """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
     caller's write transaction: no other writer can add the same fact between the read of the
@@ -176,14 +241,17 @@ def reconcile_one(
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
     text, key = searchable_text(memory), key_of(memory)
-    visibility = MEMORY_MODELS[memory_type].default_visibility
-    scope = scope_of(
-        snapshot.org_id, snapshot.project_id, snapshot.user_id, snapshot.agent_id, visibility
-    )
     candidates = store.memory_candidates(
-        memory_type.value, scope, key, vector, model_id, context.thresholds.candidates
+        memory_type.value,
+        scope_for(memory_type, snapshot),
+        key,
+        vector,
+        model_id,
+        context.thresholds.candidates,
     )
-    judge: Judge | None = context.judge
+    judge: Judge | None = None
+    if verdicts:
+        judge = lambda t, c: verdicts.get((t, c.memory_id), Verdict.ADD)  # noqa: E731
     decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
     now = datetime.now(UTC)
     if decision.action is ReconcileAction.REINFORCE:
@@ -295,13 +363,13 @@ def _record(
     store: Store,
     context: ReplayContext,
     snapshot: SnapshotContent,
-    memory_type: MemoryType,
+    memory_type: MemoryType | None,
     step: str,
     error: MempipeError,
 ) -> Failure:
     failure = Failure(
         run_id=context.run_id,
-        step=f"{step}:{memory_type.value}",
+        step=f"{step}:{memory_type.value}" if memory_type else step,
         failure_class=failure_class(error),
         error_type=str(getattr(error, "kind", type(error).__name__)),
         error=str(error),
@@ -309,7 +377,7 @@ def _record(
         org_id=snapshot.org_id,
         project_id=snapshot.project_id,
         snapshot_id=snapshot.snapshot_id,
-        handler=memory_type.value,
+        handler=memory_type.value if memory_type else None,
         at=datetime.now(UTC),
     )
     store.record_failure(failure)

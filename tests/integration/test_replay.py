@@ -214,8 +214,13 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
         1,
     )
     recorded = store._conn.execute(
-        "SELECT step, failure_class, error_type, attempts, snapshot_id FROM failures ORDER BY id"
+        "SELECT step, failure_class, error_type, attempts, snapshot_id FROM failures "
+        "WHERE step LIKE 'extract:%' ORDER BY id"
     ).fetchall()
+    summaries = store._conn.execute(
+        "SELECT step, failure_class FROM failures WHERE step = 'summarize' ORDER BY id"
+    ).fetchall()
+    assert summaries == [("summarize", "environmental"), ("summarize", "content")]
     assert recorded == [
         ("extract:semantic", "environmental", "server", 2, outage.snapshot_id),
         ("extract:taxonomic", "content", "context_too_long", 1, too_long.snapshot_id),
@@ -225,3 +230,90 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
     assert (outage.snapshot_id, "semantic") in keys
     assert (too_long.snapshot_id, "taxonomic") not in keys
     assert store.stats().memories["semantic"] == {"active": 0, "superseded": 0}
+
+
+def test_the_llm_extractor_writes_the_snapshot_summary(store, tmp_path) -> None:
+    from tests.fakes.openai_server import completion
+    from tests.fakes.openai_server import memories as answer
+
+    load(store, tmp_path)
+    item = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)[0]
+    with fake_openai() as (fake, url):
+        fake.script = [completion("Maya introduced herself and her home airport."), answer()]
+        extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
+        result = replay_one(store, item, context(extractor=extractor))
+    assert result.status == "done"
+    summary, source = store._conn.execute(
+        "SELECT summary, summary_source FROM snapshots WHERE id = ?", (item.snapshot_id,)
+    ).fetchall()[0]
+    assert (summary, source) == ("Maya introduced herself and her home airport.", "openai:m")
+
+
+class JudgingExtractor(OfflineExtractor):
+    """Reports fixed events and answers the judge with UPDATE, recording what it was asked."""
+
+    capabilities = OfflineExtractor.capabilities.model_copy(update={"judge": True})
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def judge(self, text, existing):
+        from mempipe.domain.reconcile import Verdict
+
+        self.asked.append((text, existing.text))
+        return Verdict.UPDATE
+
+
+def test_a_configured_judge_decides_the_ambiguous_band(store, tmp_path) -> None:
+    from mempipe.domain.reconcile import ReconcileThresholds
+
+    archive = tmp_path / "events.jsonl"
+    archive.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "session_id": s,
+                    "role": "user",
+                    "content": c,
+                    "created_at": f"2024-01-0{d}T10:00:00Z",
+                }
+            )
+            + "\n"
+            for s, c, d in [
+                ("a", "I met Priya at the office.", 1),
+                ("b", "I met Priya at the Lisbon office today.", 2),
+            ]
+        )
+    )
+    load(store, tmp_path, archive)
+    judge = JudgingExtractor()
+    wide = ReconcileThresholds(ambiguous_from=0.0, reinforce_at=0.999)
+    replay_all(store, context(extractor=judge, thresholds=wide), handlers=["episodic"])
+    assert [r.action.value for r in store.audit_rows()] == ["ADD", "UPDATE"]
+    assert judge.asked == [
+        ("User met Priya at the Lisbon office today.", "User met Priya at the office.")
+    ]
+
+
+def test_one_active_record_per_key_and_scope_backs_up_the_write_lock(store) -> None:
+    """Two workers reconciling one scope cannot both ADD the same keyed fact."""
+    from datetime import UTC, datetime
+
+    import apsw
+
+    from mempipe.schemas.memory import SemanticMemory
+
+    now = datetime.now(UTC)
+    fact = {
+        "org_id": "o",
+        "project_id": "p",
+        "user_id": "u",
+        "label": "home_airport",
+        "created_at": now,
+        "updated_at": now,
+    }
+    with store.write_transaction():
+        store.add_memory("semantic", SemanticMemory(id="m1", text="JFK", **fact), None)
+    with pytest.raises(apsw.ConstraintError), store.write_transaction():
+        store.add_memory("semantic", SemanticMemory(id="m2", text="JFK", **fact), None)
+    assert store.get_memory("semantic", "m2") is None

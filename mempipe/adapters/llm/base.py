@@ -7,6 +7,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.memory import MemoryType
 
@@ -36,10 +37,28 @@ class SnapshotContent(BaseModel):
         return "\n".join(f"{t.role}: {t.content}" for t in self.turns)
 
 
+class ExtractorCapabilities(BaseModel):
+    """Optional abilities, declared rather than discovered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summaries: bool = False
+    judge: bool = False
+
+
 class Extractor(Protocol):
     """Looks for one kind of knowledge in a snapshot. Raises mempipe errors marked environmental
     (retryable) or content-determined (terminal); never returns an empty list for a failure."""
 
     name: str
+    capabilities: ExtractorCapabilities
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]: ...
+
+    def summarize(self, snapshot: SnapshotContent) -> str:
+        """A short summary of the snapshot (with ``capabilities.summaries``)."""
+        ...
+
+    def judge(self, text: str, existing: Candidate) -> Verdict:
+        """UPDATE, REINFORCE or ADD for an ambiguous pair (with ``capabilities.judge``)."""
+        ...

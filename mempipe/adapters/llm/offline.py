@@ -24,7 +24,8 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from mempipe.adapters.llm.base import SnapshotContent, TurnLine
+from mempipe.adapters.llm.base import ExtractorCapabilities, SnapshotContent, TurnLine
+from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.schemas.extraction import (
     Extracted,
     ExtractedEpisode,
@@ -86,6 +87,13 @@ _NOT_NAMES = {
 
 class OfflineExtractor:
     name = NAME
+    capabilities = ExtractorCapabilities()
+
+    def summarize(self, snapshot: SnapshotContent) -> str:
+        raise NotImplementedError("the offline extractor keeps the deterministic summary")
+
+    def judge(self, text: str, existing: Candidate) -> Verdict:
+        raise NotImplementedError("the offline extractor has no judge")
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
         found: list[Extracted] = list(_HANDLERS[memory_type](snapshot))

@@ -15,10 +15,11 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ValidationError, create_model
 
-from mempipe.adapters.llm.base import SnapshotContent
-from mempipe.adapters.llm.prompts import COMMON, PROMPTS, REPAIR
+from mempipe.adapters.llm.base import ExtractorCapabilities, SnapshotContent
+from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import RateLimiter, limiter_for
 from mempipe.domain.failures import ContentError, FailureKind, failure_error
+from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.errors import MempipeError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
@@ -35,6 +36,8 @@ def output_model(memory_type: MemoryType) -> type[BaseModel]:
 
 
 class OpenAIExtractor:
+    capabilities = ExtractorCapabilities(summaries=True, judge=True)
+
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
         self.settings = settings
         self.name = f"openai:{settings.model}"
@@ -74,18 +77,38 @@ class OpenAIExtractor:
                 f"output does not validate after one repair: {describe(second)}",
             ) from second
 
-    def _complete(self, messages: list[dict[str, str]], model: type[BaseModel]) -> str:
+    def summarize(self, snapshot: SnapshotContent) -> str:
+        messages = [
+            {"role": "system", "content": SUMMARY},
+            {"role": "user", "content": snapshot.transcript()},
+        ]
+        summary = self._complete(messages, None).strip()
+        if not summary:
+            raise ContentError(FailureKind.INVALID_OUTPUT, "the model returned an empty summary")
+        return summary
+
+    def judge(self, text: str, existing: Candidate) -> Verdict:
+        """The model's verdict; anything but one of the three words is taken as ADD, so that
+        nothing is overwritten on an unclear answer."""
+        prompt = JUDGE.format(existing=existing.text, new=text)
+        answer = self._complete([{"role": "user", "content": prompt}], None).strip().upper()
+        return Verdict(answer) if answer in set(Verdict) else Verdict.ADD
+
+    def _complete(self, messages: list[dict[str, str]], model: type[BaseModel] | None) -> str:
         if self._limiter is not None:
             self._limiter.acquire()
         try:
+            options: dict[str, Any] = {}
+            if model is not None:
+                options["response_format"] = self._response_format(model)
             response = self._client.chat.completions.create(
                 model=self.settings.model,
                 messages=messages,  # type: ignore[arg-type]
-                response_format=self._response_format(model),  # type: ignore[arg-type]
                 temperature=0,
+                **options,
             )
         except openai.BadRequestError as exc:
-            if self._schemas_supported and "response_format" in str(exc):
+            if model is not None and self._schemas_supported and "response_format" in str(exc):
                 self._schemas_supported = False
                 return self._complete(messages, model)
             raise translate(exc) from exc

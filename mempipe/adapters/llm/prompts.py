@@ -35,3 +35,15 @@ REPAIR = (
     "Your previous answer did not validate against the required JSON schema: {problem}. "
     'Answer again with JSON only, of the form {{"memories": [...]}}.'
 )
+
+SUMMARY = (
+    "Summarise this conversation in at most two sentences, in the third person, keeping names, "
+    "places and decisions. Answer with the summary only."
+)
+
+JUDGE = (
+    "An existing memory and a newly extracted one are similar. Answer with exactly one word: "
+    "UPDATE if the new memory replaces the existing one (the same attribute with a new value), "
+    "REINFORCE if it restates the existing one, ADD if it is a different memory.\n\n"
+    "Existing: {existing}\nNew: {new}"
+)

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 
 class RateLimiter:
-    def __init__(self, per_minute: float) -> None:
+    """Spaces calls evenly at ``per_minute``; each caller waits for its own slot."""
+
+    def __init__(
+        self,
+        per_minute: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = time.sleep,
+    ) -> None:
         self._interval = 60.0 / per_minute
-        self._next = time.monotonic()
+        self._clock = clock
+        self._sleep = sleep
+        self._next = clock()
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             start = max(now, self._next)
             self._next = start + self._interval
         if start > now:
-            time.sleep(start - now)
+            self._sleep(start - now)
 
 
 _limiters: dict[str, RateLimiter] = {}

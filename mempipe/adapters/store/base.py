@@ -89,6 +89,10 @@ class Store(Protocol):
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
 
+    def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]: ...
+
+    def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None: ...
+
     def set_extraction_state(
         self,
         snapshot_id: str,

@@ -133,6 +133,27 @@ class SqliteExtractionOps:
             turns=[TurnLine(role=r, content=c, created_at=sql.parse_iso(t)) for r, c, t in turns],
         )
 
+    def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]:
+        """Those of the snapshots whose summary is still the deterministic one."""
+        marks = ", ".join("?" for _ in snapshot_ids)
+        return [
+            row[0]
+            for row in self._rows(
+                f"SELECT id FROM snapshots WHERE id IN ({marks}) AND summary_source = 'rules'",
+                list(snapshot_ids),
+            )
+        ]
+
+    def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None:
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "UPDATE snapshots SET summary = ?, summary_source = ? WHERE id = ?",
+                    (summary, source, snapshot_id),
+                )
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+
     def set_extraction_state(
         self,
         snapshot_id: str,
