@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -43,8 +44,7 @@ def ingest_archive(
     batch_size: int,
 ) -> IngestSummary:
     """Idempotent: a retried or repeated ingest of the same file inserts nothing new."""
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         summary = ingest_file(
             store,
             Path(path),
@@ -55,8 +55,6 @@ def ingest_archive(
             batch_size=batch_size,
             columns=columns,
         )
-    finally:
-        store.close()
     get_run_logger().info(
         "%s (%s): %d turns read, %d inserted, %d duplicates skipped, %d rejected",
         path,
@@ -80,11 +78,8 @@ def promote(
     store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         summary = promote_sessions(store, limits, handlers, run_id=run_id)
-    finally:
-        store.close()
     get_run_logger().info(
         "promoted %d turns of %d sessions into %d snapshots %s",
         summary.turns_promoted,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import closing
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -12,8 +14,5 @@ from mempipe.schemas.summaries import MigrationReport
 
 @task(name="apply-migrations", cache_policy=NO_CACHE)
 def apply_migrations(store_url: str) -> MigrationReport:
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         return migrate(store)
-    finally:
-        store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -28,11 +29,8 @@ def select_work(
 ) -> list[list[WorkItem]]:
     """The work dealt into at most ``buckets`` lists of whole owners (each owner's snapshots
     in time order), balanced by size."""
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         items = store.extraction_work(selection, handlers, force=force)
-    finally:
-        store.close()
     dealt = deal(items, buckets)
     get_run_logger().info("%d extractions in %d bucket(s)", len(items), len(dealt))
     return dealt
@@ -67,17 +65,14 @@ def replay_bucket(
         thresholds=settings.thresholds,
         retry=settings.retry,
     )
-    store = open_store(store_url, migrate=False)
     results: list[ExtractionSummary] = []
-    try:
-        with track(
-            f"replay {items[0].user_id or items[0].org_id}", len(items), "extractions"
-        ) as bar:
-            for start in range(0, len(items), BATCH):
-                results.extend(replay_batch(store, items[start : start + BATCH], context))
-                bar.update(len(results))
-    finally:
-        store.close()
+    with (
+        closing(open_store(store_url, migrate=False)) as store,
+        track("replay", len(items), "extractions") as bar,
+    ):
+        for start in range(0, len(items), BATCH):
+            results.extend(replay_batch(store, items[start : start + BATCH], context))
+            bar.update(len(results))
     failed = [r for r in results if r.failure_class is not None]
     logger = get_run_logger()
     logger.info("%d extractions done, %d failed", len(results) - len(failed), len(failed))
@@ -100,9 +95,6 @@ def export_audit(
     since: str | None = None,
     until: str | None = None,
 ) -> list[str]:
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         files = write_audit(store.audit_rows(run_id, since, until), Path(out_dir))
-    finally:
-        store.close()
     return [str(f) for f in files]

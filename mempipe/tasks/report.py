@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import polars as pl
@@ -28,9 +29,6 @@ def summarize_audit(
         frame = scan_audit([Path(f) for f in files])
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         failures = store.failure_counts(run_id, since, until)
-    finally:
-        store.close()
     return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)

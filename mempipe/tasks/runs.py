@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,13 +18,10 @@ from mempipe.tasks.policies import retry_if_transient
     name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
 def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
-    store = open_store(store_url)
-    try:
+    with closing(open_store(store_url)) as store:
         store.start_run(
             RunRecord(run_id=run_id, flow=flow, parameters=parameters, started_at=datetime.now(UTC))
         )
-    finally:
-        store.close()
 
 
 @task(
@@ -32,9 +30,6 @@ def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[st
 def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
-    store = open_store(store_url, migrate=False)
-    try:
+    with closing(open_store(store_url, migrate=False)) as store:
         status = RunStatus.FAILED if error else RunStatus.COMPLETED
         store.finish_run(run_id, status, counts, error)
-    finally:
-        store.close()

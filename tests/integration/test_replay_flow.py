@@ -26,10 +26,7 @@ def config(tmp_path: Path, enabled: str = "[semantic, episodic, procedural, taxo
     return str(path)
 
 
-def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
-    prefect_server, store_url, tmp_path
-) -> None:
-    cfg = config(tmp_path)
+def load_sample(store_url: str, cfg: str, tmp_path: Path) -> None:
     backfill(
         paths=[str(SAMPLE)],
         user_id="maya",
@@ -37,6 +34,13 @@ def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
         config=cfg,
         rejects_dir=str(tmp_path / "rejects"),
     )
+
+
+def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
+    prefect_server, store_url, tmp_path
+) -> None:
+    cfg = config(tmp_path)
+    load_sample(store_url, cfg, tmp_path)
     audit_dir = tmp_path / "audit"
     summary = replay(store=store_url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
     assert (summary.extractions, summary.done) == (24, 24)
@@ -65,13 +69,7 @@ def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
 
 def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -> None:
     cfg = config(tmp_path, enabled="[semantic]")
-    backfill(
-        paths=[str(SAMPLE)],
-        user_id="maya",
-        store=store_url,
-        config=cfg,
-        rejects_dir=str(tmp_path / "rejects"),
-    )
+    load_sample(store_url, cfg, tmp_path)
     summary = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
     assert summary.extractions == 6
     store = open_store(store_url)

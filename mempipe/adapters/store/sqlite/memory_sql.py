@@ -102,14 +102,9 @@ def scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
 
 
 def vector_filters(scope: Scope) -> tuple[str, list[Any]]:
-    """The same AND, as sqlite-vec metadata filters inside the KNN query (absent is '')."""
-    clauses, values = ["status = ?"], ["active"]
-    for column in ("org_id", "project_id", "user_id", "agent_id", "visibility"):
-        value = getattr(scope, column)
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            values.append(value.value if hasattr(value, "value") else value)
-    return " AND ".join(clauses), values
+    """The same AND as sqlite-vec metadata filters inside the KNN query, active records only."""
+    where, values = scope_where(scope)
+    return f"status = ? AND {where}", ["active", *values]
 
 
 def vector_row(rowid: int, record: MemoryRecord, embedding: bytes) -> tuple[Any, ...]:
