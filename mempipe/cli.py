@@ -9,6 +9,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -373,6 +374,71 @@ def report(
         click.echo(f"failures: {_counts(summary.failures)}")
 
     emit(summary, as_json, human)
+
+
+@cli.command()
+@click.argument("query")
+@click.option(
+    "--source",
+    type=click.Choice(["stm", "semantic", "episodic", "procedural", "taxonomic"]),
+    default="semantic",
+    show_default=True,
+    help="stm: the turns; otherwise a long-term memory type.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["semantic", "text", "hybrid"]),
+    default="hybrid",
+    show_default=True,
+)
+@identity_options
+@click.option("--session-id", default=None, help="Only this session.")
+@click.option("--visibility", type=click.Choice(["private", "org"]), default=None)
+@click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 1000))
+@store_options
+@json_option
+@reports_errors
+def search(
+    query: str,
+    source: str,
+    mode: str,
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+    visibility: str | None,
+    top_k: int,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Search turns or long-term memories; every identity option given is ANDed into the
+    query, and one left out leaves that dimension open."""
+    from mempipe.adapters.embedding import embedder_for
+    from mempipe.bootstrap import load_context
+    from mempipe.schemas.search import ReadFilter, SearchMode
+    from mempipe.services.search import search as run_search
+
+    filters = ReadFilter(
+        org_id=org_id,
+        project_id=project_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        session_id=session_id,
+        visibility=visibility,
+    )
+    with closing(load_context(store, config).open_store()) as opened:
+        result = run_search(opened, embedder_for, query, source, SearchMode(mode), filters, top_k)
+
+    def human() -> None:
+        for hit in result.hits:
+            where = hit.message_id or hit.id
+            click.echo(f"{hit.score:8.4f}  {where}  [{hit.user_id or '-'}]  {hit.text}")
+        if not result.hits:
+            click.echo("no hits")
+
+    emit(result, as_json, human)
 
 
 @cli.command()

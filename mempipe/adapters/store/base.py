@@ -16,6 +16,7 @@ from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.search import Hit, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
@@ -137,6 +138,16 @@ class Store(Protocol):
     def failure_counts(
         self, run_id: str | None = None, since: str | None = None, until: str | None = None
     ) -> dict[str, int]: ...
+
+    def active_embedding(self, collection: str) -> tuple[str, int] | None:
+        """The active (model id, dimensions) of a collection, None before its first vector."""
+        ...
+
+    def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]: ...
+
+    def search_vector(
+        self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
+    ) -> list[Hit]: ...
 
     def start_run(self, run: RunRecord) -> None: ...
 

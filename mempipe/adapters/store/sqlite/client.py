@@ -14,6 +14,7 @@ from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_text
+from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.reject import Reject
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 MEMORY_COLLECTIONS = [*(t.value for t in MemoryType), "custom"]
 
 
-class SqliteStore(SqliteExtractionOps):
+class SqliteStore(SqliteExtractionOps, SqliteSearchOps):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 
     capabilities = StoreCapabilities(transactions=True, vector_search=True, text_search=True)

@@ -264,7 +264,8 @@ class SqliteExtractionOps:
             vec_table = memory_sql.vector_table(memory_type, record.embedding_model_id)
             self._conn.execute(
                 f"INSERT INTO {vec_table} (memory_rowid, embedding, "
-                f"{', '.join(memory_sql.VECTOR_FILTERS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{', '.join(memory_sql.VECTOR_FILTERS)}) "
+                f"VALUES ({', '.join('?' for _ in range(len(memory_sql.VECTOR_FILTERS) + 2))})",
                 memory_sql.vector_row(rowid, record, blob(vector)),
             )
 

@@ -41,7 +41,15 @@ SPECIFIC: dict[str, tuple[str, ...]] = {
     "custom": ("type_name", "tags"),
 }
 KEY_COLUMN = {"semantic": "label", "procedural": "name", "taxonomic": "term"}
-VECTOR_FILTERS = ("org_id", "project_id", "user_id", "agent_id", "visibility", "status")
+VECTOR_FILTERS = (
+    "org_id",
+    "project_id",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "visibility",
+    "status",
+)
 
 
 def table(memory_type: str) -> str:
@@ -115,6 +123,7 @@ def vector_row(rowid: int, record: MemoryRecord, embedding: bytes) -> tuple[Any,
         record.project_id,
         record.user_id or "",
         record.agent_id or "",
+        record.session_id or "",
         record.visibility.value,
         record.status.value,
     )

@@ -1,0 +1,70 @@
+"""SQL builders for reads: the identity filter goes inside every query, never after it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.schemas.search import STM, ReadFilter
+
+TURN_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
+MEMORY_FIELDS = (*TURN_FIELDS, "visibility")
+
+
+def fts_query(text: str) -> str | None:
+    """The words of a free-text query as an FTS5 OR of quoted terms (no FTS syntax leaks in)."""
+    words = re.findall(r"\w+", text.lower())
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words)) or None
+
+
+def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tuple[str, list[Any]]:
+    """``alias.field = ?`` for every field supplied, ANDed; ``1 = 1`` when none is."""
+    clauses, values = ["1 = 1"], []
+    for field in fields:
+        value = getattr(filters, field)
+        if value is not None:
+            clauses.append(f"{alias}.{field} = ?")
+            values.append(getattr(value, "value", value))
+    return " AND ".join(clauses), values
+
+
+def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
+    if source == STM:
+        where, values = read_where(filters, TURN_FIELDS, "t")
+        return (
+            "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
+            "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, -bm25(turns_fts) "
+            "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+            f"WHERE turns_fts MATCH ? AND {where} ORDER BY bm25(turns_fts) LIMIT ?",
+            values,
+        )
+    table = memory_sql.table(source)
+    where, values = read_where(filters, MEMORY_FIELDS, "m")
+    return (
+        "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
+        f"m.visibility, NULL, -bm25({table}_fts) FROM {table}_fts "
+        f"JOIN {table} m ON m.rowid = {table}_fts.rowid WHERE {table}_fts MATCH ? "
+        f"AND m.status = 'active' AND {where} ORDER BY bm25({table}_fts) LIMIT ?",
+        values,
+    )
+
+
+def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[str, list[Any]]:
+    """A KNN with the identity filter as sqlite-vec metadata constraints inside it, so that
+    ``k`` nearest means the k nearest *in scope*."""
+    table = memory_sql.table(source)
+    clauses, values = ["status = ?"], ["active"]
+    for field in MEMORY_FIELDS:
+        value = getattr(filters, field)
+        if value is not None:
+            clauses.append(f"{field} = ?")
+            values.append(getattr(value, "value", value))
+    return (
+        "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
+        "m.visibility, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
+        f"{memory_sql.vector_table(source, model_id)} WHERE embedding MATCH ? AND k = ? AND "
+        f"{' AND '.join(clauses)}) v JOIN {table} m ON m.rowid = v.memory_rowid "
+        "ORDER BY v.distance",
+        values,
+    )

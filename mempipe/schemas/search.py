@@ -1,0 +1,58 @@
+"""Retrieval: what a read asks for and what it gets back."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.schemas.identity import Visibility
+
+
+class SearchMode(StrEnum):
+    SEMANTIC = "semantic"
+    TEXT = "text"
+    HYBRID = "hybrid"
+
+
+STM = "stm"
+
+
+class ReadFilter(BaseModel):
+    """The identity a read is scoped to. Every field supplied is ANDed into the database query;
+    an omitted (None) field leaves that dimension unconstrained. There is no OR: shared and
+    private knowledge are two reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    visibility: Visibility | None = None
+
+
+class Hit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    source: str
+    score: float
+    text: str
+    org_id: str
+    project_id: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    visibility: Visibility | None = None
+    message_id: str | None = Field(default=None, description="for turns: the source's own id")
+
+
+class SearchResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    source: str
+    mode: SearchMode
+    hits: list[Hit] = Field(default_factory=list)

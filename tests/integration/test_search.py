@@ -1,0 +1,142 @@
+"""DESIGN rule: reads AND every identity field supplied; an omitted one leaves that dimension
+open; the filter is part of the database query; visibility never crosses a project. Also: a
+memory without a vector is found by text and hybrid, not semantic. Checked in every mode."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.search import ReadFilter, SearchMode
+from mempipe.services.search import SearchError, search
+
+EMBEDDER = HashingEmbedder(64)
+MODES = list(SearchMode)
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def remember(
+    store, memory_id, text, *, project="p1", user="u1", visibility="private", embed=True
+) -> None:
+    record = SemanticMemory(
+        id=memory_id,
+        org_id="o",
+        project_id=project,
+        user_id=user,
+        visibility=visibility,
+        text=text,
+        label=memory_id,
+        has_embedding=embed,
+        embedding_model_id=EMBEDDER.model_id if embed else None,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    if embed:
+        store.ensure_vector_table("semantic", EMBEDDER.model_id, EMBEDDER.dimensions)
+    with store.write_transaction():
+        store.add_memory("semantic", record, EMBEDDER.embed([text])[0] if embed else None)
+
+
+@pytest.fixture
+def memories(store):
+    remember(store, "u1-private", "refund policy for user one")
+    remember(store, "u1-org", "refund policy shared by user one", visibility="org")
+    remember(store, "u2-private", "refund policy for user two", user="u2")
+    remember(store, "u2-org", "refund policy shared by user two", user="u2", visibility="org")
+    remember(store, "p2-org", "refund policy in another project", project="p2", visibility="org")
+    return store
+
+
+def ids(store, mode, top_k=10, query="refund policy", **filters) -> set[str]:
+    result = search(
+        store, lambda _: EMBEDDER, query, "semantic", mode, ReadFilter(**filters), top_k
+    )
+    return {hit.id for hit in result.hits}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_supplied_fields_are_anded_never_ored(memories, mode) -> None:
+    assert ids(memories, mode, org_id="o", project_id="p1", user_id="u1", visibility="org") == {
+        "u1-org"
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_omitted_field_leaves_that_dimension_open(memories, mode) -> None:
+    assert ids(memories, mode, org_id="o", project_id="p1", visibility="org") == {
+        "u1-org",
+        "u2-org",
+    }
+    assert ids(memories, mode, org_id="o", project_id="p1", user_id="u2") == {
+        "u2-private",
+        "u2-org",
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_org_visibility_never_crosses_a_project(memories, mode) -> None:
+    assert "p2-org" not in ids(memories, mode, org_id="o", project_id="p1", visibility="org")
+    assert ids(memories, mode, org_id="o", project_id="p2") == {"p2-org"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_filter_is_in_the_query_not_applied_to_its_results(store, mode) -> None:
+    """The nearest records all belong to someone else: a filter applied after a top-k would
+    return nothing; one inside the query returns the user's own, ranked."""
+    for n in range(20):
+        remember(store, f"other-{n}", "refund policy refund policy", user="other")
+    remember(store, "mine-1", "refund policy for travel", user="me")
+    remember(store, "mine-2", "a refund policy note", user="me")
+    assert ids(store, mode, top_k=2, org_id="o", user_id="me") == {"mine-1", "mine-2"}
+
+
+def test_a_memory_without_a_vector_is_found_by_text_and_hybrid_not_semantic(store) -> None:
+    remember(store, "embedded", "passport renewal checklist")
+    remember(store, "unembedded", "passport expiry reminder", embed=False)
+    assert "unembedded" in ids(store, SearchMode.TEXT, query="passport")
+    assert "unembedded" in ids(store, SearchMode.HYBRID, query="passport")
+    assert "unembedded" not in ids(store, SearchMode.SEMANTIC, query="passport")
+
+
+def test_turns_are_searched_by_text_with_their_source_message_id(
+    store, fixtures, defaults, tmp_path
+) -> None:
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.services.ingest import ingest_file
+
+    ingest_file(
+        store,
+        fixtures / "turns.jsonl",
+        ArchiveFormat.AUTO,
+        defaults,
+        run_id="r",
+        rejects_file=tmp_path / "r.jsonl",
+    )
+    result = search(
+        store,
+        lambda _: EMBEDDER,
+        "recovery objective",
+        "stm",
+        SearchMode.TEXT,
+        ReadFilter(user_id="u-2"),
+        5,
+    )
+    assert [(h.message_id, h.session_id) for h in result.hits] == [("m-4", "sess-b")]
+    with pytest.raises(SearchError, match="no vectors"):
+        search(store, lambda _: EMBEDDER, "x", "stm", SearchMode.SEMANTIC, ReadFilter(), 5)
+
+
+def test_a_query_embedder_of_another_dimension_is_refused_naming_both(memories) -> None:
+    with pytest.raises(SearchError, match=r"hashing-32 gives 32 dimensions .* hashing-64 at 64"):
+        search(
+            memories,
+            lambda _: HashingEmbedder(32),
+            "refund",
+            "semantic",
+            SearchMode.SEMANTIC,
+            ReadFilter(),
+            5,
+        )
