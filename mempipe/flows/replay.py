@@ -20,6 +20,20 @@ from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit, replay_bucket, select_work
 from mempipe.tasks.runs import record_run_end, record_run_start
 
+COUNTS = {
+    "snapshots",
+    "extractions",
+    "done",
+    "failed_retryable",
+    "failed_content",
+    "memories_extracted",
+    "added",
+    "updated",
+    "reinforced",
+    "unembedded",
+}
+"""The counts recorded with the run and published as its table artifact."""
+
 
 @flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def replay(
@@ -83,17 +97,3 @@ def replay(
         "failed",
     )
     return summary
-
-
-COUNTS = {
-    "snapshots",
-    "extractions",
-    "done",
-    "failed_retryable",
-    "failed_content",
-    "memories_extracted",
-    "added",
-    "updated",
-    "reinforced",
-    "unembedded",
-}

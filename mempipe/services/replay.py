@@ -70,7 +70,7 @@ def replay_batch(
     faster than the same texts one call at a time), then reconcile and write each item in its
     own transaction, in the items' order."""
     extractor: Extractor = context.extractor
-    extracted: list[tuple[WorkItem, SnapshotContent, list[Extracted]]] = []
+    extracted: list[tuple[int, WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
     snapshots = {i.snapshot_id: store.snapshot_content(i.snapshot_id) for i in items}
     if extractor.capabilities.summaries:
@@ -85,16 +85,15 @@ def replay_batch(
         except MempipeError as exc:
             results[position] = _failed(store, item, snapshot, context, exc)
             continue
-        extracted.append((item, snapshot, found))
+        extracted.append((position, item, snapshot, found))
     flat = [
         (snapshot, MemoryType(item.handler), m)
-        for item, snapshot, found in extracted
+        for _, item, snapshot, found in extracted
         for m in found
     ]
     vectors = iter(embed_each(store, context, flat))
-    for item, snapshot, found in extracted:
+    for position, item, snapshot, found in extracted:
         own = [next(vectors) for _ in found]
-        position = items.index(item)
         results[position] = _write(store, item, snapshot, found, own, context)
     return [results[position] for position in range(len(items))]
 
