@@ -28,6 +28,7 @@ from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.memory import MEMORY_MODELS, MemoryType
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.services.embedding import embed_texts
 
 
 class ExtractionSummary(BaseModel):
@@ -148,20 +149,10 @@ def embed_each(
         return []
     embedder: Embedder = context.embedder
     texts = [searchable_text(m) for _, _, m in memories]
-    try:
-        vectors = context.retry.run(lambda: embedder.embed(texts), sleep=context.sleep)
-    except MempipeError as batch_error:
-        if batch_error.retryable:
-            for snapshot, memory_type, _ in memories:
-                _record(store, context, snapshot, memory_type, "embed", batch_error)
-            return [None] * len(texts)
-        vectors = []
-        for (snapshot, memory_type, _), text in zip(memories, texts, strict=True):
-            try:
-                vectors.extend(embedder.embed([text]))
-            except MempipeError as item_error:
-                _record(store, context, snapshot, memory_type, "embed", item_error)
-                vectors.append(None)
+    vectors, errors = embed_texts(embedder, texts, context.retry, context.sleep)
+    for position, error in errors:
+        snapshot, memory_type, _ = memories[position]
+        _record(store, context, snapshot, memory_type, "embed", error)
     for memory_type in {t for (_, t, _), v in zip(memories, vectors, strict=True) if v is not None}:
         store.ensure_vector_table(memory_type.value, embedder.model_id, embedder.dimensions)
     return vectors

@@ -32,7 +32,10 @@ def search(
     mode: SearchMode,
     filters: ReadFilter,
     top_k: int = 10,
+    model_id: str | None = None,
 ) -> SearchResult:
+    """``model_id`` searches the vectors of a model other than the serving one (a re-embed's
+    recall gate compares the two)."""
     if source not in SOURCES:
         raise SearchError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
     if source == STM and filters.visibility is not None:
@@ -43,7 +46,14 @@ def search(
     )
     vector_hits = (
         _vector_hits(
-            store, embedder_for, query, source, filters, pool, required=mode is SearchMode.SEMANTIC
+            store,
+            embedder_for,
+            query,
+            source,
+            filters,
+            pool,
+            model_id,
+            required=mode is SearchMode.SEMANTIC,
         )
         if mode is not SearchMode.TEXT
         else []
@@ -64,22 +74,32 @@ def _vector_hits(
     source: str,
     filters: ReadFilter,
     k: int,
+    model_id: str | None,
     *,
     required: bool,
 ) -> list[Hit]:
-    active = store.active_embedding(source) if source != STM else None
+    active = store.active_embedding(source)
+    if model_id is not None:
+        entry = next(
+            (e for e in store.registry() if e.collection == source and e.model_id == model_id),
+            None,
+        )
+        active = (entry.model_id, entry.dimensions) if entry else None
     if active is None:
         if required and source == STM:
-            raise SearchError("turns (stm) carry no vectors: search them with text or hybrid")
+            raise SearchError(
+                "turns (stm) carry no vectors yet: embed them with `mempipe reembed "
+                "--incremental`, or search them with text or hybrid"
+            )
         return []
-    model_id, dimensions = active
-    embedder = embedder_for(model_id)
+    index_model, dimensions = active
+    embedder = embedder_for(index_model)
     if embedder.dimensions != dimensions:
         raise SearchError(
             f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
-            f"dimensions but the index holds {model_id} at {dimensions}"
+            f"dimensions but the index holds {index_model} at {dimensions}"
         )
     (vector,) = embedder.embed([query])
     if vector is None:
-        raise SearchError(f"the query could not be embedded by {model_id}")
-    return store.search_vector(source, vector, model_id, filters, k)
+        raise SearchError(f"the query could not be embedded by {index_model}")
+    return store.search_vector(source, vector, index_model, filters, k)

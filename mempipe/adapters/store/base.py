@@ -13,6 +13,7 @@ from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus
@@ -148,6 +149,28 @@ class Store(Protocol):
     def search_vector(
         self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
     ) -> list[Hit]: ...
+
+    def registry(self) -> list[RegistryEntry]: ...
+
+    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+        """Create (or find) the vector table of (collection, model), in ``state`` if new."""
+        ...
+
+    def records_missing_vectors(
+        self, collection: str, model_id: str, after_rowid: int, limit: int
+    ) -> list[tuple[int, str]]: ...
+
+    def store_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> int: ...
+
+    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]: ...
+
+    def switch_models(self, collections: Sequence[str], model_id: str) -> None: ...
+
+    def rollback_models(self, collections: Sequence[str]) -> list[str]: ...
+
+    def finalize_models(self, collections: Sequence[str]) -> list[str]: ...
 
     def start_run(self, run: RunRecord) -> None: ...
 

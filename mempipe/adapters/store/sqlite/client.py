@@ -12,6 +12,7 @@ import sqlite_vec
 from mempipe.adapters.store.base import StoreCapabilities
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
+from mempipe.adapters.store.sqlite.embeddings import SqliteEmbeddingOps
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_text
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 MEMORY_COLLECTIONS = [*(t.value for t in MemoryType), "custom"]
 
 
-class SqliteStore(SqliteExtractionOps, SqliteSearchOps):
+class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 
     capabilities = StoreCapabilities(transactions=True, vector_search=True, text_search=True)

@@ -186,30 +186,42 @@ class SqliteExtractionOps:
             raise translate(exc, self.url) from exc
 
     def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str:
-        """The sqlite-vec table for (type, model), registered on first use; the first model of
-        a collection becomes its active one. A model registered with another dimension is
-        refused, naming both."""
-        name = memory_sql.vector_table(memory_type, model_id)
+        """The vector table new memories of a collection are written to. The first model of a
+        collection starts serving it; a write with any other model than the serving one is
+        refused, naming both (a model change goes through ``mempipe reembed``)."""
+        serving = self._rows(
+            "SELECT model_id, dimensions FROM embedding_registry "
+            "WHERE collection = ? AND state = 'serving'",
+            (memory_type,),
+        )
+        if serving and (serving[0][0], serving[0][1]) != (model_id, dimensions):
+            raise StoreError(
+                f"{memory_type} is indexed with {serving[0][0]} ({serving[0][1]} dimensions); "
+                f"refusing vectors of {model_id} ({dimensions} dimensions): change models with "
+                f"`mempipe reembed --model {model_id}`"
+            )
+        if not serving:
+            self.register_model(memory_type, model_id, dimensions, "serving")
+        return memory_sql.vector_table(memory_type, model_id)
+
+    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+        name = memory_sql.vector_table(collection, model_id)
         registered = self._rows(
             "SELECT dimensions FROM embedding_registry WHERE collection = ? AND model_id = ?",
-            (memory_type, model_id),
+            (collection, model_id),
         )
         if registered and registered[0][0] != dimensions:
             raise StoreError(
-                f"{memory_type}: model {model_id} is registered with {registered[0][0]} "
+                f"{collection}: model {model_id} is registered with {registered[0][0]} "
                 f"dimensions, not {dimensions}"
             )
         if not registered:
             with self._conn:
-                self._conn.execute(memory_sql.vector_table_ddl(name, dimensions))
-                active = not self._rows(
-                    "SELECT 1 FROM embedding_registry WHERE collection = ? AND active = 1",
-                    (memory_type,),
-                )
+                self._conn.execute(memory_sql.vector_table_ddl_for(collection, name, dimensions))
                 self._conn.execute(
                     "INSERT INTO embedding_registry (collection, model_id, dimensions, "
-                    "vector_table, active, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (memory_type, model_id, dimensions, name, int(active), now_text()),
+                    "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (collection, model_id, dimensions, name, state, now_text()),
                 )
         return name
 

@@ -52,6 +52,28 @@ VECTOR_FILTERS = (
 )
 
 
+STM_FILTERS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
+
+
+def vector_table_ddl_for(collection: str, name: str, dimensions: int) -> str:
+    """Turns (``stm``) and memories have different filter columns."""
+    if collection == "stm":
+        filters = ", ".join(f"{column} text" for column in STM_FILTERS)
+        return (
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
+            f"memory_rowid integer primary key, embedding float[{dimensions}] "
+            f"distance_metric=cosine, {filters})"
+        )
+    return vector_table_ddl(name, dimensions)
+
+
+def source_table(collection: str) -> tuple[str, str, tuple[str, ...]]:
+    """(table, text column, vector filter columns) of a collection."""
+    if collection == "stm":
+        return "turns", "content", STM_FILTERS
+    return table(collection), "text", VECTOR_FILTERS
+
+
 def table(memory_type: str) -> str:
     if memory_type not in SPECIFIC:
         raise ValueError(f"unknown memory type {memory_type!r}")

@@ -34,7 +34,7 @@ class SqliteSearchOps:
     def active_embedding(self, collection: str) -> tuple[str, int] | None:
         rows = self._rows(
             "SELECT model_id, dimensions FROM embedding_registry "
-            "WHERE collection = ? AND active = 1",
+            "WHERE collection = ? AND state = 'serving'",
             (collection,),
         )
         return (rows[0][0], rows[0][1]) if rows else None

@@ -53,6 +53,22 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
 def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[str, list[Any]]:
     """A KNN with the identity filter as sqlite-vec metadata constraints inside it, so that
     ``k`` nearest means the k nearest *in scope*."""
+    vectors = memory_sql.vector_table(source, model_id)
+    if source == STM:
+        clauses, values = ["1 = 1"], []
+        for field in TURN_FIELDS:
+            value = getattr(filters, field)
+            if value is not None:
+                clauses.append(f"{field} = ?")
+                values.append(value)
+        return (
+            "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
+            "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, 1.0 - v.distance FROM "
+            f"(SELECT memory_rowid, distance FROM {vectors} WHERE embedding MATCH ? AND k = ? "
+            f"AND {' AND '.join(clauses)}) v JOIN turns t ON t.id = v.memory_rowid "
+            "ORDER BY v.distance",
+            values,
+        )
     table = memory_sql.table(source)
     clauses, values = ["status = ?"], ["active"]
     for field in MEMORY_FIELDS:
@@ -63,7 +79,7 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
     return (
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
         "m.visibility, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
-        f"{memory_sql.vector_table(source, model_id)} WHERE embedding MATCH ? AND k = ? AND "
+        f"{vectors} WHERE embedding MATCH ? AND k = ? AND "
         f"{' AND '.join(clauses)}) v JOIN {table} m ON m.rowid = v.memory_rowid "
         "ORDER BY v.distance",
         values,

@@ -1,0 +1,112 @@
+"""Re-embed: move every record to another embedding model (blue/green), or fill what the
+serving model lacks (``incremental``, the nightly job); finalize or roll back a move."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from prefect import flow
+from prefect.runtime import flow_run
+from pydantic import Field
+
+from mempipe.adapters.embedding import embedder_for
+from mempipe.bootstrap import load_context
+from mempipe.errors import ConfigError
+from mempipe.flows.hooks import record_failed_run
+from mempipe.schemas.embedding import COLLECTIONS, ReembedSummary
+from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.reembed import (
+    embed_collection_task,
+    finalize_models,
+    recall_gate_task,
+    rollback_models,
+    switch_models,
+)
+from mempipe.tasks.runs import record_run_end, record_run_start
+
+
+@flow(name="reembed", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def reembed(
+    model: str | None = None,
+    dimensions: Annotated[int, Field(ge=1)] | None = None,
+    collections: list[str] | None = None,
+    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256,
+    gate: str | None = None,
+    min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
+    incremental: bool = False,
+    store: str | None = None,
+    config: str | None = None,
+) -> ReembedSummary:
+    context = load_context(store, config)
+    run_id = str(flow_run.id)
+    model_id = model or context.config.memory.embedding.model
+    embedder = embedder_for(model_id)
+    if dimensions is not None and dimensions != embedder.dimensions:
+        raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
+    chosen = collections or list(COLLECTIONS)
+    unknown = set(chosen) - set(COLLECTIONS)
+    if unknown:
+        raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
+    record_run_start(
+        context.store_url,
+        run_id,
+        "reembed",
+        {"model": model_id, "collections": chosen, "incremental": incremental},
+    )
+    reports = [
+        embed_collection_task(context.store_url, c, model_id, batch_size, run_id, incremental)
+        for c in chosen
+    ]
+    summary = ReembedSummary(
+        run_id=run_id,
+        store=context.store_url,
+        model=model_id,
+        dimensions=embedder.dimensions,
+        incremental=incremental,
+        collections=reports,
+    )
+    if not incremental:
+        incomplete = [r.collection for r in reports if not r.complete]
+        summary.gate = (
+            recall_gate_task(context.store_url, gate, model_id, min_recall_ratio) if gate else None
+        )
+        if incomplete:
+            summary.reason = f"records without a new vector in {', '.join(incomplete)}"
+        elif summary.gate is not None and not summary.gate.passed:
+            summary.reason = f"recall ratio {summary.gate.ratio} is below {summary.gate.min_ratio}"
+        else:
+            switch_models(context.store_url, chosen, model_id)
+            summary.switched = True
+    record_run_end(
+        context.store_url,
+        run_id,
+        {
+            "records": sum(r.records for r in reports),
+            "embedded": sum(r.embedded_now for r in reports),
+            "unembeddable": sum(r.unembeddable for r in reports),
+            "switched": int(summary.switched),
+        },
+    )
+    publish_table(
+        "reembed-summary",
+        [r.model_dump() for r in reports],
+        f"reembed {run_id} to {model_id}: "
+        + ("switched" if summary.switched else summary.reason or "incremental"),
+    )
+    return summary
+
+
+@flow(name="reembed-finalize")
+def reembed_finalize(
+    collections: list[str] | None = None, store: str | None = None, config: str | None = None
+) -> list[str]:
+    """Drop the previous model's vectors: the move can no longer be rolled back."""
+    return finalize_models(load_context(store, config).store_url, collections or list(COLLECTIONS))
+
+
+@flow(name="reembed-rollback")
+def reembed_rollback(
+    collections: list[str] | None = None, store: str | None = None, config: str | None = None
+) -> list[str]:
+    """Serve the previous model again; the newer vectors are dropped."""
+    return rollback_models(load_context(store, config).store_url, collections or list(COLLECTIONS))

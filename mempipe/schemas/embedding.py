@@ -1,0 +1,75 @@
+"""The embedding registry and the re-embed job's reports."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+COLLECTIONS = ("stm", "semantic", "episodic", "procedural", "taxonomic", "custom")
+"""Everything that carries vectors: the turns, and each long-term memory collection."""
+
+
+class ModelState(StrEnum):
+    SERVING = "serving"
+    BUILDING = "building"
+    PREVIOUS = "previous"
+
+
+class RegistryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    collection: str
+    model_id: str
+    dimensions: int
+    state: ModelState
+    vector_table: str
+
+
+class ModelInfo(BaseModel):
+    """A model mempipe can use, as `mempipe models --json` lists it."""
+
+    id: str
+    dimensions: int
+    active: bool = Field(description="serving at least one collection of this store")
+    collections: list[str] = Field(default_factory=list)
+
+
+class CollectionReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+    model_id: str
+    records: int
+    vectors: int
+    embedded_now: int = 0
+    unembeddable: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.vectors + self.unembeddable >= self.records
+
+
+class GateReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    queries: int
+    old_recall: float
+    new_recall: float
+    ratio: float
+    min_ratio: float
+    passed: bool
+
+
+class ReembedSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    store: str
+    model: str
+    dimensions: int
+    incremental: bool = False
+    collections: list[CollectionReport] = Field(default_factory=list)
+    gate: GateReport | None = None
+    switched: bool = False
+    reason: str | None = Field(default=None, description="why the switch did not happen")

@@ -1,0 +1,25 @@
+"""The embedding models mempipe can use, with what each serves in this store."""
+
+from __future__ import annotations
+
+from mempipe.adapters.embedding import local
+from mempipe.adapters.store import Store
+from mempipe.schemas.embedding import ModelInfo, ModelState
+
+CATALOG = {local.MODEL_ID: local.DIMENSIONS, "hashing-256": 256, "hashing-384": 384}
+"""Built in; any ``hashing-N`` works too."""
+
+
+def list_models(store: Store) -> list[ModelInfo]:
+    found = {
+        model_id: ModelInfo(id=model_id, dimensions=d, active=False)
+        for model_id, d in CATALOG.items()
+    }
+    for entry in store.registry():
+        model = found.setdefault(
+            entry.model_id, ModelInfo(id=entry.model_id, dimensions=entry.dimensions, active=False)
+        )
+        if entry.state is ModelState.SERVING:
+            model.active = True
+            model.collections.append(entry.collection)
+    return list(found.values())

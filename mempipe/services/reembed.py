@@ -1,0 +1,107 @@
+"""Re-embedding, blue/green: new vectors are written beside the serving ones, verified, and
+switched to in one transaction; the old ones stay until finalize (or come back on rollback).
+Search answers with the serving model throughout.
+
+Resumable by construction: each batch stores only the vectors still missing, so a run killed
+anywhere and started again ends with exactly one vector per record and model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from mempipe.adapters.embedding import Embedder
+from mempipe.adapters.store import Store
+from mempipe.domain.failures import RetryPolicy, failure_class
+from mempipe.progress import track
+from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
+from mempipe.schemas.failure import Failure
+from mempipe.schemas.search import SearchMode
+from mempipe.services.embedding import embed_texts
+from mempipe.services.evaluation import EvalQuery, evaluate
+
+
+def target_state(store: Store, collection: str, model_id: str, *, incremental: bool) -> str:
+    """Blue/green fills a building table; incremental fills the serving one (or starts one)."""
+    serving = store.active_embedding(collection)
+    if serving is None or incremental or serving[0] == model_id:
+        return ModelState.SERVING.value
+    return ModelState.BUILDING.value
+
+
+def embed_collection(
+    store: Store,
+    collection: str,
+    embedder: Embedder,
+    *,
+    run_id: str,
+    batch_size: int,
+    retry: RetryPolicy | None = None,
+    sleep: Callable[[float], Any] = time.sleep,
+    state: str = ModelState.BUILDING.value,
+) -> CollectionReport:
+    """Give every record of the collection a vector of ``embedder``'s model, in batches."""
+    store.register_model(collection, embedder.model_id, embedder.dimensions, state)
+    policy = retry or RetryPolicy()
+    records, vectors = store.vector_counts(collection, embedder.model_id)
+    report = CollectionReport(
+        collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
+    )
+    after = 0
+    with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
+        done = 0
+        while batch := store.records_missing_vectors(
+            collection, embedder.model_id, after, batch_size
+        ):
+            after = batch[-1][0]
+            found, errors = embed_texts(embedder, [text or "" for _, text in batch], policy, sleep)
+            pairs = [
+                (rowid, v) for (rowid, _), v in zip(batch, found, strict=True) if v is not None
+            ]
+            report.embedded_now += store.store_vectors(collection, embedder.model_id, pairs)
+            report.unembeddable += len(batch) - len(pairs)
+            for _, error in errors[:1]:
+                store.record_failure(
+                    Failure(
+                        run_id=run_id,
+                        step=f"reembed:{collection}",
+                        failure_class=failure_class(error),
+                        error_type=str(getattr(error, "kind", type(error).__name__)),
+                        error=f"{len(errors)} record(s) without a vector: {error}",
+                        attempts=getattr(error, "attempts", 1),
+                        at=datetime.now(UTC),
+                    )
+                )
+            done += len(batch)
+            progress.update(done)
+    report.records, report.vectors = store.vector_counts(collection, embedder.model_id)
+    return report
+
+
+def recall_gate(
+    store: Store,
+    embedder_for: Callable[[str], Embedder],
+    queries: list[EvalQuery],
+    new_model: str,
+    min_ratio: float,
+    k: int = 10,
+) -> GateReport | None:
+    """Recall@k of the serving model and of the new one on the same queries (semantic memories);
+    None when nothing serves yet, so there is nothing to be worse than."""
+    serving = store.active_embedding("semantic")
+    if serving is None:
+        return None
+    old = evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, k, serving[0])
+    new = evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, k, new_model)
+    ratio = new.recall / old.recall if old.recall else (1.0 if new.recall else 0.0)
+    return GateReport(
+        queries=old.queries,
+        old_recall=old.recall,
+        new_recall=new.recall,
+        ratio=round(ratio, 6),
+        min_ratio=min_ratio,
+        passed=ratio >= min_ratio,
+    )

@@ -1,0 +1,192 @@
+"""Re-embedding a store of a few thousand memories to a model of another dimension: search
+answers throughout, every record ends with a new vector, rollback restores the old, a crash
+resumes to the same end state, mismatches are refused, the recall gate holds a bad model back."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.errors import StoreError
+from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.search import ReadFilter, SearchMode
+from mempipe.services.evaluation import EvalQuery
+from mempipe.services.reembed import embed_collection, recall_gate
+from mempipe.services.search import search
+
+
+class Blind(HashingEmbedder):
+    """A useless model: the same vector for every text."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.model_id = "blind-16"
+
+    def embed(self, texts):
+        return [[1.0] + [0.0] * 15 for _ in texts]
+
+
+OLD, NEW, BLIND = HashingEmbedder(64), HashingEmbedder(128), Blind()
+MODELS = {m.model_id: m for m in (OLD, NEW, BLIND)}
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+TOPICS = ["airport", "seat", "refund", "passport", "hotel", "train", "visa", "luggage"]
+COUNT = 2000
+
+
+def text(n: int) -> str:
+    return f"user {n % 50} note {n} about the {TOPICS[n % len(TOPICS)]} {TOPICS[(n * 7) % 8]}"
+
+
+@pytest.fixture
+def big(store):
+    store.ensure_vector_table("semantic", OLD.model_id, OLD.dimensions)
+    records = [
+        SemanticMemory(
+            id=f"m{n}",
+            org_id="o",
+            project_id="p",
+            user_id=f"u{n % 50}",
+            text=text(n),
+            label=f"fact_{n}",
+            has_embedding=True,
+            embedding_model_id=OLD.model_id,
+            created_at=NOW,
+            updated_at=NOW,
+        )
+        for n in range(COUNT)
+    ]
+    vectors = OLD.embed([r.text for r in records])
+    with store.write_transaction():
+        for record, vector in zip(records, vectors, strict=True):
+            store.add_memory("semantic", record, vector)
+    return store
+
+
+def hits(store, query="refund passport", **filters):
+    result = search(
+        store, MODELS.__getitem__, query, "semantic", SearchMode.SEMANTIC, ReadFilter(**filters), 5
+    )
+    return [h.id for h in result.hits]
+
+
+class Watching(HashingEmbedder):
+    """The new model, checking after each batch that search still answers (with the old)."""
+
+    def __init__(self, store) -> None:
+        super().__init__(128)
+        self.store, self.answers = store, []
+
+    def embed(self, texts):
+        self.answers.append(len(hits(self.store)))
+        return super().embed(texts)
+
+
+def test_a_move_to_another_dimension_keeps_search_answering_and_ends_complete(big) -> None:
+    watcher = Watching(big)
+    report = embed_collection(big, "semantic", watcher, run_id="r", batch_size=300)
+    assert (report.records, report.vectors, report.embedded_now) == (COUNT, COUNT, COUNT)
+    assert len(watcher.answers) == 7
+    assert all(n == 5 for n in watcher.answers)
+    assert big.active_embedding("semantic") == (OLD.model_id, 64), "nothing switched yet"
+    big.switch_models(["semantic"], NEW.model_id)
+    assert big.active_embedding("semantic") == (NEW.model_id, 128)
+    stamped = big._conn.execute(
+        "SELECT count(*) FROM memories_semantic WHERE has_embedding = 1 AND embedding_model_id = ?",
+        (NEW.model_id,),
+    ).fetchall()[0][0]
+    assert stamped == COUNT
+    assert len(hits(big)) == 5
+
+
+def test_rollback_restores_the_old_model_and_finalize_drops_it(big) -> None:
+    embed_collection(big, "semantic", NEW, run_id="r", batch_size=500)
+    big.switch_models(["semantic"], NEW.model_id)
+    assert big.rollback_models(["semantic"]) == ["semantic"]
+    assert big.active_embedding("semantic") == (OLD.model_id, 64)
+    assert {e.model_id for e in big.registry()} == {OLD.model_id}
+    assert len(hits(big)) == 5
+    embed_collection(big, "semantic", NEW, run_id="r2", batch_size=500)
+    big.switch_models(["semantic"], NEW.model_id)
+    assert big.finalize_models(["semantic"]) == [f"semantic:{OLD.model_id}"]
+    assert big.rollback_models(["semantic"]) == []
+    tables = big._conn.execute(
+        "SELECT name FROM sqlite_master WHERE name LIKE 'vec_semantic__%' "
+        "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+    ).fetchall()
+    assert tables == [("vec_semantic__hashing_128",)]
+
+
+def test_a_crashed_move_resumes_to_exactly_one_new_vector_per_record(big) -> None:
+    class Crashes(HashingEmbedder):
+        calls = 0
+
+        def embed(self, texts):
+            Crashes.calls += 1
+            if Crashes.calls == 3:
+                raise KeyboardInterrupt("killed")
+            return super().embed(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        embed_collection(big, "semantic", Crashes(128), run_id="r", batch_size=400)
+    partial = big.vector_counts("semantic", NEW.model_id)[1]
+    assert partial == 800
+    report = embed_collection(big, "semantic", NEW, run_id="r2", batch_size=400)
+    assert (report.vectors, report.embedded_now) == (COUNT, COUNT - 800)
+    duplicates = big._conn.execute(
+        "SELECT count(*) - count(DISTINCT memory_rowid) FROM vec_semantic__hashing_128"
+    ).fetchall()[0][0]
+    assert duplicates == 0
+
+
+def test_writes_and_queries_of_another_model_or_dimension_are_refused(big) -> None:
+    with pytest.raises(StoreError, match=r"indexed with hashing-64 \(64 dimensions\).*hashing-128"):
+        big.ensure_vector_table("semantic", NEW.model_id, NEW.dimensions)
+    with pytest.raises(StoreError, match="registered with 64 dimensions, not 32"):
+        big.register_model("semantic", OLD.model_id, 32, "building")
+
+
+def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:
+    queries = [EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 400, 40)]
+    embed_collection(big, "semantic", BLIND, run_id="r", batch_size=1000)
+    embed_collection(big, "semantic", NEW, run_id="r", batch_size=1000)
+    worse = recall_gate(big, MODELS.__getitem__, queries, BLIND.model_id, min_ratio=0.9)
+    better = recall_gate(big, MODELS.__getitem__, queries, NEW.model_id, min_ratio=0.9)
+    assert worse is not None
+    assert better is not None
+    assert worse.old_recall == 1.0
+    assert not worse.passed
+    assert worse.ratio < 0.9
+    assert better.passed
+    assert better.new_recall == 1.0
+
+
+def test_incremental_fills_what_the_serving_model_lacks_turns_included(
+    store, fixtures, defaults, tmp_path
+) -> None:
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.services.ingest import ingest_file
+
+    ingest_file(
+        store,
+        fixtures / "turns.jsonl",
+        ArchiveFormat.AUTO,
+        defaults,
+        run_id="r",
+        rejects_file=tmp_path / "r.jsonl",
+    )
+    report = embed_collection(store, "stm", OLD, run_id="r", batch_size=2, state="serving")
+    assert (report.records, report.vectors) == (4, 4)
+    found = search(
+        store,
+        MODELS.__getitem__,
+        "recovery time objective",
+        "stm",
+        SearchMode.SEMANTIC,
+        ReadFilter(),
+        1,
+    )
+    assert [h.message_id for h in found.hits] == ["m-4"]
+    assert json.loads(found.model_dump_json())["mode"] == "semantic"
