@@ -145,3 +145,52 @@ def test_replay_and_report_json_on_the_embedded_default(prefect_server, tmp_path
     report = json.loads(reported.stdout)
     assert report["rows"] == 11
     assert report["files"] == [str(Path(f)) for f in summary["audit_files"]]
+
+
+@pytest.mark.prefect
+def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    store = ("--store", "sqlite:///memory.db")
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    for command in (("backfill", str(sample), "--user-id", "maya"), ("replay",)):
+        done = mempipe(*command, *store, "--json", cwd=tmp_path, api_url=prefect_server)
+        assert done.returncode == 0, done.stderr
+
+    models = json.loads(mempipe("models", *store, "--json", cwd=tmp_path).stdout)
+    assert {"id": "hashing-64", "dimensions": 64, "active": True} in models
+
+    queries = tmp_path / "queries.jsonl"
+    lis = json.loads(
+        mempipe(
+            "search", "home airport LIS", *store, "--mode", "text", "--json", cwd=tmp_path
+        ).stdout
+    )["hits"][0]["id"]
+    queries.write_text(json.dumps({"query": "home airport", "relevant_ids": [lis]}) + "\n")
+    evaluated = json.loads(mempipe("eval", str(queries), *store, "--json", cwd=tmp_path).stdout)
+    assert set(evaluated) >= {"recall", "mrr", "queries"}
+    assert evaluated["queries"] == 1
+
+    moved = mempipe(
+        "reembed",
+        "--model",
+        "hashing-128",
+        "--gate",
+        str(queries),
+        *store,
+        "--json",
+        cwd=tmp_path,
+        api_url=prefect_server,
+    )
+    summary = json.loads(moved.stdout)
+    assert moved.returncode == 0, moved.stderr
+    assert summary["switched"] is True
+    assert summary["gate"]["queries"] == 1
+    serving = {
+        m["id"]: m["active"]
+        for m in json.loads(mempipe("models", *store, "--json", cwd=tmp_path).stdout)
+    }
+    assert serving["hashing-128"] is True
+    assert serving["hashing-64"] is False
+    rolled = mempipe("reembed", "rollback", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    assert "semantic" in json.loads(rolled.stdout)["collections"]
