@@ -27,7 +27,13 @@ class AppContext:
         return self.settings.store
 
     def open_store(self, *, migrate: bool = True) -> Store:
-        return open_store(self.store_url, migrate=migrate)
+        """The store, with this project's declarations recorded (write-once) when a project
+        configuration file is present."""
+        store = open_store(self.store_url, migrate=migrate)
+        if migrate and self.settings.config.exists():
+            memory = self.config.memory
+            store.declare(memory.metadata_partition_keys, memory.custom_types)
+        return store
 
     def identity_defaults(
         self,

@@ -177,7 +177,7 @@ def backfill(
     from mempipe.flows.backfill import backfill as backfill_flow
     from mempipe.progress import show_on_terminal
 
-    column_map = _parse_columns(columns)
+    column_map = _pairs(columns, "--column")
     context = load_context(store, config)
     context.open_store().close()
     expand_paths(paths)
@@ -214,13 +214,13 @@ def backfill(
     emit(summary, as_json, human)
 
 
-def _parse_columns(pairs: tuple[str, ...]) -> dict[str, str]:
+def _pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for pair in pairs:
-        field, sep, column = pair.partition("=")
-        if not sep or not field or not column:
-            raise click.BadParameter(f"{pair!r}: expected FIELD=COLUMN", param_hint="--column")
-        mapping[field.strip()] = column.strip()
+        name, sep, value = pair.partition("=")
+        if not sep or not name or not value:
+            raise click.BadParameter(f"{pair!r}: expected NAME=VALUE", param_hint=option)
+        mapping[name.strip()] = value.strip()
     return mapping
 
 
@@ -395,6 +395,13 @@ def report(
 @identity_options
 @click.option("--session-id", default=None, help="Only this session.")
 @click.option("--visibility", type=click.Choice(["private", "org"]), default=None)
+@click.option(
+    "--metadata",
+    "metadata",
+    multiple=True,
+    metavar="metadata.KEY=VALUE",
+    help="Filter on a declared partition key, by its qualified path (repeatable).",
+)
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 1000))
 @store_options
 @json_option
@@ -409,6 +416,7 @@ def search(
     agent_id: str | None,
     session_id: str | None,
     visibility: str | None,
+    metadata: tuple[str, ...],
     top_k: int,
     store: str | None,
     config: str | None,
@@ -428,6 +436,7 @@ def search(
         agent_id=agent_id,
         session_id=session_id,
         visibility=visibility,
+        metadata=_pairs(metadata, "--metadata"),
     )
     with closing(load_context(store, config).open_store()) as opened:
         result = run_search(opened, embedder_for, query, source, SearchMode(mode), filters, top_k)
@@ -630,6 +639,36 @@ def evaluate_queries(
             f"MRR {result.mrr}"
         ),
     )
+
+
+@cli.command("rebuild-indexes")
+@click.option("--force", is_flag=True, help="Rebuild the indexes that drifted.")
+@store_options
+@json_option
+@reports_errors
+def rebuild_indexes_command(
+    force: bool, store: str | None, config: str | None, as_json: bool
+) -> None:
+    """Compare each collection's declared vector and text index (dimension, metric, filter
+    fields including the declared partition keys) with what exists; create what is absent;
+    report drift; rebuild drifted indexes only with --force."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.indexes import rebuild_indexes
+
+    context = load_context(store, config)
+    context.open_store().close()
+    report = rebuild_indexes(
+        force=force, store=context.store_url, config=str(context.settings.config)
+    )
+
+    def human() -> None:
+        for status in report.indexes:
+            detail = f"  ({'; '.join(status.differences)})" if status.differences else ""
+            click.echo(f"{status.state.value:<8} {status.kind:<6} {status.name}{detail}")
+        if report.drift and not force:
+            click.echo("drift found: `mempipe rebuild-indexes --force` rebuilds those indexes")
+
+    emit(report, as_json, human)
 
 
 @cli.command()

@@ -45,6 +45,7 @@ def backfill(
         run_id,
         "backfill",
         {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
+        config=config,
     )
     rejects_file = rejects_path(rejects_dir, run_id)
     files = resolve_archives(paths)

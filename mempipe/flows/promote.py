@@ -17,7 +17,7 @@ from mempipe.tasks.runs import record_run_end, record_run_start
 def promote_flow(store: str | None = None, config: str | None = None) -> PromotionSummary:
     context = load_context(store, config)
     run_id = str(flow_run.id)
-    record_run_start(context.store_url, run_id, "promote", {})
+    record_run_start(context.store_url, run_id, "promote", {}, config=config)
     summary = promote(
         context.store_url,
         context.config.memory.promotion,

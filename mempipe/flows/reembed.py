@@ -52,6 +52,7 @@ def reembed(
         run_id,
         "reembed",
         {"model": model_id, "collections": chosen, "incremental": incremental},
+        config=config,
     )
     reports = [
         embed_collection_task(context.store_url, c, model_id, batch_size, run_id, incremental)

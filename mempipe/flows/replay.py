@@ -82,6 +82,7 @@ def replay(
             "extractor": extractor.value,
             "force": force,
         },
+        config=config,
     )
     buckets = select_work(context.store_url, selection, enabled, force, concurrency)
     running = [replay_bucket.submit(context.store_url, b, settings, run_id) for b in buckets]

@@ -31,6 +31,10 @@ class ReadFilter(BaseModel):
     agent_id: str | None = None
     session_id: str | None = None
     visibility: Visibility | None = None
+    metadata: dict[str, str] = Field(
+        default_factory=dict,
+        description="qualified partition-key paths to values: {'metadata.engagement_id': 'x'}",
+    )
 
 
 class Hit(BaseModel):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store import Store
+from mempipe.domain.declarations import column_for
 from mempipe.domain.fusion import reciprocal_rank_fusion
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
@@ -40,6 +41,7 @@ def search(
         raise SearchError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
     if source == STM and filters.visibility is not None:
         raise SearchError("turns (stm) have no visibility: leave --visibility out")
+    check_metadata_filters(filters, store.partition_keys)
     pool = max(top_k, CANDIDATES) if mode is SearchMode.HYBRID else top_k
     text_hits = (
         store.search_text(source, query, filters, pool) if mode is not SearchMode.SEMANTIC else []
@@ -65,6 +67,19 @@ def search(
     else:
         hits = (text_hits or vector_hits)[:top_k]
     return SearchResult(query=query, source=source, mode=mode, hits=hits)
+
+
+def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> None:
+    """Filters name declared partition keys by their qualified path; anything else is refused
+    with the paths that are accepted."""
+    accepted = ", ".join(f"metadata.{key}" for key in declared) or "none: declare partition keys"
+    for path in filters.metadata:
+        if not path.startswith("metadata."):
+            raise SearchError(
+                f"filter on {path!r}: filter by the qualified path; accepted: {accepted}"
+            )
+        if path.removeprefix("metadata.") not in declared:
+            raise SearchError(f"{path!r} is not a declared partition key; accepted: {accepted}")
 
 
 def _vector_hits(
@@ -98,6 +113,16 @@ def _vector_hits(
         raise SearchError(
             f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
             f"dimensions but the index holds {index_model} at {dimensions}"
+        )
+    missing = [
+        p
+        for p in filters.metadata
+        if column_for(p.removeprefix("metadata.")) not in store.vector_columns(source, index_model)
+    ]
+    if missing:
+        raise SearchError(
+            f"the {source} vector index does not cover {', '.join(missing)} yet (declared after "
+            "it was built): run `mempipe rebuild-indexes --force`"
         )
     (vector,) = embedder.embed([query])
     if vector is None:

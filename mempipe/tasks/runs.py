@@ -10,6 +10,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store import open_store
+from mempipe.bootstrap import load_context
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.tasks.policies import retry_if_transient
 
@@ -17,8 +18,15 @@ from mempipe.tasks.policies import retry_if_transient
 @task(
     name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
-def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
-    with closing(open_store(store_url)) as store:
+def record_run_start(
+    store_url: str,
+    run_id: str,
+    flow: str,
+    parameters: dict[str, Any],
+    config: str | None = None,
+) -> None:
+    """Also records the project's declarations (write-once) before any work starts."""
+    with closing(load_context(store_url, config).open_store()) as store:
         store.start_run(
             RunRecord(run_id=run_id, flow=flow, parameters=parameters, started_at=datetime.now(UTC))
         )

@@ -13,8 +13,10 @@ from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
+from mempipe.schemas.indexes import IndexStatus
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.search import Hit, ReadFilter
@@ -171,6 +173,20 @@ class Store(Protocol):
     def rollback_models(self, collections: Sequence[str]) -> list[str]: ...
 
     def finalize_models(self, collections: Sequence[str]) -> list[str]: ...
+
+    partition_keys: tuple[str, ...]
+
+    def load_declarations(self) -> None: ...
+
+    def declare(
+        self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
+    ) -> list[tuple[str, str]]: ...
+
+    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]: ...
+
+    def index_status(self) -> list[IndexStatus]: ...
+
+    def rebuild_indexes(self, force: bool) -> list[IndexStatus]: ...
 
     def start_run(self, run: RunRecord) -> None: ...
 

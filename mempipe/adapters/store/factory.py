@@ -29,4 +29,5 @@ def open_store(url: str, *, migrate: bool = True) -> Store:
         from mempipe.migrations import migrate as run_migrations
 
         run_migrations(store)
+    store.load_declarations()
     return store

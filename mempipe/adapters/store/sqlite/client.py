@@ -15,6 +15,7 @@ from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.embeddings import SqliteEmbeddingOps
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_text
+from mempipe.adapters.store.sqlite.indexes import SqliteIndexOps
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.memory import MemoryType
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 MEMORY_COLLECTIONS = [*(t.value for t in MemoryType), "custom"]
 
 
-class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps):
+class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, SqliteIndexOps):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 
     capabilities = StoreCapabilities(transactions=True, vector_search=True, text_search=True)

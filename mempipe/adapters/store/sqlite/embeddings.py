@@ -11,7 +11,6 @@ import apsw
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.exceptions import translate
-from mempipe.adapters.store.sqlite.extraction import blob
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 
@@ -21,6 +20,11 @@ class SqliteEmbeddingOps:
     _conn: apsw.Connection
 
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def insert_vector(
+        self, collection: str, model_id: str, rowid: int, vector: list[float]
+    ) -> bool:
         raise NotImplementedError
 
     def registry(self) -> list[RegistryEntry]:
@@ -38,7 +42,7 @@ class SqliteEmbeddingOps:
         self, collection: str, model_id: str, after_rowid: int, limit: int
     ) -> list[tuple[int, str]]:
         """Records (every version, superseded included) without a vector of ``model_id``."""
-        source, text, _ = memory_sql.source_table(collection)
+        source, text = memory_sql.source_table(collection)
         vectors = memory_sql.vector_table(collection, model_id)
         return self._rows(
             f"SELECT s.rowid, s.{text} FROM {source} s WHERE s.rowid > ? AND NOT EXISTS "
@@ -52,22 +56,14 @@ class SqliteEmbeddingOps:
     ) -> int:
         """Write vectors beside whatever else exists, each with its record's filter values; a
         record that already has one keeps it (a resumed run adds exactly what is missing)."""
-        source, _, filters = memory_sql.source_table(collection)
-        table = memory_sql.vector_table(collection, model_id)
-        columns = ", ".join(f"coalesce({c}, '')" for c in filters)
+        source, _ = memory_sql.source_table(collection)
         serving = self._serving(collection) == model_id
         written = 0
         try:
             with self._conn:
                 for rowid, vector in vectors:
-                    inserted = self._conn.execute(
-                        f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(filters)}) "
-                        f"SELECT rowid, ?, {columns} FROM {source} s WHERE s.rowid = ? "
-                        f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
-                        "RETURNING memory_rowid",
-                        (blob(vector), rowid, rowid),
-                    ).fetchall()
-                    written += len(inserted)
+                    inserted = self.insert_vector(collection, model_id, rowid, vector)
+                    written += inserted
                     if inserted and serving and collection != "stm":
                         self._conn.execute(
                             f"UPDATE {source} SET has_embedding = 1, embedding_model_id = ? "
@@ -80,7 +76,7 @@ class SqliteEmbeddingOps:
 
     def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
         """(records, records with a vector of ``model_id``)."""
-        source, _, _ = memory_sql.source_table(collection)
+        source, _ = memory_sql.source_table(collection)
         table = memory_sql.vector_table(collection, model_id)
         records = self._rows(f"SELECT count(*) FROM {source}")[0][0]
         vectors = self._rows(f"SELECT count(*) FROM {table}")[0][0]

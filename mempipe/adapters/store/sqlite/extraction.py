@@ -47,6 +47,7 @@ class SqliteExtractionOps:
 
     url: str
     _conn: apsw.Connection
+    partition_keys: tuple[str, ...] = ()
 
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -217,7 +218,8 @@ class SqliteExtractionOps:
             )
         if not registered:
             with self._conn:
-                self._conn.execute(memory_sql.vector_table_ddl_for(collection, name, dimensions))
+                columns = memory_sql.declared_filters(collection, self.partition_keys)
+                self._conn.execute(memory_sql.vector_table_ddl(name, dimensions, columns))
                 self._conn.execute(
                     "INSERT INTO embedding_registry (collection, model_id, dimensions, "
                     "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -273,13 +275,36 @@ class SqliteExtractionOps:
             (rowid, record.text),
         )
         if vector is not None and record.embedding_model_id is not None:
-            vec_table = memory_sql.vector_table(memory_type, record.embedding_model_id)
+            self.insert_vector(memory_type, record.embedding_model_id, rowid, vector)
+
+    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]:
+        """The filter columns the vector table really has (they follow its DDL, not the
+        configuration: a drifted table keeps working until it is rebuilt)."""
+        sql = self._rows(
+            "SELECT sql FROM sqlite_master WHERE name = ?",
+            (memory_sql.vector_table(collection, model_id),),
+        )
+        if not sql:
+            raise StoreError(f"{collection}: no vector index for {model_id}")
+        return memory_sql.parse_vector_ddl(sql[0][0])[2]
+
+    def insert_vector(
+        self, collection: str, model_id: str, rowid: int, vector: list[float]
+    ) -> bool:
+        """Insert one record's vector with its filter values, unless it has one already."""
+        source, _ = memory_sql.source_table(collection)
+        table = memory_sql.vector_table(collection, model_id)
+        columns = self.vector_columns(collection, model_id)
+        values = memory_sql.filter_values_sql(collection, columns)
+        return bool(
             self._conn.execute(
-                f"INSERT INTO {vec_table} (memory_rowid, embedding, "
-                f"{', '.join(memory_sql.VECTOR_FILTERS)}) "
-                f"VALUES ({', '.join('?' for _ in range(len(memory_sql.VECTOR_FILTERS) + 2))})",
-                memory_sql.vector_row(rowid, record, blob(vector)),
-            )
+                f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(columns)}) "
+                f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
+                f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
+                "RETURNING memory_rowid",
+                (blob(vector), rowid, rowid),
+            ).fetchall()
+        )
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
         """Mark the old version superseded (it is kept, vector included); returns its version."""

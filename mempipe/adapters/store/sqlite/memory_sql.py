@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from mempipe.adapters.store.sqlite.sql import iso
+from mempipe.domain.declarations import column_for
 from mempipe.domain.scope import Scope
 from mempipe.schemas.memory import MemoryRecord
 
@@ -55,23 +56,25 @@ VECTOR_FILTERS = (
 STM_FILTERS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
 
 
-def vector_table_ddl_for(collection: str, name: str, dimensions: int) -> str:
-    """Turns (``stm``) and memories have different filter columns."""
+def source_table(collection: str) -> tuple[str, str]:
+    """(table, text column) of a collection."""
     if collection == "stm":
-        filters = ", ".join(f"{column} text" for column in STM_FILTERS)
-        return (
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
-            f"memory_rowid integer primary key, embedding float[{dimensions}] "
-            f"distance_metric=cosine, {filters})"
-        )
-    return vector_table_ddl(name, dimensions)
+        return "turns", "content"
+    return table(collection), "text"
 
 
-def source_table(collection: str) -> tuple[str, str, tuple[str, ...]]:
-    """(table, text column, vector filter columns) of a collection."""
-    if collection == "stm":
-        return "turns", "content", STM_FILTERS
-    return table(collection), "text", VECTOR_FILTERS
+_VEC_DDL = re.compile(
+    r"float\[(?P<dims>\d+)\]\s*distance_metric=(?P<metric>\w+),(?P<rest>.*)\)\s*$", re.S
+)
+
+
+def parse_vector_ddl(sql: str) -> tuple[int, str, tuple[str, ...]]:
+    """(dimensions, metric, filter columns) of an existing vec0 table, from its DDL."""
+    match = _VEC_DDL.search(sql)
+    if match is None:
+        raise ValueError(f"not a mempipe vector table: {sql}")
+    columns = tuple(part.split()[0] for part in match["rest"].split(",") if part.strip())
+    return int(match["dims"]), match["metric"], columns
 
 
 def table(memory_type: str) -> str:
@@ -84,13 +87,32 @@ def vector_table(memory_type: str, model_id: str) -> str:
     return f"vec_{memory_type}__{re.sub(r'[^a-z0-9]+', '_', model_id.lower()).strip('_')}"
 
 
-def vector_table_ddl(name: str, dimensions: int) -> str:
-    filters = ", ".join(f"{column} text" for column in VECTOR_FILTERS)
+def vector_table_ddl(name: str, dimensions: int, columns: tuple[str, ...]) -> str:
+    filters = ", ".join(f"{column} text" for column in columns)
     return (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
         f"memory_rowid integer primary key, embedding float[{dimensions}] distance_metric=cosine, "
         f"{filters})"
     )
+
+
+def declared_filters(collection: str, partition_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The filter columns a collection's vector index should have: identity fields, then one
+    per declared metadata partition key."""
+    base = STM_FILTERS if collection == "stm" else VECTOR_FILTERS
+    return (*base, *(column_for(k) for k in partition_keys))
+
+
+def filter_values_sql(collection: str, columns: tuple[str, ...]) -> str:
+    """SELECT expressions giving a record's value for each filter column ('' when absent)."""
+    parts = []
+    for column in columns:
+        if column.startswith("meta_"):
+            path = column.removeprefix("meta_").replace("__", ".")
+            parts.append(f"coalesce(json_extract(s.metadata, '$.{path}'), '')")
+        else:
+            parts.append(f"coalesce(s.{column}, '')")
+    return ", ".join(parts)
 
 
 def insert_sql(memory_type: str) -> str:
@@ -135,17 +157,3 @@ def vector_filters(scope: Scope) -> tuple[str, list[Any]]:
     """The same AND as sqlite-vec metadata filters inside the KNN query, active records only."""
     where, values = scope_where(scope)
     return f"status = ? AND {where}", ["active", *values]
-
-
-def vector_row(rowid: int, record: MemoryRecord, embedding: bytes) -> tuple[Any, ...]:
-    return (
-        rowid,
-        embedding,
-        record.org_id,
-        record.project_id,
-        record.user_id or "",
-        record.agent_id or "",
-        record.session_id or "",
-        record.visibility.value,
-        record.status.value,
-    )

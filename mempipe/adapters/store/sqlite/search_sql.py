@@ -6,9 +6,11 @@ import re
 from typing import Any
 
 from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.domain.declarations import column_for
 from mempipe.schemas.search import STM, ReadFilter
 
 TURN_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
+META = "metadata."
 MEMORY_FIELDS = (*TURN_FIELDS, "visibility")
 
 
@@ -19,14 +21,24 @@ def fts_query(text: str) -> str | None:
 
 
 def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tuple[str, list[Any]]:
-    """``alias.field = ?`` for every field supplied, ANDed; ``1 = 1`` when none is."""
+    """``alias.field = ?`` for every field supplied and every metadata partition key filtered
+    on, ANDed; ``1 = 1`` when none is."""
     clauses, values = ["1 = 1"], []
     for field in fields:
         value = getattr(filters, field)
         if value is not None:
             clauses.append(f"{alias}.{field} = ?")
             values.append(getattr(value, "value", value))
+    for path, value in filters.metadata.items():
+        clauses.append(f"json_extract({alias}.metadata, '$.{path.removeprefix(META)}') = ?")
+        values.append(value)
     return " AND ".join(clauses), values
+
+
+def metadata_columns(filters: ReadFilter) -> tuple[list[str], list[Any]]:
+    """The metadata filters as sqlite-vec metadata constraints."""
+    clauses = [f"{column_for(p.removeprefix(META))} = ?" for p in filters.metadata]
+    return clauses, list(filters.metadata.values())
 
 
 def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
@@ -55,7 +67,8 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
     ``k`` nearest means the k nearest *in scope*."""
     vectors = memory_sql.vector_table(source, model_id)
     if source == STM:
-        clauses, values = ["1 = 1"], []
+        clauses, values = metadata_columns(filters)
+        clauses.insert(0, "1 = 1")
         for field in TURN_FIELDS:
             value = getattr(filters, field)
             if value is not None:
@@ -70,7 +83,8 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
             values,
         )
     table = memory_sql.table(source)
-    clauses, values = ["status = ?"], ["active"]
+    meta_clauses, meta_values = metadata_columns(filters)
+    clauses, values = ["status = ?", *meta_clauses], ["active", *meta_values]
     for field in MEMORY_FIELDS:
         value = getattr(filters, field)
         if value is not None:

@@ -1,0 +1,166 @@
+"""The SQLite store's declarations and index lifecycle: declared versus actual definitions
+(dimension, metric, filter columns including the declared partition keys), creation of what is
+absent, and rebuilds of what drifted, only when asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.adapters.store.sqlite.exceptions import translate
+from mempipe.domain.declarations import check_declarations
+from mempipe.schemas.config import CustomTypeConfig
+from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.indexes import IndexState, IndexStatus
+
+TEXT_INDEXES = {"stm": ("turns", "content", "id")} | {
+    name: (f"memories_{name}", "text", "rowid")
+    for name in ("semantic", "episodic", "procedural", "taxonomic", "custom")
+}
+METRIC = "cosine"
+
+
+class SqliteIndexOps:
+    url: str
+    _conn: apsw.Connection
+    partition_keys: tuple[str, ...] = ()
+
+    def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def registry(self) -> list[RegistryEntry]:
+        raise NotImplementedError
+
+    def load_declarations(self) -> None:
+        if self._rows("SELECT 1 FROM sqlite_master WHERE name = 'declarations'"):
+            self.partition_keys = tuple(
+                row[0]
+                for row in self._rows(
+                    "SELECT name FROM declarations WHERE kind = 'partition_key' ORDER BY name"
+                )
+            )
+
+    def declare(
+        self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
+    ) -> list[tuple[str, str]]:
+        """Record what the configuration declares; refuse removals and changes (write-once).
+        Returns what was added; an added partition key leaves vector indexes drifted."""
+        recorded = {
+            (kind, name): definition
+            for kind, name, definition in self._rows(
+                "SELECT kind, name, definition FROM declarations"
+            )
+        }
+        declared = {("partition_key", key): "{}" for key in partition_keys} | {
+            ("custom_type", t.name): t.model_dump_json() for t in custom_types
+        }
+        added = check_declarations(recorded, declared)
+        if added:
+            try:
+                with self._conn:
+                    self._conn.executemany(
+                        "INSERT INTO declarations (kind, name, definition, declared_at) "
+                        "VALUES (?, ?, ?, datetime('now'))",
+                        [(kind, name, declared[(kind, name)]) for kind, name in added],
+                    )
+            except apsw.Error as exc:
+                raise translate(exc, self.url) from exc
+        self.load_declarations()
+        return added
+
+    def index_status(self) -> list[IndexStatus]:
+        statuses = [self._text_status(c) for c in TEXT_INDEXES]
+        for entry in self.registry():
+            statuses.append(self._vector_status(entry))
+        return statuses
+
+    def rebuild_indexes(self, force: bool) -> list[IndexStatus]:
+        """Create absent indexes; rebuild drifted vector indexes when ``force`` (vectors are
+        copied, not re-computed; a dimension drift needs a re-embed and is only reported)."""
+        results = []
+        for status in self.index_status():
+            try:
+                with self._conn:
+                    results.append(self._repair(status, force))
+            except apsw.Error as exc:
+                raise translate(exc, self.url) from exc
+        return results
+
+    def _text_status(self, collection: str) -> IndexStatus:
+        table = TEXT_INDEXES[collection][0]
+        exists = self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (f"{table}_fts",))
+        return IndexStatus(
+            collection=collection,
+            kind="text",
+            name=f"{table}_fts",
+            state=IndexState.OK if exists else IndexState.ABSENT,
+        )
+
+    def _vector_status(self, entry: RegistryEntry) -> IndexStatus:
+        status = IndexStatus(
+            collection=entry.collection,
+            kind="vector",
+            name=entry.vector_table,
+            model_id=entry.model_id,
+            state=IndexState.OK,
+        )
+        sql = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (entry.vector_table,))
+        if not sql:
+            status.state = IndexState.ABSENT
+            return status
+        dimensions, metric, columns = memory_sql.parse_vector_ddl(sql[0][0])
+        declared = memory_sql.declared_filters(entry.collection, self.partition_keys)
+        if dimensions != entry.dimensions:
+            status.differences.append(f"dimensions {dimensions}, declared {entry.dimensions}")
+        if metric != METRIC:
+            status.differences.append(f"metric {metric}, declared {METRIC}")
+        missing = [c for c in declared if c not in columns]
+        extra = [c for c in columns if c not in declared]
+        if missing:
+            status.differences.append(f"filter fields missing: {', '.join(missing)}")
+        if extra:
+            status.differences.append(f"filter fields not declared: {', '.join(extra)}")
+        if status.differences:
+            status.state = IndexState.DRIFT
+        return status
+
+    def _repair(self, status: IndexStatus, force: bool) -> IndexStatus:
+        if status.kind == "text" and status.state is IndexState.ABSENT:
+            table, column, key = TEXT_INDEXES[status.collection]
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE {status.name} USING fts5({column}, content='{table}', "
+                f"content_rowid='{key}', tokenize='unicode61 remove_diacritics 2')"
+            )
+            self._conn.execute(f"INSERT INTO {status.name} ({status.name}) VALUES ('rebuild')")
+            return status.model_copy(update={"state": IndexState.CREATED})
+        if status.kind != "vector" or status.state is IndexState.OK:
+            return status
+        entry = next(e for e in self.registry() if e.vector_table == status.name)
+        columns = memory_sql.declared_filters(entry.collection, self.partition_keys)
+        ddl = memory_sql.vector_table_ddl(status.name, entry.dimensions, columns)
+        if status.state is IndexState.ABSENT:
+            self._conn.execute(ddl)
+            return status.model_copy(update={"state": IndexState.CREATED})
+        if not force or any(d.startswith("dimensions") for d in status.differences):
+            return status
+        source, _ = memory_sql.source_table(entry.collection)
+        staging = f"{status.name}__rebuild"
+        values = memory_sql.filter_values_sql(entry.collection, columns)
+        names = ", ".join(columns)
+        self._conn.execute(memory_sql.vector_table_ddl(staging, entry.dimensions, columns))
+        self._conn.execute(
+            f"INSERT INTO {staging} (memory_rowid, embedding, {names}) "
+            f"SELECT v.memory_rowid, v.embedding, {values} FROM {status.name} v "
+            f"JOIN {source} s ON s.rowid = v.memory_rowid"
+        )
+        self._conn.execute(f"DROP TABLE {status.name}")
+        self._conn.execute(ddl)
+        self._conn.execute(
+            f"INSERT INTO {status.name} (memory_rowid, embedding, {names}) "
+            f"SELECT memory_rowid, embedding, {names} FROM {staging}"
+        )
+        self._conn.execute(f"DROP TABLE {staging}")
+        return status.model_copy(update={"state": IndexState.REBUILT})

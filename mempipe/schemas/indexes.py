@@ -1,0 +1,36 @@
+"""Declared and actual search indexes, as `mempipe rebuild-indexes` reports them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class IndexState(StrEnum):
+    OK = "ok"
+    ABSENT = "absent"
+    DRIFT = "drift"
+    CREATED = "created"
+    REBUILT = "rebuilt"
+
+
+class IndexStatus(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+    kind: str = Field(description="vector or text")
+    name: str
+    model_id: str | None = None
+    state: IndexState
+    differences: list[str] = Field(default_factory=list)
+
+
+class IndexReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    indexes: list[IndexStatus] = Field(default_factory=list)
+    drift: int = 0
+    rebuilt: int = 0
+    created: int = 0

@@ -1,0 +1,29 @@
+"""Compare declared and actual search indexes; create what is absent; rebuild on request."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.bootstrap import load_context
+from mempipe.schemas.indexes import IndexState, IndexStatus
+
+
+@task(name="rebuild-indexes", cache_policy=NO_CACHE)
+def rebuild_indexes_task(store_url: str, config: str | None, force: bool) -> list[IndexStatus]:
+    with closing(load_context(store_url, config).open_store()) as store:
+        statuses = store.rebuild_indexes(force)
+    logger = get_run_logger()
+    for status in statuses:
+        if status.state is IndexState.DRIFT:
+            logger.warning(
+                "%s drifted (%s)%s",
+                status.name,
+                "; ".join(status.differences),
+                "" if force else ": rebuild with force",
+            )
+        elif status.state is not IndexState.OK:
+            logger.info("%s %s", status.name, status.state.value)
+    return statuses
