@@ -8,10 +8,12 @@ from mempipe.adapters.embedding.base import Embedder
 from mempipe.errors import ConfigError
 
 _HASHING = re.compile(r"^hashing-(\d+)$")
+_OPENAI = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>\d+))?$")
 
 
 def embedder_for(model_id: str) -> Embedder:
-    """``all-MiniLM-L6-v2`` (local model, 384 dimensions) or ``hashing-N`` (N dimensions)."""
+    """``all-MiniLM-L6-v2`` (local model, 384 dimensions), ``hashing-N`` (N dimensions), or
+    ``openai:MODEL[:DIMENSIONS]`` (an OpenAI-compatible endpoint, configured like the LLM)."""
     from mempipe.adapters.embedding import local
 
     if model_id == local.MODEL_ID:
@@ -20,6 +22,15 @@ def embedder_for(model_id: str) -> Embedder:
         from mempipe.adapters.embedding.hashing import HashingEmbedder
 
         return HashingEmbedder(int(match[1]))
+    if match := _OPENAI.match(model_id):
+        from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS, OpenAIEmbedder
+        from mempipe.settings import load_llm_settings
+
+        dimensions = match["dimensions"] or DEFAULT_DIMENSIONS.get(match["model"])
+        if dimensions is None:
+            raise ConfigError(f"{model_id}: name the dimension, openai:{match['model']}:N")
+        return OpenAIEmbedder(match["model"], int(dimensions), load_llm_settings())
     raise ConfigError(
-        f"unknown embedding model {model_id!r}; known: {local.MODEL_ID}, hashing-<dimensions>"
+        f"unknown embedding model {model_id!r}; known: {local.MODEL_ID}, hashing-<dimensions>, "
+        "openai:<model>[:<dimensions>]"
     )
