@@ -22,9 +22,9 @@ class SqliteEmbeddingOps:
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
-    def insert_vector(
-        self, collection: str, model_id: str, rowid: int, vector: list[float]
-    ) -> bool:
+    def insert_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> list[int]:
         raise NotImplementedError
 
     def registry(self) -> list[RegistryEntry]:
@@ -58,21 +58,18 @@ class SqliteEmbeddingOps:
         record that already has one keeps it (a resumed run adds exactly what is missing)."""
         source, _ = memory_sql.source_table(collection)
         serving = self._serving(collection) == model_id
-        written = 0
         try:
             with self._conn:
-                for rowid, vector in vectors:
-                    inserted = self.insert_vector(collection, model_id, rowid, vector)
-                    written += inserted
-                    if inserted and serving and collection != "stm":
-                        self._conn.execute(
-                            f"UPDATE {source} SET has_embedding = 1, embedding_model_id = ? "
-                            "WHERE rowid = ?",
-                            (model_id, rowid),
-                        )
+                written = self.insert_vectors(collection, model_id, vectors)
+                if written and serving and collection != "stm":
+                    self._conn.executemany(
+                        f"UPDATE {source} SET has_embedding = 1, embedding_model_id = ? "
+                        "WHERE rowid = ?",
+                        [(model_id, rowid) for rowid in written],
+                    )
         except apsw.Error as exc:
             raise translate(exc, self.url) from exc
-        return written
+        return len(written)
 
     def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
         """(records, records with a vector of ``model_id``)."""

@@ -292,19 +292,25 @@ class SqliteExtractionOps:
         self, collection: str, model_id: str, rowid: int, vector: list[float]
     ) -> bool:
         """Insert one record's vector with its filter values, unless it has one already."""
+        return bool(self.insert_vectors(collection, model_id, [(rowid, vector)]))
+
+    def insert_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> list[int]:
+        """Insert vectors with their records' filter values, skipping records that have one;
+        returns the rowids written. Runs in the caller's transaction."""
         source, _ = memory_sql.source_table(collection)
         table = memory_sql.vector_table(collection, model_id)
         columns = self.vector_columns(collection, model_id)
         values = memory_sql.filter_values_sql(collection, columns)
-        return bool(
-            self._conn.execute(
-                f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(columns)}) "
-                f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
-                f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
-                "RETURNING memory_rowid",
-                (blob(vector), rowid, rowid),
-            ).fetchall()
+        written = self._conn.executemany(
+            f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(columns)}) "
+            f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
+            "RETURNING memory_rowid",
+            [(blob(vector), rowid, rowid) for rowid, vector in vectors],
         )
+        return [row[0] for row in written]
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
         """Mark the old version superseded (it is kept, vector included); returns its version."""
