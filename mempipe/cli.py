@@ -381,10 +381,9 @@ def report(
 @click.argument("query")
 @click.option(
     "--source",
-    type=click.Choice(["stm", "semantic", "episodic", "procedural", "taxonomic"]),
     default="semantic",
     show_default=True,
-    help="stm: the turns; otherwise a long-term memory type.",
+    help="stm (the turns), semantic, episodic, procedural, taxonomic, or a declared custom type.",
 )
 @click.option(
     "--mode",

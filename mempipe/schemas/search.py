@@ -16,6 +16,12 @@ class SearchMode(StrEnum):
 
 
 STM = "stm"
+BUILT_IN_MEMORY_TYPES = frozenset({"semantic", "episodic", "procedural", "taxonomic"})
+
+
+def collection_of(source: str) -> str:
+    """The collection a search source lives in: declared custom types share ``custom``."""
+    return source if source in BUILT_IN_MEMORY_TYPES or source == STM else "custom"
 
 
 class ReadFilter(BaseModel):

@@ -15,7 +15,14 @@ from mempipe.domain.declarations import column_for
 from mempipe.domain.fusion import reciprocal_rank_fusion
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.search import STM, Hit, ReadFilter, SearchMode, SearchResult
+from mempipe.schemas.search import (
+    STM,
+    Hit,
+    ReadFilter,
+    SearchMode,
+    SearchResult,
+    collection_of,
+)
 
 SOURCES = (STM, *(t.value for t in MemoryType))
 CANDIDATES = 50
@@ -37,8 +44,9 @@ def search(
 ) -> SearchResult:
     """``model_id`` searches the vectors of a model other than the serving one (a re-embed's
     recall gate compares the two)."""
-    if source not in SOURCES:
-        raise SearchError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    known = (*SOURCES, *store.custom_types)
+    if source not in known:
+        raise SearchError(f"unknown source {source!r}; known: {', '.join(known)}")
     if source == STM and filters.visibility is not None:
         raise SearchError("turns (stm) have no visibility: leave --visibility out")
     check_metadata_filters(filters, store.partition_keys)
@@ -93,10 +101,11 @@ def _vector_hits(
     *,
     required: bool,
 ) -> list[Hit]:
-    active = store.active_embedding(source)
+    collection = collection_of(source)
+    active = store.active_embedding(collection)
     if model_id is not None:
         entry = next(
-            (e for e in store.registry() if e.collection == source and e.model_id == model_id),
+            (e for e in store.registry() if e.collection == collection and e.model_id == model_id),
             None,
         )
         active = (entry.model_id, entry.dimensions) if entry else None
@@ -114,10 +123,9 @@ def _vector_hits(
             f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
             f"dimensions but the index holds {index_model} at {dimensions}"
         )
+    columns = store.vector_columns(collection, index_model)
     missing = [
-        p
-        for p in filters.metadata
-        if column_for(p.removeprefix("metadata.")) not in store.vector_columns(source, index_model)
+        p for p in filters.metadata if column_for(p.removeprefix("metadata.")) not in columns
     ]
     if missing:
         raise SearchError(

@@ -140,3 +140,33 @@ def test_a_query_embedder_of_another_dimension_is_refused_naming_both(memories) 
             ReadFilter(),
             5,
         )
+
+
+def test_a_declared_custom_type_is_a_search_source_of_its_own(store) -> None:
+    from mempipe.schemas.config import CustomTypeConfig
+    from mempipe.schemas.memory import CustomMemory
+
+    store.declare([], [CustomTypeConfig(name="ticket"), CustomTypeConfig(name="incident")])
+    store.ensure_vector_table("custom", EMBEDDER.model_id, EMBEDDER.dimensions)
+    for memory_id, kind, text in [
+        ("t1", "ticket", "refund request for order 4411"),
+        ("i1", "incident", "refund service outage"),
+    ]:
+        record = CustomMemory(
+            id=memory_id,
+            org_id="o",
+            project_id="p",
+            type_name=kind,
+            text=text,
+            has_embedding=True,
+            embedding_model_id=EMBEDDER.model_id,
+            created_at=NOW,
+            updated_at=NOW,
+        )
+        with store.write_transaction():
+            store.add_memory("custom", record, EMBEDDER.embed([text])[0])
+    for mode in MODES:
+        result = search(store, lambda _: EMBEDDER, "refund", "ticket", mode, ReadFilter(), 5)
+        assert [h.id for h in result.hits] == ["t1"], mode
+    with pytest.raises(SearchError, match=r"known: stm, semantic, .*incident, ticket"):
+        search(store, lambda _: EMBEDDER, "refund", "complaint", SearchMode.TEXT, ReadFilter(), 5)

@@ -175,6 +175,7 @@ class Store(Protocol):
     def finalize_models(self, collections: Sequence[str]) -> list[str]: ...
 
     partition_keys: tuple[str, ...]
+    custom_types: tuple[str, ...]
 
     def load_declarations(self) -> None: ...
 

@@ -27,6 +27,7 @@ class SqliteIndexOps:
     url: str
     _conn: apsw.Connection
     partition_keys: tuple[str, ...] = ()
+    custom_types: tuple[str, ...] = ()
 
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -36,12 +37,9 @@ class SqliteIndexOps:
 
     def load_declarations(self) -> None:
         if self._rows("SELECT 1 FROM sqlite_master WHERE name = 'declarations'"):
-            self.partition_keys = tuple(
-                row[0]
-                for row in self._rows(
-                    "SELECT name FROM declarations WHERE kind = 'partition_key' ORDER BY name"
-                )
-            )
+            declared = self._rows("SELECT kind, name FROM declarations ORDER BY name")
+            self.partition_keys = tuple(n for k, n in declared if k == "partition_key")
+            self.custom_types = tuple(n for k, n in declared if k == "custom_type")
 
     def declare(
         self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]

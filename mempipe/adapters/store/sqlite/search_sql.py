@@ -7,7 +7,7 @@ from typing import Any
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.domain.declarations import column_for
-from mempipe.schemas.search import STM, ReadFilter
+from mempipe.schemas.search import STM, ReadFilter, collection_of
 
 TURN_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
 META = "metadata."
@@ -51,8 +51,7 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
             f"WHERE turns_fts MATCH ? AND {where} ORDER BY bm25(turns_fts) LIMIT ?",
             values,
         )
-    table = memory_sql.table(source)
-    where, values = read_where(filters, MEMORY_FIELDS, "m")
+    table, where, values = _memory_source(source, filters)
     return (
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
         f"m.visibility, NULL, -bm25({table}_fts) FROM {table}_fts "
@@ -62,10 +61,18 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
     )
 
 
+def _memory_source(source: str, filters: ReadFilter) -> tuple[str, str, list[Any]]:
+    table = memory_sql.table(collection_of(source))
+    where, values = read_where(filters, MEMORY_FIELDS, "m")
+    if collection_of(source) == "custom":
+        where, values = f"{where} AND m.type_name = ?", [*values, source]
+    return table, where, values
+
+
 def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[str, list[Any]]:
     """A KNN with the identity filter as sqlite-vec metadata constraints inside it, so that
     ``k`` nearest means the k nearest *in scope*."""
-    vectors = memory_sql.vector_table(source, model_id)
+    vectors = memory_sql.vector_table(collection_of(source), model_id)
     if source == STM:
         clauses, values = metadata_columns(filters)
         clauses.insert(0, "1 = 1")
@@ -82,7 +89,7 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
             "ORDER BY v.distance",
             values,
         )
-    table = memory_sql.table(source)
+    table = memory_sql.table(collection_of(source))
     meta_clauses, meta_values = metadata_columns(filters)
     clauses, values = ["status = ?", *meta_clauses], ["active", *meta_values]
     for field in MEMORY_FIELDS:
@@ -95,6 +102,7 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
         "m.visibility, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
         f"{vectors} WHERE embedding MATCH ? AND k = ? AND "
         f"{' AND '.join(clauses)}) v JOIN {table} m ON m.rowid = v.memory_rowid "
-        "ORDER BY v.distance",
-        values,
+        + ("WHERE m.type_name = ? " if collection_of(source) == "custom" else "")
+        + "ORDER BY v.distance",
+        values + ([source] if collection_of(source) == "custom" else []),
     )
