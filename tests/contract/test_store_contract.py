@@ -1,0 +1,266 @@
+"""What every store backend must do, through the port only (no backend internals)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mempipe.domain.promotion import cut_snapshots
+from mempipe.domain.scope import scope_of
+from mempipe.errors import ConfigError
+from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
+from mempipe.schemas.failure import Failure, FailureClass
+from mempipe.schemas.identity import Visibility
+from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.turn import SourceLocation, Turn
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def turn(seq: int, session: str = "s", content: str | None = None, user: str = "u") -> Turn:
+    return Turn(
+        org_id="o",
+        project_id="p",
+        user_id=user,
+        session_id=session,
+        turn_seq=seq,
+        role="user" if seq % 2 == 0 else "assistant",
+        content=content or f"turn {seq}",
+        created_at=T0 + timedelta(minutes=seq),
+        source=SourceLocation(path="a.jsonl", line=seq + 1),
+    )
+
+
+def memory(memory_id: str, text: str, label: str, user: str = "u", **fields) -> SemanticMemory:
+    return SemanticMemory(
+        id=memory_id,
+        org_id="o",
+        project_id="p",
+        user_id=user,
+        text=text,
+        label=label,
+        created_at=T0,
+        updated_at=T0,
+        **fields,
+    )
+
+
+def promote(store, handlers=("semantic",)) -> int:
+    snapshots = list(
+        cut_snapshots(
+            store.iter_unpromoted_turns(),
+            PromotionLimits(max_messages=2),
+            handlers=handlers,
+            run_id="r",
+        )
+    )
+    return len(store.save_snapshots(snapshots))
+
+
+def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
+    first = backend.insert_turns([turn(0), turn(1)], "r1")
+    again = backend.insert_turns([turn(0), turn(1, content="changed")], "r2")
+    assert (first.inserted, first.duplicates) == (2, 0)
+    assert (again.inserted, again.duplicates, len(again.conflicts)) == (0, 1, 1)
+    assert backend.stats().turns == 2
+
+
+def test_unpromoted_turns_come_in_key_order_and_promotion_is_final(backend) -> None:
+    backend.insert_turns(
+        [turn(1, "b"), turn(0, "b"), turn(0, "a"), turn(2, "a"), turn(1, "a")], "r"
+    )
+    keys = [(t.session_id, t.turn_seq) for t in backend.iter_unpromoted_turns(page_size=2)]
+    assert keys == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+    assert backend.count_unpromoted_turns() == 5
+    assert promote(backend) == 3
+    assert backend.count_unpromoted_turns() == 0
+    assert promote(backend) == 0
+
+
+def test_runs_are_recorded_with_their_outcome(backend) -> None:
+    backend.start_run(RunRecord(run_id="r", flow="backfill", parameters={"x": 1}, started_at=T0))
+    backend.finish_run("r", RunStatus.FAILED, {"turns": 3}, "boom")
+    run = backend.get_run("r")
+    assert (run.status, run.counts, run.error, run.parameters) == (
+        RunStatus.FAILED,
+        {"turns": 3},
+        "boom",
+        {"x": 1},
+    )
+    assert backend.get_run("missing") is None
+
+
+def test_extraction_work_states_and_failures(backend) -> None:
+    backend.insert_turns([turn(0), turn(1), turn(2)], "r")
+    promote(backend, handlers=("semantic",))
+    work = backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+    assert len(work) == 4, "a handler enabled later gets pending states too"
+    first = work[0]
+    content = backend.snapshot_content(first.snapshot_id)
+    assert [t.content for t in content.turns] == ["turn 0", "turn 1"]
+    backend.set_extraction_state(
+        first.snapshot_id, first.handler, ExtractionStatus.FAILED_CONTENT, 1, "x"
+    )
+    backend.record_failure(
+        Failure(
+            run_id="r",
+            step="extract:semantic",
+            failure_class=FailureClass.CONTENT,
+            error_type="refusal",
+            error="x",
+            attempts=1,
+            at=T0,
+        )
+    )
+    assert (
+        len(backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False))
+        == 3
+    )
+    assert (
+        len(backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=True))
+        == 4
+    )
+    assert backend.failure_counts() == {"environmental": 0, "content": 1}
+    narrowed = SnapshotSelection(snapshot_ids=[first.snapshot_id])
+    assert {w.snapshot_id for w in backend.extraction_work(narrowed, ["semantic"], force=True)} == {
+        first.snapshot_id
+    }
+
+
+def test_memories_versions_reinforcement_and_scoped_candidates(backend) -> None:
+    model = "hashing-4"
+    backend.ensure_vector_table("semantic", model, 4)
+    with backend.write_transaction():
+        backend.add_memory(
+            "semantic",
+            memory(
+                "m1",
+                "home airport JFK",
+                "home_airport",
+                has_embedding=True,
+                embedding_model_id=model,
+            ),
+            [1.0, 0.0, 0.0, 0.0],
+        )
+        backend.add_memory(
+            "semantic", memory("x1", "home airport OSL", "home_airport", user="other"), None
+        )
+    mine = scope_of("o", "p", "u", None, Visibility.PRIVATE)
+    by_key = backend.memory_candidates("semantic", mine, "home_airport", None, None, 5)
+    assert [c.memory_id for c in by_key] == ["m1"], "another user's record is out of scope"
+    by_vector = backend.memory_candidates("semantic", mine, None, [0.9, 0.1, 0.0, 0.0], model, 5)
+    assert [c.memory_id for c in by_vector] == ["m1"]
+    assert by_vector[0].similarity > 0.9
+    with backend.write_transaction():
+        old_version = backend.supersede_memory("semantic", "m1")
+        backend.add_memory(
+            "semantic",
+            memory(
+                "m2",
+                "home airport LIS",
+                "home_airport",
+                version=old_version + 1,
+                supersedes_id="m1",
+            ),
+            None,
+        )
+        backend.reinforce_memory("semantic", "m2", "snap-1")
+        backend.reinforce_memory("semantic", "m2", "snap-1")
+    assert backend.get_memory("semantic", "m1")["status"] == "superseded"
+    latest = backend.get_memory("semantic", "m2")
+    assert (latest["version"], latest["supersedes_id"], latest["reinforcement_count"]) == (
+        2,
+        "m1",
+        1,
+    )
+
+
+def write_then_crash(backend) -> None:
+    with backend.write_transaction():
+        backend.add_memory("semantic", memory("m1", "text", "label"), None)
+        raise RuntimeError("crash")
+
+
+def test_a_failed_write_transaction_leaves_nothing(backend) -> None:
+    with pytest.raises(RuntimeError, match="crash"):
+        write_then_crash(backend)
+    assert backend.get_memory("semantic", "m1") is None
+
+
+def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
+    row = AuditRow(
+        run_id="r",
+        at=T0,
+        day=T0.date(),
+        org_id="o",
+        project_id="p",
+        memory_type="semantic",
+        action=ReconcileAction.ADD,
+        memory_id="m1",
+        version=1,
+        text="x",
+    )
+    with backend.write_transaction():
+        backend.insert_audit([row, row.model_copy(update={"run_id": "r2"})])
+    assert [r.run_id for r in backend.audit_rows(run_id="r")] == ["r"]
+    assert len(list(backend.audit_rows(since="2024-01-01", until="2024-01-01"))) == 2
+    assert list(backend.audit_rows(since="2024-01-02")) == []
+
+
+def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
+    backend.ensure_vector_table("semantic", "hashing-4", 4)
+    with backend.write_transaction():
+        backend.add_memory(
+            "semantic",
+            memory("m1", "a", "a", has_embedding=True, embedding_model_id="hashing-4"),
+            [1.0, 0, 0, 0],
+        )
+    backend.register_model("semantic", "hashing-8", 8, "building")
+    missing = backend.records_missing_vectors("semantic", "hashing-8", 0, 10)
+    assert len(missing) == 1
+    assert backend.store_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 1
+    assert backend.store_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 0
+    assert backend.vector_counts("semantic", "hashing-8") == (1, 1)
+    backend.switch_models(["semantic"], "hashing-8")
+    assert backend.active_embedding("semantic") == ("hashing-8", 8)
+    assert backend.get_memory("semantic", "m1")["embedding_model_id"] == "hashing-8"
+    assert backend.rollback_models(["semantic"]) == ["semantic"]
+    assert backend.active_embedding("semantic") == ("hashing-4", 4)
+
+
+def test_search_filters_are_anded_inside_the_query(backend) -> None:
+    backend.ensure_vector_table("semantic", "hashing-4", 4)
+    with backend.write_transaction():
+        for n, user in enumerate(["u", "v"]):
+            backend.add_memory(
+                "semantic",
+                memory(
+                    f"m{n}",
+                    f"refund policy {user}",
+                    f"l{n}",
+                    user=user,
+                    has_embedding=True,
+                    embedding_model_id="hashing-4",
+                ),
+                [1.0, 0.0, 0.0, float(n)],
+            )
+    text = backend.search_text("semantic", "refund", ReadFilter(user_id="v"), 5)
+    vector = backend.search_vector(
+        "semantic", [1.0, 0, 0, 0], "hashing-4", ReadFilter(user_id="v"), 1
+    )
+    assert [h.id for h in text] == ["m1"]
+    assert [h.id for h in vector] == ["m1"]
+
+
+def test_declarations_are_write_once(backend) -> None:
+    backend.declare(["engagement_id"], [CustomTypeConfig(name="ticket")])
+    assert backend.partition_keys == ("engagement_id",)
+    assert backend.custom_types == ("ticket",)
+    with pytest.raises(ConfigError):
+        backend.declare([], [CustomTypeConfig(name="ticket")])
