@@ -35,12 +35,3 @@ class StoreError(TerminalError):
 
 class ArchiveError(TerminalError):
     """An archive path cannot be read at all (as opposed to a bad record inside it)."""
-
-
-class MissingExtraError(TerminalError):
-    """An optional dependency is not installed; the message names the extra to install."""
-
-    def __init__(self, module: str, extra: str) -> None:
-        super().__init__(
-            f"{module} is not installed: install it with `pip install 'mempipe[{extra}]'`"
-        )

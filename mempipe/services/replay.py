@@ -20,7 +20,7 @@ from mempipe.adapters.store import Store
 from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
-from mempipe.domain.reconcile import Judge, ReconcileThresholds, Verdict, decide
+from mempipe.domain.reconcile import Candidate, Judge, ReconcileThresholds, Verdict, decide
 from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
@@ -239,9 +239,11 @@ def reconcile_one(
         model_id,
         context.thresholds.candidates,
     )
-    judge: Judge | None = None
-    if verdicts:
-        judge = lambda t, c: verdicts.get((t, c.memory_id), Verdict.ADD)  # noqa: E731
+
+    def from_verdicts(new_text: str, candidate: Candidate) -> Verdict:
+        return (verdicts or {}).get((new_text, candidate.memory_id), Verdict.ADD)
+
+    judge: Judge | None = from_verdicts if verdicts else None
     decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
     now = datetime.now(UTC)
     if decision.action is ReconcileAction.REINFORCE:

@@ -13,6 +13,7 @@ from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store import Store
 from mempipe.domain.declarations import column_for
 from mempipe.domain.fusion import reciprocal_rank_fusion
+from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
@@ -80,13 +81,13 @@ def search(
 def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> None:
     """Filters name declared partition keys by their qualified path; anything else is refused
     with the paths that are accepted."""
-    accepted = ", ".join(f"metadata.{key}" for key in declared) or "none: declare partition keys"
+    accepted = ", ".join(filter_path(key) for key in declared) or "none: declare partition keys"
     for path in filters.metadata:
-        if not path.startswith("metadata."):
+        if not path.startswith(METADATA_PREFIX):
             raise SearchError(
                 f"filter on {path!r}: filter by the qualified path; accepted: {accepted}"
             )
-        if path.removeprefix("metadata.") not in declared:
+        if path.removeprefix(METADATA_PREFIX) not in declared:
             raise SearchError(f"{path!r} is not a declared partition key; accepted: {accepted}")
 
 
@@ -125,7 +126,7 @@ def _vector_hits(
         )
     columns = store.vector_columns(collection, index_model)
     missing = [
-        p for p in filters.metadata if column_for(p.removeprefix("metadata.")) not in columns
+        p for p in filters.metadata if column_for(p.removeprefix(METADATA_PREFIX)) not in columns
     ]
     if missing:
         raise SearchError(

@@ -7,10 +7,10 @@ from typing import Any
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.domain.declarations import column_for
+from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.schemas.search import STM, ReadFilter, collection_of
 
 TURN_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
-META = "metadata."
 MEMORY_FIELDS = (*TURN_FIELDS, "visibility")
 
 
@@ -30,14 +30,16 @@ def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tupl
             clauses.append(f"{alias}.{field} = ?")
             values.append(getattr(value, "value", value))
     for path, value in filters.metadata.items():
-        clauses.append(f"json_extract({alias}.metadata, '$.{path.removeprefix(META)}') = ?")
+        clauses.append(
+            f"json_extract({alias}.metadata, '$.{path.removeprefix(METADATA_PREFIX)}') = ?"
+        )
         values.append(value)
     return " AND ".join(clauses), values
 
 
 def metadata_columns(filters: ReadFilter) -> tuple[list[str], list[Any]]:
     """The metadata filters as sqlite-vec metadata constraints."""
-    clauses = [f"{column_for(p.removeprefix(META))} = ?" for p in filters.metadata]
+    clauses = [f"{column_for(p.removeprefix(METADATA_PREFIX))} = ?" for p in filters.metadata]
     return clauses, list(filters.metadata.values())
 
 
