@@ -164,6 +164,14 @@ def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_res
     failures = store._conn.execute("SELECT step, failure_class FROM failures").fetchall()
     assert ("embed:semantic", "content") in failures
 
+    from mempipe.services.reembed import embed_collection
+
+    retried = embed_collection(
+        store, "semantic", HashingEmbedder(64), run_id="nightly", batch_size=10, state="serving"
+    )
+    assert retried.embedded_now == 1, "the next re-embed run retries it"
+    assert {m[1]: m[7] for m in memories(store)}["User's home airport is LIS."] == 1
+
 
 def test_reconciliation_stays_inside_the_memory_scope(store, tmp_path) -> None:
     archive = tmp_path / "two-users.jsonl"
