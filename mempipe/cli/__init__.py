@@ -1,0 +1,46 @@
+"""The ``mempipe`` command line: thin kebab-case commands, each calling one flow or store method.
+
+``--json`` prints exactly one JSON document on stdout; logs and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from mempipe import __version__
+from mempipe.cli.backfill_commands import backfill, promote
+from mempipe.cli.embedding_commands import rebuild_indexes_command, reembed
+from mempipe.cli.extraction_commands import replay, report
+from mempipe.cli.retrieval_commands import evaluate_queries, models, search
+from mempipe.cli.store_commands import migrate, stats
+
+# A laptop run starts Prefect's temporary local server; it needs no usage telemetry.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mempipe")
+def cli() -> None:
+    """mempipe: the ops-side data pipeline of an agent-memory store."""
+
+
+for command in (
+    migrate,
+    backfill,
+    promote,
+    replay,
+    report,
+    search,
+    reembed,
+    models,
+    evaluate_queries,
+    rebuild_indexes_command,
+    stats,
+):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli()

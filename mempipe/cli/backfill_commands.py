@@ -1,0 +1,129 @@
+"""Loading archives and promoting sessions: backfill, promote."""
+
+from __future__ import annotations
+
+import click
+
+from mempipe.cli.options import (
+    emit,
+    identity_options,
+    json_option,
+    pairs,
+    reports_errors,
+    store_options,
+)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "archive_format",
+    type=click.Choice(
+        ["auto", "turns", "openai", "chatgpt", "claude", "sharegpt", "csv", "parquet"]
+    ),
+    default="auto",
+    show_default=True,
+    help="Archive format; auto detects it per file.",
+)
+@identity_options
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="For CSV and Parquet: the column holding a turn field (repeatable).",
+)
+@click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--rejects-dir",
+    default="mempipe-rejects",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the rejects file of the run is written (only when something is rejected).",
+)
+@click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
+@store_options
+@json_option
+@reports_errors
+def backfill(
+    paths: tuple[str, ...],
+    archive_format: str,
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+    columns: tuple[str, ...],
+    batch_size: int,
+    rejects_dir: str,
+    no_promote: bool,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Load transcript archives (files, directories, globs) as turns, then promote sessions
+    into snapshots. Bad records go to a rejects file; re-running adds nothing."""
+    from mempipe.archives import expand_paths
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.backfill import backfill as backfill_flow
+    from mempipe.progress import show_on_terminal
+
+    column_map = pairs(columns, "--column")
+    context = load_context(store, config)
+    context.open_store().close()
+    expand_paths(paths)
+    with show_on_terminal():
+        summary = backfill_flow(
+            paths=list(paths),
+            format=archive_format,
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            columns=column_map,
+            store=context.store_url,
+            config=str(context.settings.config),
+            batch_size=batch_size,
+            rejects_dir=rejects_dir,
+            promote_sessions=not no_promote,
+        )
+
+    def human() -> None:
+        click.echo(
+            f"backfill {summary.run_id}: {len(summary.files)} file(s), "
+            f"{summary.turns_inserted} turns inserted, "
+            f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected"
+        )
+        if summary.rejects_path:
+            click.echo(f"rejects: {summary.rejects_path}")
+        click.echo(
+            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+            f"into {summary.snapshots_created} snapshots"
+        )
+        click.echo(f"store: {summary.store}")
+
+    emit(summary, as_json, human)
+
+
+@click.command()
+@store_options
+@json_option
+@reports_errors
+def promote(store: str | None, config: str | None, as_json: bool) -> None:
+    """Cut every session's unpromoted turns into snapshots, by the configured limits."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.promote import promote_flow
+    from mempipe.progress import show_on_terminal
+
+    context = load_context(store, config)
+    context.open_store().close()
+    with show_on_terminal():
+        summary = promote_flow(store=context.store_url, config=str(context.settings.config))
+
+    def human() -> None:
+        click.echo(
+            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+            f"into {summary.snapshots_created} snapshots {summary.by_reason}"
+        )
+
+    emit(summary, as_json, human)

@@ -1,0 +1,177 @@
+"""Embeddings and indexes: reembed (finalize, rollback), rebuild-indexes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from pydantic import BaseModel
+
+from mempipe.cli.options import (
+    emit,
+    json_option,
+    reports_errors,
+    split_list,
+    store_options,
+)
+
+
+@click.group(invoke_without_command=True)
+@click.option("--model", default=None, help="Embedding model id (default: the configured one).")
+@click.option("--dimensions", type=int, default=None, help="Check the model's dimension.")
+@click.option(
+    "--collections",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated: stm, semantic, episodic, procedural, taxonomic, custom (default all).",
+)
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--gate",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Queries JSONL: refuse to switch if recall falls below --min-recall-ratio of the old.",
+)
+@click.option("--min-recall-ratio", default=0.95, show_default=True, type=float)
+@click.option("--incremental", is_flag=True, help="Only embed what the serving model lacks.")
+@store_options
+@json_option
+@click.pass_context
+@reports_errors
+def reembed(
+    ctx: click.Context,
+    model: str | None,
+    dimensions: int | None,
+    collections: str | None,
+    batch_size: int,
+    gate: str | None,
+    min_recall_ratio: float,
+    incremental: bool,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Re-embed every record with another model, blue/green: new vectors beside the old,
+    verified, switched atomically; `finalize` drops the old ones, `rollback` restores them.
+    With --incremental, embed only what the serving model lacks (the nightly job)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.reembed import reembed as reembed_flow
+    from mempipe.progress import show_on_terminal
+
+    context = load_context(store, config)
+    context.open_store().close()
+    with show_on_terminal():
+        summary = reembed_flow(
+            model=model,
+            dimensions=dimensions,
+            collections=split_list(collections),
+            batch_size=batch_size,
+            gate=gate,
+            min_recall_ratio=min_recall_ratio,
+            incremental=incremental,
+            store=context.store_url,
+            config=str(context.settings.config),
+        )
+
+    def human() -> None:
+        for report in summary.collections:
+            click.echo(
+                f"{report.collection:<11} {report.vectors}/{report.records} records with a "
+                f"{report.model_id} vector ({report.embedded_now} new, "
+                f"{report.unembeddable} unembeddable)"
+            )
+        if summary.gate is not None:
+            click.echo(
+                f"recall gate: old {summary.gate.old_recall}, new {summary.gate.new_recall}, "
+                f"ratio {summary.gate.ratio} (min {summary.gate.min_ratio})"
+            )
+        if not summary.incremental:
+            click.echo(
+                f"switched to {summary.model}; `mempipe reembed finalize` drops the old vectors"
+                if summary.switched
+                else f"not switched: {summary.reason}"
+            )
+
+    emit(summary, as_json, human)
+    if not summary.incremental and not summary.switched:
+        sys.exit(1)
+
+
+class Names(BaseModel):
+    """What finalize and rollback touched."""
+
+    collections: list[str]
+
+
+@reembed.command("finalize")
+@click.option("--collections", default=None, metavar="LIST", help="Default: all.")
+@store_options
+@json_option
+@reports_errors
+def reembed_finalize(
+    collections: str | None, store: str | None, config: str | None, as_json: bool
+) -> None:
+    """Drop the vectors of the models a re-embed switched away from."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.reembed import reembed_finalize as finalize_flow
+
+    context = load_context(store, config)
+    dropped = finalize_flow(
+        split_list(collections), context.store_url, str(context.settings.config)
+    )
+    emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
+
+
+@reembed.command("rollback")
+@click.option("--collections", default=None, metavar="LIST", help="Default: all.")
+@store_options
+@json_option
+@reports_errors
+def reembed_rollback(
+    collections: str | None, store: str | None, config: str | None, as_json: bool
+) -> None:
+    """Serve the previous model's vectors again, dropping the newer ones."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.reembed import reembed_rollback as rollback_flow
+
+    context = load_context(store, config)
+    restored = rollback_flow(
+        split_list(collections), context.store_url, str(context.settings.config)
+    )
+    emit(
+        Names(collections=restored),
+        as_json,
+        lambda: click.echo(f"restored: {restored or 'nothing to roll back'}"),
+    )
+
+
+@click.command("rebuild-indexes")
+@click.option("--force", is_flag=True, help="Rebuild the indexes that drifted.")
+@store_options
+@json_option
+@reports_errors
+def rebuild_indexes_command(
+    force: bool, store: str | None, config: str | None, as_json: bool
+) -> None:
+    """Compare each collection's declared vector and text index (dimension, metric, filter
+    fields including the declared partition keys) with what exists; create what is absent;
+    report drift; rebuild drifted indexes only with --force."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.indexes import rebuild_indexes
+
+    context = load_context(store, config)
+    context.open_store().close()
+    report = rebuild_indexes(
+        force=force, store=context.store_url, config=str(context.settings.config)
+    )
+
+    def human() -> None:
+        for status in report.indexes:
+            detail = f"  ({'; '.join(status.differences)})" if status.differences else ""
+            click.echo(f"{status.state.value:<8} {status.kind:<6} {status.name}{detail}")
+        if report.drift and not force:
+            click.echo("drift found: `mempipe rebuild-indexes --force` rebuilds those indexes")
+
+    emit(report, as_json, human)

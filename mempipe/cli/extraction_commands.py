@@ -1,0 +1,144 @@
+"""Extraction replay and its audit: replay, report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+from mempipe.cli.options import (
+    counts_text,
+    emit,
+    json_option,
+    reports_errors,
+    store_options,
+)
+
+
+@click.command()
+@click.option("--org-id", default=None, help="Only snapshots of this org.")
+@click.option("--project-id", default=None, help="Only snapshots of this project.")
+@click.option("--user-id", default=None, help="Only snapshots of this user.")
+@click.option("--session-id", default=None, help="Only snapshots of this session.")
+@click.option("--snapshot-id", "snapshot_ids", multiple=True, help="Only these snapshots.")
+@click.option("--since", type=click.DateTime(), default=None, help="Snapshots ending from then.")
+@click.option("--until", type=click.DateTime(), default=None, help="Snapshots starting before.")
+@click.option(
+    "--handlers",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated handlers (default: the enabled ones).",
+)
+@click.option(
+    "--extractor",
+    type=click.Choice(["offline", "openai"]),
+    default="offline",
+    show_default=True,
+    help="offline: rule-based, no network; openai: any OpenAI-compatible endpoint.",
+)
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64))
+@click.option("--force", is_flag=True, help="Run extractions already done again.")
+@click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
+@store_options
+@json_option
+@reports_errors
+def replay(
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    session_id: str | None,
+    snapshot_ids: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    handlers: str | None,
+    extractor: str,
+    concurrency: int,
+    force: bool,
+    audit_dir: str,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Replay snapshot extraction: every selected handler on every selected snapshot,
+    reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.replay import replay as replay_flow
+    from mempipe.progress import show_on_terminal
+
+    context = load_context(store, config)
+    context.open_store().close()
+    with show_on_terminal():
+        summary = replay_flow(
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            session_id=session_id,
+            snapshot_ids=list(snapshot_ids) or None,
+            since=since,
+            until=until,
+            handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
+            extractor=extractor,
+            concurrency=concurrency,
+            force=force,
+            store=context.store_url,
+            config=str(context.settings.config),
+            audit_dir=audit_dir,
+        )
+
+    def human() -> None:
+        click.echo(
+            f"replay {summary.run_id}: {summary.extractions} extractions of "
+            f"{summary.snapshots} snapshots ({summary.done} done, {summary.failed_retryable} "
+            f"failed retryably, {summary.failed_content} failed on content)"
+        )
+        click.echo(
+            f"memories: {summary.added} added, {summary.updated} updated, "
+            f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
+        )
+        click.echo(f"audit: {summary.audit_dir} ({len(summary.audit_files)} Parquet file(s))")
+
+    emit(summary, as_json, human)
+
+
+@click.command()
+@click.option("--run-id", default=None, help="The audit of one run.")
+@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), default=None, help="From this day.")
+@click.option("--until", type=click.DateTime(["%Y-%m-%d"]), default=None, help="To this day.")
+@click.option("--out", default="audit", show_default=True, help="Where the Parquet goes.")
+@store_options
+@json_option
+@reports_errors
+def report(
+    run_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    out: str,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
+    and summarise it by memory type and action, with failures by class."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.report import audit_report
+
+    context = load_context(store, config)
+    context.open_store().close()
+    summary = audit_report(
+        run_id=run_id,
+        since=since.date() if since else None,
+        until=until.date() if until else None,
+        out=out,
+        store=context.store_url,
+        config=str(context.settings.config),
+    )
+
+    def human() -> None:
+        click.echo(
+            f"audit: {summary.rows} rows in {len(summary.files)} file(s) under {summary.out}"
+        )
+        for row in summary.actions:
+            click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")
+        click.echo(f"failures: {counts_text(summary.failures)}")
+
+    emit(summary, as_json, human)

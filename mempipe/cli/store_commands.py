@@ -1,0 +1,84 @@
+"""Commands on the store itself: migrate, stats."""
+
+from __future__ import annotations
+
+import click
+
+from mempipe.cli.options import (
+    counts_text,
+    emit,
+    json_option,
+    reports_errors,
+    store_options,
+)
+
+
+@click.command()
+@store_options
+@json_option
+@click.option("--pending", is_flag=True, help="Only list what is not applied; change nothing.")
+@reports_errors
+def migrate(store: str | None, config: str | None, as_json: bool, pending: bool) -> None:
+    """Apply the store's pending migrations (idempotent)."""
+    from mempipe import migrations
+    from mempipe.bootstrap import load_context
+    from mempipe.schemas.summaries import MigrationReport
+
+    context = load_context(store, config)
+    opened = context.open_store(migrate=False)
+    try:
+        if pending:
+            report = MigrationReport(
+                store=opened.url,
+                already_applied=opened.applied_migrations(),
+                pending=[m.id for m in migrations.pending(opened)],
+            )
+        else:
+            report = migrations.migrate(opened)
+    finally:
+        opened.close()
+
+    def human() -> None:
+        if pending:
+            click.echo(f"pending: {', '.join(report.pending) or 'none'}")
+        else:
+            click.echo(f"applied: {', '.join(report.applied) or 'nothing (up to date)'}")
+        click.echo(f"store: {report.store}")
+
+    emit(report, as_json, human)
+
+
+@click.command()
+@store_options
+@json_option
+@reports_errors
+def stats(store: str | None, config: str | None, as_json: bool) -> None:
+    """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
+    from mempipe.bootstrap import load_context
+
+    opened = load_context(store, config).open_store()
+    try:
+        result = opened.stats()
+    finally:
+        opened.close()
+
+    def human() -> None:
+        click.echo(f"store: {result.store}")
+        click.echo(
+            f"turns: {result.turns} ({result.unpromoted_turns} unpromoted) "
+            f"in {result.sessions} sessions"
+        )
+        click.echo(
+            f"snapshots: {result.snapshots.get('total', 0)} ({counts_text(result.snapshots)})"
+        )
+        click.echo(
+            "memories (active/superseded): "
+            + ", ".join(
+                f"{kind} {counts.get('active', 0)}/{counts.get('superseded', 0)}"
+                for kind, counts in result.memories.items()
+            )
+        )
+        click.echo(f"failures: {counts_text(result.failures)}")
+        click.echo(f"runs: {counts_text(result.runs) or 'none'}")
+
+    emit(result, as_json, human)
