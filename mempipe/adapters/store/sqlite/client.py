@@ -18,7 +18,7 @@ from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_te
 from mempipe.adapters.store.sqlite.indexes import SqliteIndexOps
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
-from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.embedding import COLLECTIONS
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
@@ -28,7 +28,7 @@ from mempipe.schemas.turn import Turn
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
-MEMORY_COLLECTIONS = [*(t.value for t in MemoryType), "custom"]
+MEMORY_COLLECTIONS = [c for c in COLLECTIONS if c != "stm"]
 
 
 class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, SqliteIndexOps):

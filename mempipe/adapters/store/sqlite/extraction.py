@@ -14,7 +14,7 @@ import orjson
 
 from mempipe.adapters.llm.base import SnapshotContent, TurnLine
 from mempipe.adapters.store.base import WorkItem
-from mempipe.adapters.store.sqlite import memory_sql, sql
+from mempipe.adapters.store.sqlite import memory_sql, search_sql, sql
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
@@ -22,6 +22,7 @@ from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.search import ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 
@@ -32,14 +33,6 @@ def now_text() -> str:
 
 def blob(vector: list[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def _audit_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return sql.iso(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value.value if hasattr(value, "value") else value
 
 
 class SqliteExtractionOps:
@@ -238,7 +231,8 @@ class SqliteExtractionOps:
     ) -> list[Candidate]:
         table = memory_sql.table(memory_type)
         key_column = memory_sql.KEY_COLUMN.get(memory_type)
-        where, values = memory_sql.scope_where(scope, "m")
+        filters = ReadFilter(**scope.model_dump())
+        where, values = search_sql.read_where(filters, search_sql.MEMORY_FIELDS, "m")
         found: dict[str, Candidate] = {}
         if key is not None and key_column is not None:
             for memory_id, text, evidence in self._rows(
@@ -251,12 +245,13 @@ class SqliteExtractionOps:
                 )
         if vector is not None and model_id is not None:
             vec_table = memory_sql.vector_table(memory_type, model_id)
-            filters, filter_values = memory_sql.vector_filters(scope)
+            constraints, filter_values = search_sql.vector_where(filters, search_sql.MEMORY_FIELDS)
             key_select = f"m.{key_column}" if key_column else "NULL"
             for memory_id, text, evidence, found_key, distance in self._rows(
                 f"SELECT m.id, m.text, m.evidence, {key_select}, v.distance FROM "
                 f"(SELECT memory_rowid, distance FROM {vec_table} WHERE embedding MATCH ? "
-                f"AND k = ? AND {filters}) v JOIN {table} m ON m.rowid = v.memory_rowid",
+                f"AND k = ? AND status = 'active' AND {constraints}) v "
+                f"JOIN {table} m ON m.rowid = v.memory_rowid",
                 (blob(vector), k, *filter_values),
             ):
                 found[memory_id] = Candidate(
@@ -354,7 +349,7 @@ class SqliteExtractionOps:
         columns = list(AuditRow.model_fields)
         self._conn.executemany(
             f"INSERT INTO audit ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-            [[_audit_value(getattr(r, c)) for c in columns] for r in rows],
+            [[sql.to_sql(getattr(r, c)) for c in columns] for r in rows],
         )
 
     def audit_rows(

@@ -13,13 +13,14 @@ from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.domain.declarations import check_declarations
 from mempipe.schemas.config import CustomTypeConfig
-from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
 from mempipe.schemas.indexes import IndexState, IndexStatus
 
-TEXT_INDEXES = {"stm": ("turns", "content", "id")} | {
-    name: (f"memories_{name}", "text", "rowid")
-    for name in ("semantic", "episodic", "procedural", "taxonomic", "custom")
+TEXT_INDEXES = {
+    name: (*memory_sql.source_table(name), "id" if name == "stm" else "rowid")
+    for name in COLLECTIONS
 }
+"""collection -> (table, text column, rowid column) of its FTS5 index."""
 METRIC = "cosine"
 
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
-from mempipe.adapters.store.sqlite.sql import iso
+from mempipe.adapters.store.sqlite.sql import to_sql
 from mempipe.domain.declarations import column_for
-from mempipe.domain.scope import Scope
 from mempipe.schemas.memory import MemoryRecord
 
 COMMON = (
@@ -123,37 +120,7 @@ def insert_sql(memory_type: str) -> str:
     )
 
 
-def _value(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        return orjson.dumps(value).decode()
-    if hasattr(value, "isoformat"):
-        return iso(value)
-    if hasattr(value, "value"):
-        return value.value
-    if isinstance(value, bool):
-        return int(value)
-    return value
-
-
 def record_row(memory_type: str, record: MemoryRecord) -> tuple[Any, ...]:
     data = record.model_dump()
     data["metadata"] = data["metadata"] or None
-    return tuple(_value(data[c]) for c in (*COMMON, *SPECIFIC[memory_type]))
-
-
-def scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    """AND of every identity field the scope supplies; a None leaves that dimension open."""
-    prefix = f"{alias}." if alias else ""
-    clauses, values = [], []
-    for column in ("org_id", "project_id", "user_id", "agent_id", "visibility"):
-        value = getattr(scope, column)
-        if value is not None:
-            clauses.append(f"{prefix}{column} = ?")
-            values.append(value.value if hasattr(value, "value") else value)
-    return " AND ".join(clauses), values
-
-
-def vector_filters(scope: Scope) -> tuple[str, list[Any]]:
-    """The same AND as sqlite-vec metadata filters inside the KNN query, active records only."""
-    where, values = scope_where(scope)
-    return f"status = ? AND {where}", ["active", *values]
+    return tuple(to_sql(data[c]) for c in (*COMMON, *SPECIFIC[memory_type]))

@@ -10,8 +10,8 @@ from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.schemas.search import STM, ReadFilter, collection_of
 
-TURN_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
-MEMORY_FIELDS = (*TURN_FIELDS, "visibility")
+TURN_FIELDS = memory_sql.STM_FILTERS
+MEMORY_FIELDS = tuple(f for f in memory_sql.VECTOR_FILTERS if f != "status")
 
 
 def fts_query(text: str) -> str | None:
@@ -20,15 +20,23 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(words)) or None
 
 
-def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tuple[str, list[Any]]:
-    """``alias.field = ?`` for every field supplied and every metadata partition key filtered
-    on, ANDed; ``1 = 1`` when none is."""
+def _identity(
+    filters: ReadFilter, fields: tuple[str, ...], prefix: str
+) -> tuple[list[str], list[Any]]:
+    """``field = ?`` for every identity field supplied; an omitted one adds nothing."""
     clauses, values = ["1 = 1"], []
     for field in fields:
         value = getattr(filters, field)
         if value is not None:
-            clauses.append(f"{alias}.{field} = ?")
+            clauses.append(f"{prefix}{field} = ?")
             values.append(getattr(value, "value", value))
+    return clauses, values
+
+
+def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tuple[str, list[Any]]:
+    """``alias.field = ?`` for every field supplied and every metadata partition key filtered
+    on, ANDed; ``1 = 1`` when none is."""
+    clauses, values = _identity(filters, fields, f"{alias}.")
     for path, value in filters.metadata.items():
         clauses.append(
             f"json_extract({alias}.metadata, '$.{path.removeprefix(METADATA_PREFIX)}') = ?"
@@ -37,10 +45,14 @@ def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tupl
     return " AND ".join(clauses), values
 
 
-def metadata_columns(filters: ReadFilter) -> tuple[list[str], list[Any]]:
-    """The metadata filters as sqlite-vec metadata constraints."""
-    clauses = [f"{column_for(p.removeprefix(METADATA_PREFIX))} = ?" for p in filters.metadata]
-    return clauses, list(filters.metadata.values())
+def vector_where(filters: ReadFilter, fields: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """The same filter as sqlite-vec metadata constraints inside the KNN (identity columns,
+    and one column per metadata partition key)."""
+    clauses, values = _identity(filters, fields, "")
+    for path, value in filters.metadata.items():
+        clauses.append(f"{column_for(path.removeprefix(METADATA_PREFIX))} = ?")
+        values.append(value)
+    return " AND ".join(clauses), values
 
 
 def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
@@ -76,34 +88,22 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
     ``k`` nearest means the k nearest *in scope*."""
     vectors = memory_sql.vector_table(collection_of(source), model_id)
     if source == STM:
-        clauses, values = metadata_columns(filters)
-        clauses.insert(0, "1 = 1")
-        for field in TURN_FIELDS:
-            value = getattr(filters, field)
-            if value is not None:
-                clauses.append(f"{field} = ?")
-                values.append(value)
+        where, values = vector_where(filters, TURN_FIELDS)
         return (
             "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
             "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, 1.0 - v.distance FROM "
             f"(SELECT memory_rowid, distance FROM {vectors} WHERE embedding MATCH ? AND k = ? "
-            f"AND {' AND '.join(clauses)}) v JOIN turns t ON t.id = v.memory_rowid "
+            f"AND {where}) v JOIN turns t ON t.id = v.memory_rowid "
             "ORDER BY v.distance",
             values,
         )
     table = memory_sql.table(collection_of(source))
-    meta_clauses, meta_values = metadata_columns(filters)
-    clauses, values = ["status = ?", *meta_clauses], ["active", *meta_values]
-    for field in MEMORY_FIELDS:
-        value = getattr(filters, field)
-        if value is not None:
-            clauses.append(f"{field} = ?")
-            values.append(getattr(value, "value", value))
+    where, values = vector_where(filters, MEMORY_FIELDS)
     return (
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
         "m.visibility, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
-        f"{vectors} WHERE embedding MATCH ? AND k = ? AND "
-        f"{' AND '.join(clauses)}) v JOIN {table} m ON m.rowid = v.memory_rowid "
+        f"{vectors} WHERE embedding MATCH ? AND k = ? AND status = 'active' AND "
+        f"{where}) v JOIN {table} m ON m.rowid = v.memory_rowid "
         + ("WHERE m.type_name = ? " if collection_of(source) == "custom" else "")
         + "ORDER BY v.distance",
         values + ([source] if collection_of(source) == "custom" else []),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from enum import Enum
 from typing import Any
 
 import orjson
@@ -118,6 +119,22 @@ def iso(value: datetime | None) -> str | None:
 
 def parse_iso(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
+
+
+def to_sql(value: Any) -> Any:
+    """A model field's value as SQLite stores it: times as fixed-width UTC text, days as ISO
+    dates, enums by value, booleans as 0/1, lists and dicts as JSON."""
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, list | dict):
+        return orjson.dumps(value).decode()
+    return value
 
 
 def json_or_none(value: Any) -> str | None:
