@@ -11,3 +11,9 @@ def sqlite(conn: Any) -> None:
         conn.execute(
             "ALTER TABLE snapshots ADD COLUMN summary_source TEXT NOT NULL DEFAULT 'rules'"
         )
+
+
+def mongodb(store: Any) -> None:
+    store.db["snapshots"].update_many(
+        {"summary_source": {"$exists": False}}, {"$set": {"summary_source": "rules"}}
+    )

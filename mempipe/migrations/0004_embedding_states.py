@@ -14,3 +14,9 @@ def sqlite(conn: Any) -> None:
         )
         conn.execute("UPDATE embedding_registry SET state = 'serving' WHERE active = 1")
         conn.execute("ALTER TABLE embedding_registry DROP COLUMN active")
+
+
+def mongodb(store: Any) -> None:
+    store.db["embedding_registry"].create_index(
+        [("collection", 1), ("state", 1)], name="registry_state"
+    )

@@ -12,3 +12,7 @@ def sqlite(conn: Any) -> None:
         "name TEXT NOT NULL, definition TEXT NOT NULL, declared_at TEXT NOT NULL, "
         "PRIMARY KEY (kind, name))"
     )
+
+
+def mongodb(store: Any) -> None:
+    store.db["declarations"].create_index([("kind", 1), ("name", 1)], name="declarations_kind")

@@ -1,8 +1,8 @@
 """Numbered, idempotent store migrations and their runner.
 
-Each ``NNNN_name.py`` module holds one migration with a function per backend (``sqlite`` now).
-The store records the id of every migration it applied; applying twice changes nothing, and
-:func:`pending` only reads.
+Each ``NNNN_name.py`` module holds one migration with a function per backend that needs it:
+``sqlite(conn)`` and ``mongodb(store)``. The store records the id of every migration it applied;
+applying twice changes nothing, and :func:`pending` only reads.
 """
 
 from __future__ import annotations

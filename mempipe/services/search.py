@@ -12,13 +12,11 @@ from collections.abc import Callable
 from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store import Store
 from mempipe.domain.declarations import column_for
-from mempipe.domain.fusion import reciprocal_rank_fusion
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
     STM,
-    Hit,
     ReadFilter,
     SearchMode,
     SearchResult,
@@ -51,30 +49,26 @@ def search(
     if source == STM and filters.visibility is not None:
         raise SearchError("turns (stm) have no visibility: leave --visibility out")
     check_metadata_filters(filters, store.partition_keys)
-    pool = max(top_k, CANDIDATES) if mode is SearchMode.HYBRID else top_k
-    text_hits = (
-        store.search_text(source, query, filters, pool) if mode is not SearchMode.SEMANTIC else []
-    )
-    vector_hits = (
-        _vector_hits(
+    if mode is SearchMode.TEXT:
+        hits = store.search_text(source, query, filters, top_k)
+    else:
+        found = _query_vector(
             store,
             embedder_for,
             query,
             source,
             filters,
-            pool,
             model_id,
             required=mode is SearchMode.SEMANTIC,
         )
-        if mode is not SearchMode.TEXT
-        else []
-    )
-    if mode is SearchMode.HYBRID:
-        by_id: dict[str, Hit] = {h.id: h for h in (*vector_hits, *text_hits)}
-        fused = reciprocal_rank_fusion([[h.id for h in text_hits], [h.id for h in vector_hits]])
-        hits = [by_id[i].model_copy(update={"score": score}) for i, score in fused[:top_k]]
-    else:
-        hits = (text_hits or vector_hits)[:top_k]
+        vector, index_model = found if found else (None, None)
+        if mode is SearchMode.HYBRID:
+            pool = max(top_k, CANDIDATES)
+            hits = store.search_hybrid(source, query, vector, index_model, filters, top_k, pool)
+        elif vector is None or index_model is None:
+            hits = []
+        else:
+            hits = store.search_vector(source, vector, index_model, filters, top_k)
     return SearchResult(query=query, source=source, mode=mode, hits=hits)
 
 
@@ -91,17 +85,18 @@ def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> No
             raise SearchError(f"{path!r} is not a declared partition key; accepted: {accepted}")
 
 
-def _vector_hits(
+def _query_vector(
     store: Store,
     embedder_for: Callable[[str], Embedder],
     query: str,
     source: str,
     filters: ReadFilter,
-    k: int,
     model_id: str | None,
     *,
     required: bool,
-) -> list[Hit]:
+) -> tuple[list[float], str] | None:
+    """The query embedded with the collection's serving model (or ``model_id``), and that
+    model; None when the collection has no vectors yet."""
     collection = collection_of(source)
     active = store.active_embedding(collection)
     if model_id is not None:
@@ -116,7 +111,7 @@ def _vector_hits(
                 "turns (stm) carry no vectors yet: embed them with `mempipe reembed "
                 "--incremental`, or search them with text or hybrid"
             )
-        return []
+        return None
     index_model, dimensions = active
     embedder = embedder_for(index_model)
     if embedder.dimensions != dimensions:
@@ -136,4 +131,4 @@ def _vector_hits(
     (vector,) = embedder.embed([query])
     if vector is None:
         raise SearchError(f"the query could not be embedded by {index_model}")
-    return store.search_vector(source, vector, index_model, filters, k)
+    return vector, index_model

@@ -1,23 +1,53 @@
 """The store contract suite runs against every backend named in ``MEMPIPE_CONTRACT_BACKENDS``
-(comma-separated; default ``sqlite``). A backend adds a factory here and passes the same tests."""
+(comma-separated; default ``sqlite,mongomock``, plus ``mongodb`` whenever
+``MEMPIPE_MONGODB_URI`` points at a server, e.g. the ``mongodb/mongodb-atlas-local`` image).
+A backend adds a factory here and passes the same tests."""
 
 from __future__ import annotations
 
 import os
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from mempipe.adapters.store import Store, open_store
+from mempipe.adapters.store.factory import prepare
+from mempipe.adapters.store.mongo.factory import open_mongo_store
+from tests.fakes import atlas
+
+MONGODB_URI = os.environ.get("MEMPIPE_MONGODB_URI")
+SEARCH_SYNC_S = 2.0
 
 
 def sqlite_store(tmp_path: Path) -> Store:
     return open_store(f"sqlite:///{tmp_path / 'contract.db'}")
 
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {"sqlite": sqlite_store}
-SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", "sqlite").split(",")]
+def mongomock_store(tmp_path: Path) -> Store:
+    return prepare(open_mongo_store("mongodb://mongomock/contract", client=atlas.client()))
+
+
+def mongodb_store(tmp_path: Path) -> Store:
+    """A fresh database on the real server named by ``MEMPIPE_MONGODB_URI``."""
+    if not MONGODB_URI:
+        pytest.skip("MEMPIPE_MONGODB_URI is not set")
+    base = MONGODB_URI.split("?")[0].rstrip("/")
+    if base.count("/") > 2:
+        base = base.rsplit("/", 1)[0]
+    query = f"?{MONGODB_URI.split('?', 1)[1]}" if "?" in MONGODB_URI else ""
+    return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}")
+
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "sqlite": sqlite_store,
+    "mongomock": mongomock_store,
+    "mongodb": mongodb_store,
+}
+DEFAULT = "sqlite,mongomock" + (",mongodb" if MONGODB_URI else "")
+SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", DEFAULT).split(",")]
 
 
 @pytest.fixture(params=SELECTED)
@@ -26,4 +56,23 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         pytest.fail(f"no contract factory for backend {request.param!r}")
     store = BACKENDS[request.param](tmp_path)
     yield store
+    if request.param == "mongodb":
+        store._client.drop_database(store.db.name)
     store.close()
+
+
+@pytest.fixture
+def searchable(backend: Store) -> Callable[[], None]:
+    """Call before a search: a real server's search indexes must be queryable and caught up
+    with the writes (mongot syncs asynchronously); the embedded and mocked stores are at once."""
+
+    def wait() -> None:
+        if not backend.url.startswith("mongodb") or "mongomock" in backend.url:
+            return
+        for status in backend.index_status():
+            backend.search_indexes.wait_queryable(
+                backend._collection(status.collection), status.name
+            )
+        time.sleep(SEARCH_SYNC_S)
+
+    return wait

@@ -133,7 +133,7 @@ def test_extraction_work_states_and_failures(backend) -> None:
     }
 
 
-def test_memories_versions_reinforcement_and_scoped_candidates(backend) -> None:
+def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchable) -> None:
     model = "hashing-4"
     backend.ensure_vector_table("semantic", model, 4)
     with backend.write_transaction():
@@ -154,6 +154,7 @@ def test_memories_versions_reinforcement_and_scoped_candidates(backend) -> None:
     mine = scope_of("o", "p", "u", None, Visibility.PRIVATE)
     by_key = backend.memory_candidates("semantic", mine, "home_airport", None, None, 5)
     assert [c.memory_id for c in by_key] == ["m1"], "another user's record is out of scope"
+    searchable()
     by_vector = backend.memory_candidates("semantic", mine, None, [0.9, 0.1, 0.0, 0.0], model, 5)
     assert [c.memory_id for c in by_vector] == ["m1"]
     assert by_vector[0].similarity > 0.9
@@ -234,7 +235,7 @@ def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
     assert backend.active_embedding("semantic") == ("hashing-4", 4)
 
 
-def test_search_filters_are_anded_inside_the_query(backend) -> None:
+def test_search_filters_are_anded_inside_the_query(backend, searchable) -> None:
     backend.ensure_vector_table("semantic", "hashing-4", 4)
     with backend.write_transaction():
         for n, user in enumerate(["u", "v"]):
@@ -250,6 +251,7 @@ def test_search_filters_are_anded_inside_the_query(backend) -> None:
                 ),
                 [1.0, 0.0, 0.0, float(n)],
             )
+    searchable()
     text = backend.search_text("semantic", "refund", ReadFilter(user_id="v"), 5)
     vector = backend.search_vector(
         "semantic", [1.0, 0, 0, 0], "hashing-4", ReadFilter(user_id="v"), 1

@@ -55,6 +55,7 @@ class StoreCapabilities(BaseModel):
     transactions: bool
     vector_search: bool
     text_search: bool
+    rank_fusion: bool = False
 
 
 class Store(Protocol):
@@ -151,6 +152,20 @@ class Store(Protocol):
     def search_vector(
         self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
     ) -> list[Hit]: ...
+
+    def search_hybrid(
+        self,
+        source: str,
+        query: str,
+        vector: list[float] | None,
+        model_id: str | None,
+        filters: ReadFilter,
+        k: int,
+        pool: int,
+    ) -> list[Hit]:
+        """Text and vector rankings (``pool`` deep each) fused by reciprocal rank; without a
+        vector, the text ranking alone."""
+        ...
 
     def registry(self) -> list[RegistryEntry]: ...
 

@@ -7,11 +7,12 @@ from urllib.parse import urlsplit
 from mempipe.adapters.store.base import Store
 from mempipe.errors import StoreError
 
-SUPPORTED = ("sqlite",)
+SUPPORTED = ("sqlite", "mongodb", "mongodb+srv")
 
 
 def open_store(url: str, *, migrate: bool = True) -> Store:
-    """Open the store named by ``url`` (``sqlite:///path.db``; a bare path means SQLite).
+    """Open the store named by ``url``: ``sqlite:///path.db`` (a bare path means SQLite),
+    ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``.
 
     With ``migrate`` (the default) every pending migration is applied first, so a new store is
     usable on first use.
@@ -21,10 +22,19 @@ def open_store(url: str, *, migrate: bool = True) -> Store:
         from mempipe.adapters.store.sqlite.factory import open_sqlite_store
 
         store = open_sqlite_store(url)
+    elif scheme in ("mongodb", "mongodb+srv"):
+        from mempipe.adapters.store.mongo.factory import open_mongo_store
+
+        store = open_mongo_store(url)
     else:
         raise StoreError(
             f"unsupported store URL scheme {scheme!r} in {url!r}; supported: {', '.join(SUPPORTED)}"
         )
+    return prepare(store, migrate=migrate)
+
+
+def prepare(store: Store, *, migrate: bool = True) -> Store:
+    """Apply pending migrations (unless told not to) and load the store's declarations."""
     if migrate:
         from mempipe.migrations import migrate as run_migrations
 

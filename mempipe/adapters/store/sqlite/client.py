@@ -77,7 +77,8 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
         try:
             with self._conn:
                 self._conn.execute(sql.MIGRATIONS_TABLE)
-                migration.module.sqlite(self._conn)
+                if hasattr(migration.module, "sqlite"):
+                    migration.module.sqlite(self._conn)
                 self._conn.execute(
                     "INSERT INTO _migrations (id, description, applied_at) VALUES (?, ?, ?) "
                     "ON CONFLICT (id) DO NOTHING",

@@ -7,6 +7,7 @@ from typing import Any
 
 from mempipe.adapters.store.sqlite import search_sql
 from mempipe.adapters.store.sqlite.extraction import blob
+from mempipe.domain.fusion import fuse_hits
 from mempipe.schemas.search import Hit, ReadFilter
 
 
@@ -51,3 +52,18 @@ class SqliteSearchOps:
     ) -> list[Hit]:
         sql, values = search_sql.vector_search_sql(source, model_id, filters)
         return [_hit(source, row) for row in self._rows(sql, (blob(vector), k, *values))]
+
+    def search_hybrid(
+        self,
+        source: str,
+        query: str,
+        vector: list[float] | None,
+        model_id: str | None,
+        filters: ReadFilter,
+        k: int,
+        pool: int,
+    ) -> list[Hit]:
+        text_hits = self.search_text(source, query, filters, pool)
+        if vector is None or model_id is None:
+            return fuse_hits(text_hits, [], k)
+        return fuse_hits(text_hits, self.search_vector(source, vector, model_id, filters, pool), k)

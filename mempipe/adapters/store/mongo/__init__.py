@@ -1,0 +1,1 @@
+"""The MongoDB implementation of the store port (Atlas, or self-managed 8.2+ with mongot)."""

@@ -1,0 +1,372 @@
+"""The MongoDB implementation of the store port.
+
+Writes are idempotent: turns are inserted with an unordered ``bulk_write`` against the unique
+turn key (a duplicate-key error is a skipped record; any other write error comes back as a
+reject), snapshots and memories have deterministic ids. A write transaction is a real
+multi-document transaction where the deployment has them (replica sets and sharded clusters:
+Atlas, ``mongodb-atlas-local``, any deployment running mongot); elsewhere the writes run in the
+order reconciliation needs and are undone in reverse if the body fails (see the README's
+recovery rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from pymongo import InsertOne, MongoClient, UpdateMany
+from pymongo.errors import BulkWriteError, PyMongoError
+
+from mempipe.adapters.store.base import StoreCapabilities
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import MongoParts, now
+from mempipe.adapters.store.mongo.configuration import MongoConfig
+from mempipe.adapters.store.mongo.embeddings import MongoEmbeddingOps
+from mempipe.adapters.store.mongo.exceptions import translate
+from mempipe.adapters.store.mongo.extraction import MongoExtractionOps
+from mempipe.adapters.store.mongo.indexes import MongoIndexOps
+from mempipe.adapters.store.mongo.search import MongoSearchOps
+from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
+from mempipe.domain.promotion import TurnStamp
+from mempipe.schemas.embedding import COLLECTIONS
+from mempipe.schemas.reject import Reject
+from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
+from mempipe.schemas.summaries import StoreStats, TurnWriteResult
+from mempipe.schemas.turn import Turn
+
+if TYPE_CHECKING:
+    from mempipe.migrations import Migration
+
+DUPLICATE_KEY = 11000
+RANK_FUSION_SINCE = (8, 1)
+MEMORY_COLLECTIONS = [c for c in COLLECTIONS if c != "stm"]
+
+SNAPSHOT_STATES = [
+    {
+        "$project": {
+            "s": {
+                "$map": {
+                    "input": {"$objectToArray": {"$ifNull": ["$extraction", {}]}},
+                    "in": "$$this.v.status",
+                }
+            }
+        }
+    },
+    {
+        "$project": {
+            "state": {
+                "$switch": {
+                    "branches": [
+                        {"case": {"$in": ["failed_content", "$s"]}, "then": "failed_content"},
+                        {"case": {"$in": ["failed_retryable", "$s"]}, "then": "failed_retryable"},
+                        {
+                            "case": {
+                                "$or": [{"$in": ["pending", "$s"]}, {"$eq": [{"$size": "$s"}, 0]}]
+                            },
+                            "then": "pending",
+                        },
+                    ],
+                    "default": "done",
+                }
+            }
+        }
+    },
+    {"$group": {"_id": "$state", "n": {"$sum": 1}}},
+]
+EXTRACTION_STATES = [
+    {"$project": {"e": {"$objectToArray": {"$ifNull": ["$extraction", {}]}}}},
+    {"$unwind": "$e"},
+    {"$group": {"_id": {"handler": "$e.k", "status": "$e.v.status"}, "n": {"$sum": 1}}},
+]
+
+
+def detect_capabilities(client: MongoClient) -> StoreCapabilities:
+    """Transactions on replica sets and sharded clusters; ``$rankFusion`` from 8.1."""
+    try:
+        hello = client.admin.command("hello")
+        transactions = "setName" in hello or hello.get("msg") == "isdbgrid"
+    except (PyMongoError, NotImplementedError):
+        transactions = False
+    version = tuple(int(p) for p in client.server_info()["version"].split(".")[:2] if p.isdigit())
+    return StoreCapabilities(
+        transactions=transactions,
+        vector_search=True,
+        text_search=True,
+        rank_fusion=version >= RANK_FUSION_SINCE,
+    )
+
+
+class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoIndexOps, MongoParts):
+    def __init__(self, config: MongoConfig, client: MongoClient) -> None:
+        self.config = config
+        self.url = config.display_url
+        self._client = client
+        self.db = client.get_database(config.database)
+        with self._errors("connecting"):
+            self.capabilities = detect_capabilities(client)
+        self.search_indexes = SearchIndexes(self.url, config.index_timeout_s, config.index_poll_s)
+
+    @contextmanager
+    def write_transaction(self) -> Iterator[None]:
+        if self.capabilities.transactions:
+            with (
+                self._errors("transaction"),
+                self._client.start_session() as session,
+                session.start_transaction(),
+            ):
+                self._session = session
+                try:
+                    yield
+                finally:
+                    self._session = None
+            return
+        self._undo = []
+        try:
+            yield
+        except BaseException:
+            steps, self._undo = self._undo, None
+            with self._errors("undoing a failed write"):
+                for step in reversed(steps):
+                    step()
+            raise
+        finally:
+            self._undo = None
+
+    # -- migrations -------------------------------------------------------------------------
+
+    def applied_migrations(self) -> list[str]:
+        with self._errors("migrations"):
+            return [d["_id"] for d in self.db["_migrations"].find().sort("_id", 1)]
+
+    def apply_migration(self, migration: Migration) -> None:
+        with self._errors(f"migration {migration.id}"):
+            if hasattr(migration.module, "mongodb"):
+                migration.module.mongodb(self)
+            self.db["_migrations"].update_one(
+                {"_id": migration.id},
+                {"$setOnInsert": {"description": migration.description, "applied_at": now()}},
+                upsert=True,
+            )
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def insert_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
+        if not turns:
+            return TurnWriteResult()
+        ids = self._next_ids("turns", len(turns))
+        requests = [
+            InsertOne(documents.turn_document(i, t, run_id))
+            for i, t in zip(ids, turns, strict=True)
+        ]
+        write_errors: list[dict[str, Any]] = []
+        try:
+            inserted = self.db["turns"].bulk_write(requests, ordered=False).inserted_count
+        except BulkWriteError as exc:
+            inserted = exc.details["nInserted"]
+            write_errors = exc.details["writeErrors"]
+        except PyMongoError as exc:
+            raise translate(exc, f"{self.url} turns") from exc
+        duplicates = [turns[e["index"]] for e in write_errors if e["code"] == DUPLICATE_KEY]
+        conflicts = self._conflicts(duplicates)
+        failed = [
+            Reject(
+                **turns[e["index"]].source.model_dump(),
+                reason=f"write error {e['code']}: {e.get('errmsg', '')}",
+                raw=turns[e["index"]].model_dump_json(exclude={"source"}),
+            )
+            for e in write_errors
+            if e["code"] != DUPLICATE_KEY
+        ]
+        return TurnWriteResult(
+            inserted=inserted,
+            duplicates=len(duplicates) - len(conflicts),
+            conflicts=[*conflicts, *failed],
+        )
+
+    def _conflicts(self, duplicates: Sequence[Turn]) -> list[Reject]:
+        """Skipped turns whose key is stored with other content: rejects, not duplicates."""
+        if not duplicates:
+            return []
+        keys = [{f: getattr(t, f) for f in documents.TURN_KEY} for t in duplicates]
+        with self._errors("turns"):
+            stored = {
+                tuple(d[f] for f in documents.TURN_KEY): d
+                for d in self.db["turns"].find(
+                    {"$or": keys},
+                    {**{f: 1 for f in documents.TURN_KEY}, "role": 1, "content": 1, "source": 1},
+                )
+            }
+        conflicts = []
+        for turn in duplicates:
+            found = stored[tuple(getattr(turn, f) for f in documents.TURN_KEY)]
+            if (found["role"], found["content"]) == (turn.role.value, turn.content):
+                continue
+            source = found["source"]
+            where = (
+                f"{source['path']}:{source['line']}"
+                if source.get("line") is not None
+                else f"{source['path']}[{source.get('index')}]"
+            )
+            conflicts.append(
+                Reject(
+                    **turn.source.model_dump(),
+                    reason=(
+                        f"conflict: turn {turn.turn_seq} of session {turn.session_id!r} is "
+                        f"already stored with different content (from {where})"
+                    ),
+                    raw=turn.model_dump_json(exclude={"source"}),
+                )
+            )
+        return conflicts
+
+    def count_unpromoted_turns(self) -> int:
+        with self._errors("turns"):
+            return self.db["turns"].count_documents({"snapshot_id": None})
+
+    def iter_unpromoted_turns(self, page_size: int = 5000) -> Iterator[TurnStamp]:
+        last: tuple[Any, ...] | None = None
+        order = [(field, 1) for field in documents.TURN_KEY]
+        while True:
+            query: dict[str, Any] = {"snapshot_id": None}
+            if last is not None:
+                query.update(documents.after_key(last))
+            with self._errors("turns"):
+                page = list(self.db["turns"].find(query).sort(order).limit(page_size))
+            if not page:
+                return
+            last = tuple(page[-1][f] for f in documents.TURN_KEY)
+            for document in page:
+                yield documents.stamp_from_document(document)
+            if len(page) < page_size:
+                return
+
+    def save_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
+        """Snapshots first, then their turns marked promoted: without a transaction a crash
+        between the two leaves turns that the next promotion cuts into the same (deterministic)
+        snapshots again, which then only marks them."""
+        if not snapshots:
+            return set()
+        at = now()
+        requests = [InsertOne(documents.snapshot_document(s, at)) for s in snapshots]
+        with self.write_transaction(), self._errors("snapshots"):
+            try:
+                self.db["snapshots"].bulk_write(requests, ordered=False, session=self._session)
+                existing: set[str] = set()
+            except BulkWriteError as exc:
+                others = [e for e in exc.details["writeErrors"] if e["code"] != DUPLICATE_KEY]
+                if others:
+                    raise
+                existing = {snapshots[e["index"]].snapshot_id for e in exc.details["writeErrors"]}
+            self.db["turns"].bulk_write(
+                [
+                    UpdateMany(
+                        {
+                            "org_id": s.org_id,
+                            "project_id": s.project_id,
+                            "session_id": s.session_id,
+                            "turn_seq": {"$gte": s.first_turn_seq, "$lte": s.last_turn_seq},
+                            "snapshot_id": None,
+                        },
+                        {"$set": {"snapshot_id": s.snapshot_id}},
+                    )
+                    for s in snapshots
+                ],
+                ordered=False,
+                session=self._session,
+            )
+        return {s.snapshot_id for s in snapshots} - existing
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def start_run(self, run: RunRecord) -> None:
+        document = documents.plain(run.model_dump())
+        with self._errors("runs"):
+            self.db["runs"].update_one(
+                {"_id": run.run_id},
+                {
+                    "$set": {
+                        k: document[k] for k in ("flow", "status", "parameters", "started_at")
+                    },
+                    "$setOnInsert": {
+                        k: document[k] for k in ("counts", "checkpoints", "error", "finished_at")
+                    },
+                },
+                upsert=True,
+            )
+
+    def finish_run(
+        self, run_id: str, status: RunStatus, counts: dict[str, int], error: str | None = None
+    ) -> None:
+        with self._errors("runs"):
+            self.db["runs"].update_one(
+                {"_id": run_id},
+                {
+                    "$set": {
+                        "status": status.value,
+                        "counts": counts,
+                        "error": error,
+                        "finished_at": now(),
+                    }
+                },
+            )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._errors("runs"):
+            document = self.db["runs"].find_one({"_id": run_id})
+        if document is None:
+            return None
+        run_id = document.pop("_id")
+        return RunRecord.model_validate({**document, "run_id": run_id})
+
+    # -- stats ------------------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        with self._errors("stats"):
+            turns = self.db["turns"]
+            sessions = list(
+                turns.aggregate(
+                    [
+                        {
+                            "$group": {
+                                "_id": {f: f"${f}" for f in ("org_id", "project_id", "session_id")}
+                            }
+                        },
+                        {"$count": "n"},
+                    ]
+                )
+            )
+            snapshots = {state.value: 0 for state in ExtractionStatus}
+            snapshots.update(
+                {d["_id"]: d["n"] for d in self.db["snapshots"].aggregate(SNAPSHOT_STATES)}
+            )
+            snapshots["total"] = sum(snapshots.values())
+            extraction: dict[str, dict[str, int]] = {}
+            for d in self.db["snapshots"].aggregate(EXTRACTION_STATES):
+                extraction.setdefault(d["_id"]["handler"], {})[d["_id"]["status"]] = d["n"]
+            memories = {
+                c: {"active": 0, "superseded": 0} | self._count_by(c, "status")
+                for c in MEMORY_COLLECTIONS
+            }
+            failures = {"environmental": 0, "content": 0} | self._count_by(
+                "failures", "failure_class"
+            )
+            return StoreStats(
+                store=self.url,
+                turns=turns.estimated_document_count(),
+                unpromoted_turns=turns.count_documents({"snapshot_id": None}),
+                sessions=sessions[0]["n"] if sessions else 0,
+                snapshots=snapshots,
+                extraction=extraction,
+                memories=memories,
+                failures=failures,
+                runs=self._count_by("runs", "status"),
+            )
+
+    def _count_by(self, collection: str, field: str) -> dict[str, int]:
+        pipeline = [{"$group": {"_id": f"${field}", "n": {"$sum": 1}}}]
+        return {d["_id"]: d["n"] for d in self.db[collection].aggregate(pipeline)}
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,52 @@
+"""Where the MongoDB store lives: the URL, the database and how long to wait for indexes."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.errors import StoreError
+
+DEFAULT_DATABASE = "mempipe"
+SCHEMES = ("mongodb", "mongodb+srv")
+
+
+class MongoConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(description="the connection string, credentials included")
+    database: str
+    index_timeout_s: float = Field(
+        default=600.0, description="how long to wait for a search index to become queryable"
+    )
+    index_poll_s: float = Field(default=5.0, description="how often to look while waiting")
+
+    @property
+    def display_url(self) -> str:
+        """The URL without its password, for logs and reports."""
+        return re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", self.url)
+
+
+def config_from_url(url: str) -> MongoConfig:
+    """``mongodb://host/DB`` or ``mongodb+srv://host/DB``; without a database in the path,
+    ``MEMPIPE_MONGODB_DATABASE`` or ``mempipe``. ``MEMPIPE_MONGODB_INDEX_TIMEOUT`` (seconds)
+    bounds every wait for a search index."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise StoreError(f"{url!r}: a MongoDB URL starts with mongodb:// or mongodb+srv://")
+    if not parts.netloc:
+        raise StoreError(f"{url!r}: no host; write mongodb://HOST[:PORT]/DATABASE")
+    database = unquote(parts.path.lstrip("/")) or os.environ.get(
+        "MEMPIPE_MONGODB_DATABASE", DEFAULT_DATABASE
+    )
+    if re.search(r'[/\\. "$]', database):
+        raise StoreError(f"{url!r}: {database!r} is not a valid MongoDB database name")
+    timeout = os.environ.get("MEMPIPE_MONGODB_INDEX_TIMEOUT")
+    try:
+        extra = {"index_timeout_s": float(timeout)} if timeout else {}
+    except ValueError as exc:
+        raise StoreError(f"MEMPIPE_MONGODB_INDEX_TIMEOUT={timeout!r} is not a number") from exc
+    return MongoConfig(url=url, database=database, **extra)

@@ -1,0 +1,144 @@
+"""The MongoDB store's embedding side: blue/green model changes as a new vector field and a
+new vector search index beside the serving ones; wait until queryable, switch, and drop the
+old field and index on finalize (or the new ones on rollback)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pymongo import UpdateOne
+
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
+from mempipe.errors import StoreError
+from mempipe.schemas.embedding import ModelState
+from mempipe.schemas.search import STM
+
+
+class MongoEmbeddingOps(MongoParts):
+    def records_missing_vectors(
+        self, collection: str, model_id: str, after_rowid: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """Records (every version, superseded included) without a vector of ``model_id``."""
+        path = self._entry(collection, model_id)["path"]
+        text = documents.text_field(collection)
+        with self._errors(collection):
+            found = (
+                self._collection(collection)
+                .find({"_id": {"$gt": after_rowid}, path: {"$exists": False}}, {text: 1})
+                .sort("_id", 1)
+                .limit(limit)
+            )
+            return [(d["_id"], d[text]) for d in found]
+
+    def store_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> int:
+        """Write vectors into the model's field; a record that has one keeps it (a resumed run
+        adds exactly what is missing)."""
+        if not vectors:
+            return 0
+        path = self._entry(collection, model_id)["path"]
+        stamp: dict[str, Any] = {}
+        if collection != STM and self._serving_model(collection) == model_id:
+            stamp = {"has_embedding": True, "embedding_model_id": model_id}
+        requests = [
+            UpdateOne({"_id": seq, path: {"$exists": False}}, {"$set": {path: list(v), **stamp}})
+            for seq, v in vectors
+        ]
+        with self._errors(collection):
+            return self._collection(collection).bulk_write(requests, ordered=False).modified_count
+
+    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
+        path = self._entry(collection, model_id)["path"]
+        with self._errors(collection):
+            records = self._collection(collection)
+            return records.count_documents({}), records.count_documents({path: {"$exists": True}})
+
+    def switch_models(self, collections: Sequence[str], model_id: str) -> None:
+        """Wait until every new index is queryable, then switch: the new model starts serving
+        (search answers with it from here) before the old one is demoted, so there is never a
+        moment without a serving model; in one transaction where the deployment has them."""
+        for collection in collections:
+            entry = self._entry(collection, model_id)
+            self.search_indexes.wait_queryable(self._collection(collection), entry["vector_table"])
+        with self.write_transaction():
+            for collection in collections:
+                self._set_serving(collection, model_id, demote_to=ModelState.PREVIOUS)
+
+    def rollback_models(self, collections: Sequence[str]) -> list[str]:
+        """Restore the previous model where one is kept; the newer vectors and index go."""
+        restored = []
+        for collection in collections:
+            previous = self._model_in(collection, ModelState.PREVIOUS)
+            if previous is None:
+                continue
+            current = self._serving_model(collection)
+            with self.write_transaction():
+                self._set_serving(collection, previous, demote_to=ModelState.BUILDING)
+            if current is not None:
+                self._drop(collection, current)
+            restored.append(collection)
+        return restored
+
+    def finalize_models(self, collections: Sequence[str]) -> list[str]:
+        """Drop the vectors and index of previous models: a rollback is no longer possible."""
+        dropped = []
+        for collection in collections:
+            previous = self._model_in(collection, ModelState.PREVIOUS)
+            if previous is not None:
+                self._drop(collection, previous)
+                dropped.append(f"{collection}:{previous}")
+        return dropped
+
+    def _serving_model(self, collection: str) -> str | None:
+        active = self.active_embedding(collection)
+        return None if active is None else active[0]
+
+    def _model_in(self, collection: str, state: ModelState) -> str | None:
+        with self._errors("registry"):
+            entry = self.db[REGISTRY].find_one({"collection": collection, "state": state.value})
+        return None if entry is None else entry["model_id"]
+
+    def _set_serving(self, collection: str, model_id: str, demote_to: ModelState) -> None:
+        entry = self._entry(collection, model_id)
+        registry = self.db[REGISTRY]
+        session = self._session
+        with self._errors("registry"):
+            current = self._serving_model(collection)
+            registry.update_one(
+                {"_id": entry["_id"]},
+                {"$set": {"state": ModelState.SERVING.value, "serving_since": now()}},
+                session=session,
+            )
+            if current is not None and current != model_id:
+                registry.update_one(
+                    {"_id": f"{collection}:{current}"},
+                    {"$set": {"state": demote_to.value, "serving_since": None}},
+                    session=session,
+                )
+            if collection == STM:
+                return
+            records = self._collection(collection)
+            path = entry["path"]
+            records.update_many(
+                {path: {"$exists": True}},
+                {"$set": {"has_embedding": True, "embedding_model_id": model_id}},
+                session=session,
+            )
+            records.update_many(
+                {path: {"$exists": False}},
+                {"$set": {"has_embedding": False, "embedding_model_id": None}},
+                session=session,
+            )
+
+    def _drop(self, collection: str, model_id: str) -> None:
+        entry = self._entry(collection, model_id)
+        if entry["state"] == ModelState.SERVING.value:
+            raise StoreError(f"{collection}: refusing to drop the serving model {model_id}")
+        records = self._collection(collection)
+        self.search_indexes.drop(records, entry["vector_table"])
+        with self._errors(collection):
+            records.update_many({entry["path"]: {"$exists": True}}, {"$unset": {entry["path"]: ""}})
+            self.db[REGISTRY].delete_one({"_id": entry["_id"]})

@@ -1,0 +1,38 @@
+"""Translate pymongo's errors into mempipe's transient / terminal errors."""
+
+from __future__ import annotations
+
+from pymongo import errors
+
+from mempipe.errors import MempipeError, StoreError, TransientError
+
+
+class StoreUnavailableError(TransientError):
+    """The server could not be reached or stepped down: the same request may succeed later."""
+
+
+class SearchUnavailableError(StoreError):
+    """The deployment has no search engine (mongot): vector and text search cannot run."""
+
+
+NO_SEARCH_HINT = (
+    "vector and text search need MongoDB Atlas or self-managed MongoDB 8.2+ with mongot "
+    "(or the mongodb/mongodb-atlas-local image)"
+)
+
+
+def translate(exc: errors.PyMongoError, where: str) -> MempipeError:
+    if isinstance(exc, errors.ConnectionFailure | errors.AutoReconnect):
+        return StoreUnavailableError(f"{where}: MongoDB is unreachable: {exc}")
+    if isinstance(exc, errors.OperationFailure):
+        message = str(exc.details.get("errmsg", exc)) if exc.details else str(exc)
+        if exc.has_error_label("TransientTransactionError"):
+            return StoreUnavailableError(f"{where}: transient transaction error: {message}")
+        if "$vectorSearch" in message or "$search" in message or "mongot" in message:
+            return SearchUnavailableError(f"{where}: {message}; {NO_SEARCH_HINT}")
+        if exc.code in (13, 18):
+            return StoreError(f"{where}: not authorized: {message} (see the README's permissions)")
+        return StoreError(f"{where}: {message}")
+    if isinstance(exc, errors.ConfigurationError | errors.InvalidURI):
+        return StoreError(f"{where}: {exc}")
+    return StoreError(f"{where}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,156 @@
+"""What the MongoDB store sends to Atlas Search / Atlas Vector Search, built as plain data:
+index definitions and aggregation pipelines. Tests compare them to what Atlas documents, since
+no search engine runs where CI does.
+
+Vector scores: for cosine similarity Atlas returns ``(1 + cosine) / 2``; :func:`cosine` turns it
+back so that reconciliation thresholds mean the same on every backend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mempipe.adapters.store.mongo.documents import (
+    HIT_FIELDS,
+    IDENTITY_FIELDS,
+    MEMORY_FILTER_FIELDS,
+    text_field,
+)
+from mempipe.domain.partition_keys import METADATA_PREFIX
+from mempipe.schemas.search import STM
+
+SIMILARITY = "cosine"
+TEXT_INDEX = "text"
+SERVING_PATH = "embedding"
+MAX_CANDIDATES = 10_000
+
+
+def slug(model_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")
+
+
+def vector_index_name(model_id: str) -> str:
+    return f"vector_{slug(model_id)}"
+
+
+def vector_path(model_id: str, first: bool) -> str:
+    """The field a model's vectors live in: ``embedding`` for a collection's first model, one
+    field per model after it, so a re-embed writes beside the serving vectors."""
+    return SERVING_PATH if first else f"{SERVING_PATH}_{slug(model_id)}"
+
+
+def filter_paths(collection: str, partition_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Every field a read may filter on: identity, (memories) visibility, status and custom type,
+    then each declared metadata partition key by its qualified path."""
+    base = IDENTITY_FIELDS if collection == STM else (*MEMORY_FILTER_FIELDS, "status")
+    if collection == "custom":
+        base = (*base, "type_name")
+    return (*base, *(f"{METADATA_PREFIX}{key}" for key in partition_keys))
+
+
+def vector_index_definition(
+    collection: str, path: str, dimensions: int, partition_keys: tuple[str, ...]
+) -> dict[str, Any]:
+    return {
+        "fields": [
+            {"type": "vector", "path": path, "numDimensions": dimensions, "similarity": SIMILARITY},
+            *({"type": "filter", "path": p} for p in filter_paths(collection, partition_keys)),
+        ]
+    }
+
+
+def text_index_definition(collection: str, partition_keys: tuple[str, ...]) -> dict[str, Any]:
+    """Atlas Search: the text analysed, every filter field as a ``token`` (exact ``equals``)."""
+    fields: dict[str, Any] = {text_field(collection): {"type": "string"}}
+    for path in filter_paths(collection, partition_keys):
+        node = fields
+        *parents, leaf = path.split(".")
+        for parent in parents:
+            node = node.setdefault(parent, {"type": "document", "fields": {}})["fields"]
+        node[leaf] = {"type": "token"}
+    return {"mappings": {"dynamic": False, "fields": fields}}
+
+
+def declared_filters(definition: dict[str, Any]) -> tuple[str, ...]:
+    """The filter paths a vector index definition declares."""
+    return tuple(f["path"] for f in definition.get("fields", []) if f.get("type") == "filter")
+
+
+def vector_field(definition: dict[str, Any]) -> dict[str, Any]:
+    return next((f for f in definition.get("fields", []) if f.get("type") == "vector"), {})
+
+
+def vector_search_stage(
+    index: str, path: str, vector: list[float], k: int, query: dict[str, Any]
+) -> dict[str, Any]:
+    """``$vectorSearch`` with the read filter *inside* the stage: the k nearest are the k
+    nearest in scope, never the global k narrowed afterwards."""
+    stage: dict[str, Any] = {
+        "index": index,
+        "path": path,
+        "queryVector": list(vector),
+        "numCandidates": min(max(20 * k, 100), MAX_CANDIDATES),
+        "limit": k,
+    }
+    if query:
+        stage["filter"] = query
+    return {"$vectorSearch": stage}
+
+
+def text_search_stage(collection: str, text: str, query: dict[str, Any]) -> dict[str, Any]:
+    """``$search`` matching the words, the read filter as ``equals`` clauses in ``filter`` (they
+    narrow without changing the score)."""
+    compound: dict[str, Any] = {"must": [{"text": {"query": text, "path": text_field(collection)}}]}
+    equals = [{"equals": {"path": path, "value": c["$eq"]}} for path, c in query.items()]
+    if equals:
+        compound["filter"] = equals
+    return {"$search": {"index": TEXT_INDEX, "compound": compound}}
+
+
+def project(score: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"$project": {**HIT_FIELDS, **(extra or {}), "score": {"$meta": score}}}
+
+
+def vector_search_pipeline(
+    index: str, path: str, vector: list[float], k: int, query: dict[str, Any]
+) -> list[dict[str, Any]]:
+    return [vector_search_stage(index, path, vector, k, query), project("vectorSearchScore")]
+
+
+def text_search_pipeline(
+    collection: str, text: str, k: int, query: dict[str, Any]
+) -> list[dict[str, Any]]:
+    return [text_search_stage(collection, text, query), {"$limit": k}, project("searchScore")]
+
+
+def rank_fusion_pipeline(
+    collection: str,
+    index: str,
+    path: str,
+    text: str,
+    vector: list[float],
+    k: int,
+    pool: int,
+    query: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Hybrid in the server (MongoDB 8.1+ / Atlas): ``$rankFusion`` of the vector and text
+    rankings, each filtered inside its own stage."""
+    return [
+        {
+            "$rankFusion": {
+                "input": {
+                    "pipelines": {
+                        "vector": [vector_search_stage(index, path, vector, pool, query)],
+                        "text": [text_search_stage(collection, text, query), {"$limit": pool}],
+                    }
+                }
+            }
+        },
+        {"$limit": k},
+        project("score"),
+    ]
+
+
+def cosine(vector_search_score: float) -> float:
+    return 2.0 * vector_search_score - 1.0

@@ -1,0 +1,74 @@
+"""The MongoDB store's read path: ``$search``, ``$vectorSearch`` and ``$rankFusion``, each with
+the identity filter inside its stage."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mempipe.adapters.store.mongo import documents, pipelines
+from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.domain.fusion import fuse_hits
+from mempipe.schemas.search import Hit, ReadFilter, collection_of
+
+
+class MongoSearchOps(MongoParts):
+    def _run(self, source: str, pipeline: list[dict[str, Any]], vector: bool) -> list[Hit]:
+        collection = self._collection(collection_of(source))
+        with self._errors(f"search {source}"):
+            found = list(collection.aggregate(pipeline))
+        return [
+            documents.hit(source, d, pipelines.cosine(d["score"]) if vector else d["score"])
+            for d in found
+        ]
+
+    def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
+        if not re.search(r"\w", query):
+            return []
+        pipeline = pipelines.text_search_pipeline(
+            collection_of(source), query, k, documents.source_query(source, filters)
+        )
+        return self._run(source, pipeline, vector=False)
+
+    def search_vector(
+        self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
+    ) -> list[Hit]:
+        entry = self._entry(collection_of(source), model_id)
+        pipeline = pipelines.vector_search_pipeline(
+            entry["vector_table"], entry["path"], vector, k, documents.source_query(source, filters)
+        )
+        return self._run(source, pipeline, vector=True)
+
+    def search_hybrid(
+        self,
+        source: str,
+        query: str,
+        vector: list[float] | None,
+        model_id: str | None,
+        filters: ReadFilter,
+        k: int,
+        pool: int,
+    ) -> list[Hit]:
+        """``$rankFusion`` in the server where it has it (8.1+), otherwise reciprocal rank
+        fusion of the text and vector result lists here."""
+        if vector is None or model_id is None:
+            return fuse_hits(self.search_text(source, query, filters, pool), [], k)
+        if not self.capabilities.rank_fusion or not re.search(r"\w", query):
+            return fuse_hits(
+                self.search_text(source, query, filters, pool),
+                self.search_vector(source, vector, model_id, filters, pool),
+                k,
+            )
+        collection = collection_of(source)
+        entry = self._entry(collection, model_id)
+        pipeline = pipelines.rank_fusion_pipeline(
+            collection,
+            entry["vector_table"],
+            entry["path"],
+            query,
+            vector,
+            k,
+            pool,
+            documents.source_query(source, filters),
+        )
+        return self._run(source, pipeline, vector=False)

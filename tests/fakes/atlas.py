@@ -1,0 +1,247 @@
+"""A test-only stand-in for what MongoDB Atlas adds to a server: ``mongomock`` plus the
+search-index API and the ``$vectorSearch`` / ``$search`` / ``$rankFusion`` stages.
+
+It runs the exact pipelines the adapter sends, and refuses what Atlas refuses: a filter on a
+path the index does not declare as a filter (or token) field, a query vector of the wrong
+length, a missing or unqueryable index, a search stage that is not first. Scores follow Atlas:
+``(1 + cosine) / 2`` for vectors. It also carries the small shim mongomock needs for the
+``sort`` argument pymongo 4.11+ passes to its bulk builder.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import mongomock
+from mongomock.collection import BulkOperationBuilder
+from pymongo.errors import OperationFailure
+from pymongo.operations import SearchIndexModel
+
+RRF_K = 60
+
+
+def _accept_sort(method: Any) -> Any:
+    def wrapper(self: Any, *args: Any, sort: Any = None, **kwargs: Any) -> Any:
+        if sort is not None:
+            raise NotImplementedError("the mongomock shim does not order bulk updates")
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _indexes(collection: mongomock.Collection) -> dict[str, dict[str, Any]]:
+    store = collection._store
+    if not hasattr(store, "search_indexes"):
+        store.search_indexes = {}
+    return store.search_indexes
+
+
+def create_search_index(self: mongomock.Collection, model: SearchIndexModel | dict) -> str:
+    document = model.document if isinstance(model, SearchIndexModel) else model
+    name = document.get("name", "default")
+    if name in _indexes(self):
+        raise OperationFailure(f"Index {name} already exists", code=68)
+    _indexes(self)[name] = {
+        "id": f"{self.name}-{name}",
+        "name": name,
+        "type": document.get("type", "search"),
+        "status": "READY",
+        "queryable": True,
+        "latestDefinition": document["definition"],
+    }
+    return name
+
+
+def list_search_indexes(self: mongomock.Collection, name: str | None = None, **_: Any) -> Any:
+    found = [dict(i) for n, i in _indexes(self).items() if name is None or n == name]
+    return iter(found)
+
+
+def update_search_index(self: mongomock.Collection, name: str, definition: dict) -> None:
+    if name not in _indexes(self):
+        raise OperationFailure(f"Index {name} not found", code=27)
+    _indexes(self)[name]["latestDefinition"] = definition
+
+
+def drop_search_index(self: mongomock.Collection, name: str, **_: Any) -> None:
+    if name not in _indexes(self):
+        raise OperationFailure(f"Index {name} not found", code=27)
+    del _indexes(self)[name]
+
+
+def set_index_state(
+    collection: mongomock.Collection, name: str, status: str, queryable: bool
+) -> None:
+    """Make an index look like one still building (or failed) to the adapter."""
+    _indexes(collection)[name].update(status=status, queryable=queryable)
+
+
+def _value(document: dict[str, Any], path: str) -> Any:
+    node: Any = document
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _filter_paths(query: dict[str, Any]) -> Iterable[str]:
+    for key, value in query.items():
+        if key in ("$and", "$or", "$nor"):
+            for branch in value:
+                yield from _filter_paths(branch)
+        else:
+            yield key
+
+
+def _usable_index(collection: mongomock.Collection, name: str, kind: str) -> dict[str, Any]:
+    index = _indexes(collection).get(name)
+    if index is None or index["type"] != kind:
+        # Atlas answers an unknown index with no results rather than an error; the adapter
+        # must never rely on that, so the fake is stricter.
+        raise OperationFailure(f"{kind} index {name!r} not found on {collection.name}", code=8)
+    if not index["queryable"]:
+        raise OperationFailure(f"index {name!r} is not queryable yet", code=8)
+    return index["latestDefinition"]
+
+
+def _vector_search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:
+    for required in ("index", "path", "queryVector", "numCandidates", "limit"):
+        if required not in stage:
+            raise OperationFailure(f"$vectorSearch requires {required!r}", code=9)
+    definition = _usable_index(collection, stage["index"], "vectorSearch")
+    fields = definition["fields"]
+    vector_field = next(f for f in fields if f["type"] == "vector")
+    if stage["path"] != vector_field["path"]:
+        raise OperationFailure(f"Path {stage['path']!r} is not indexed as a vector", code=8)
+    if len(stage["queryVector"]) != vector_field["numDimensions"]:
+        raise OperationFailure("queryVector has the wrong number of dimensions", code=8)
+    if not stage["limit"] <= stage["numCandidates"] <= 10_000:
+        raise OperationFailure("numCandidates must be >= limit and <= 10000", code=8)
+    declared = {f["path"] for f in fields if f["type"] == "filter"}
+    query = stage.get("filter", {})
+    for path in _filter_paths(query):
+        if path not in declared:
+            raise OperationFailure(f"Path '{path}' needs to be indexed as filter", code=8)
+    query_vector = stage["queryVector"]
+    scored = []
+    for document in collection.find({**query, stage["path"]: {"$exists": True}}):
+        vector = document[stage["path"]]
+        norm = math.sqrt(sum(a * a for a in vector)) * math.sqrt(sum(b * b for b in query_vector))
+        cosine = sum(a * b for a, b in zip(vector, query_vector, strict=True)) / (norm or 1.0)
+        scored.append((document, (1.0 + cosine) / 2.0))
+    scored.sort(key=lambda pair: -pair[1])
+    return [{**d, "__score": s} for d, s in scored[: stage["limit"]]]
+
+
+def _tokens(mappings: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    found = {}
+    for name, field in mappings.get("fields", {}).items():
+        if field.get("type") == "document":
+            found.update(_tokens(field, f"{prefix}{name}."))
+        else:
+            found[f"{prefix}{name}"] = field.get("type")
+    return found
+
+
+def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:
+    definition = _usable_index(collection, stage.get("index", "default"), "search")
+    types = _tokens(definition["mappings"])
+    compound = stage["compound"]
+    (must,) = compound["must"]
+    path = must["text"]["path"]
+    if types.get(path) != "string":
+        raise OperationFailure(f"Path '{path}' is not indexed as string", code=8)
+    query: dict[str, Any] = {}
+    for clause in compound.get("filter", []):
+        equals = clause["equals"]
+        if types.get(equals["path"]) != "token":
+            raise OperationFailure(
+                f"Path '{equals['path']}' needs to be indexed as token", code=8
+            )
+        query[equals["path"]] = equals["value"]
+    words = set(re.findall(r"\w+", must["text"]["query"].lower()))
+    scored = []
+    for document in collection.find(query):
+        found = re.findall(r"\w+", str(_value(document, path) or "").lower())
+        score = sum(1 for w in found if w in words)
+        if score:
+            scored.append((document, score / (1.0 + len(found) / 10.0)))
+    scored.sort(key=lambda pair: -pair[1])
+    return [{**d, "__score": s} for d, s in scored]
+
+
+def _rank_fusion(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:
+    scores: dict[Any, float] = {}
+    documents: dict[Any, dict] = {}
+    for pipeline in stage["input"]["pipelines"].values():
+        for rank, document in enumerate(_run(collection, pipeline), start=1):
+            scores[document["_id"]] = scores.get(document["_id"], 0.0) + 1.0 / (RRF_K + rank)
+            documents[document["_id"]] = document
+    ranked = sorted(scores, key=lambda key: -scores[key])
+    return [{**documents[key], "__score": scores[key]} for key in ranked]
+
+
+FIRST_STAGES = {"$vectorSearch": _vector_search, "$search": _search, "$rankFusion": _rank_fusion}
+
+
+def _run(collection: mongomock.Collection, pipeline: list[dict[str, Any]]) -> list[dict]:
+    (name, stage), *_ = pipeline[0].items()
+    documents = FIRST_STAGES[name](collection, stage)
+    for later in pipeline[1:]:
+        (op, argument), *_ = later.items()
+        if op in FIRST_STAGES:
+            raise OperationFailure(f"{op} is only valid as the first stage", code=40602)
+        if op == "$limit":
+            documents = documents[:argument]
+        elif op == "$project":
+            documents = [_project(d, argument) for d in documents]
+        else:
+            raise NotImplementedError(f"the Atlas fake does not run {op} after a search stage")
+    return documents
+
+
+def _project(document: dict[str, Any], projection: dict[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {"_id": document["_id"], "__score": document["__score"]}
+    for field, how in projection.items():
+        if isinstance(how, dict) and "$meta" in how:
+            kept[field] = document["__score"]
+        elif how and field in document:
+            kept[field] = document[field]
+    return kept
+
+
+_aggregate = mongomock.Collection.aggregate
+
+
+def aggregate(self: mongomock.Collection, pipeline: list[dict], session: Any = None, **kw: Any):
+    if pipeline and next(iter(pipeline[0])) in FIRST_STAGES:
+        for document in (found := _run(self, pipeline)):
+            document.pop("__score", None)
+        return iter(found)
+    for stage in pipeline[1:]:
+        if next(iter(stage)) in FIRST_STAGES:
+            raise OperationFailure(f"{next(iter(stage))} is only valid as the first stage")
+    return _aggregate(self, pipeline, session=session, **kw)
+
+
+def install() -> None:
+    """Patch mongomock (idempotent): the bulk ``sort`` shim and the Atlas search surface."""
+    if getattr(mongomock.Collection, "_atlas_fake", False):
+        return
+    for name in ("add_update", "add_replace", "add_delete"):
+        setattr(BulkOperationBuilder, name, _accept_sort(getattr(BulkOperationBuilder, name)))
+    mongomock.Collection.create_search_index = create_search_index
+    mongomock.Collection.list_search_indexes = list_search_indexes
+    mongomock.Collection.update_search_index = update_search_index
+    mongomock.Collection.drop_search_index = drop_search_index
+    mongomock.Collection.aggregate = aggregate
+    mongomock.Collection._atlas_fake = True
+
+
+def client() -> mongomock.MongoClient:
+    install()
+    return mongomock.MongoClient(tz_aware=True)
