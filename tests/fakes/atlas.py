@@ -21,6 +21,9 @@ from pymongo.errors import OperationFailure
 from pymongo.operations import SearchIndexModel
 
 RRF_K = 60
+NEVER_QUERYABLE: set[str] = set()
+"""Names of indexes that stay in ``PENDING`` forever once created (a search node that never
+catches up)."""
 
 
 def _accept_sort(method: Any) -> Any:
@@ -48,8 +51,8 @@ def create_search_index(self: mongomock.Collection, model: SearchIndexModel | di
         "id": f"{self.name}-{name}",
         "name": name,
         "type": document.get("type", "search"),
-        "status": "READY",
-        "queryable": True,
+        "status": "PENDING" if name in NEVER_QUERYABLE else "READY",
+        "queryable": name not in NEVER_QUERYABLE,
         "latestDefinition": document["definition"],
     }
     return name
@@ -159,9 +162,7 @@ def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dic
     for clause in compound.get("filter", []):
         equals = clause["equals"]
         if types.get(equals["path"]) != "token":
-            raise OperationFailure(
-                f"Path '{equals['path']}' needs to be indexed as token", code=8
-            )
+            raise OperationFailure(f"Path '{equals['path']}' needs to be indexed as token", code=8)
         query[equals["path"]] = equals["value"]
     words = set(re.findall(r"\w+", must["text"]["query"].lower()))
     scored = []

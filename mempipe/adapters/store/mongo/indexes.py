@@ -41,17 +41,6 @@ def filter_differences(actual: Sequence[str], declared: Sequence[str]) -> list[s
     ]
 
 
-def token_paths(definition: dict[str, Any], prefix: str = "") -> list[str]:
-    """The ``token`` (filterable) paths of a search index's static mappings."""
-    paths = []
-    for name, field in definition.get("mappings", definition).get("fields", {}).items():
-        if field.get("type") == "document":
-            paths.extend(token_paths(field, f"{prefix}{name}."))
-        elif field.get("type") == "token":
-            paths.append(f"{prefix}{name}")
-    return paths
-
-
 class MongoIndexOps(MongoParts):
     def load_declarations(self) -> None:
         with self._errors("declarations"):
@@ -136,7 +125,9 @@ class MongoIndexOps(MongoParts):
         if actual is None:
             return status.model_copy(update={"state": IndexState.ABSENT})
         declared = pipelines.text_index_definition(collection, self.partition_keys)
-        status.differences = filter_differences(token_paths(actual), token_paths(declared))
+        status.differences = filter_differences(
+            pipelines.token_paths(actual), pipelines.token_paths(declared)
+        )
         if status.differences:
             status.state = IndexState.DRIFT
         return status

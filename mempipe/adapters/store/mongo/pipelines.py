@@ -77,6 +77,17 @@ def declared_filters(definition: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f["path"] for f in definition.get("fields", []) if f.get("type") == "filter")
 
 
+def token_paths(definition: dict[str, Any], prefix: str = "") -> list[str]:
+    """The ``token`` (filterable) paths of a search index's static mappings."""
+    paths = []
+    for name, field in definition.get("mappings", definition).get("fields", {}).items():
+        if field.get("type") == "document":
+            paths.extend(token_paths(field, f"{prefix}{name}."))
+        elif field.get("type") == "token":
+            paths.append(f"{prefix}{name}")
+    return paths
+
+
 def vector_field(definition: dict[str, Any]) -> dict[str, Any]:
     return next((f for f in definition.get("fields", []) if f.get("type") == "vector"), {})
 

@@ -9,6 +9,7 @@ from typing import Any
 from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.domain.fusion import fuse_hits
+from mempipe.errors import StoreError
 from mempipe.schemas.search import Hit, ReadFilter, collection_of
 
 
@@ -25,10 +26,28 @@ class MongoSearchOps(MongoParts):
     def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
         if not re.search(r"\w", query):
             return []
+        self._check_text_filters(source, filters)
         pipeline = pipelines.text_search_pipeline(
             collection_of(source), query, k, documents.source_query(source, filters)
         )
         return self._run(source, pipeline, vector=False)
+
+    def _check_text_filters(self, source: str, filters: ReadFilter) -> None:
+        """Atlas answers ``equals`` on a path its index does not map with no results, not an
+        error: a partition key declared after the text index was built is refused here."""
+        if not filters.metadata:
+            return
+        collection = collection_of(source)
+        definition = self.search_indexes.definition(
+            self._collection(collection), pipelines.TEXT_INDEX
+        )
+        mapped = pipelines.token_paths(definition or {})
+        missing = [path for path in filters.metadata if path not in mapped]
+        if missing:
+            raise StoreError(
+                f"the {source} text index does not cover {', '.join(missing)} yet (declared "
+                "after it was built): run `mempipe rebuild-indexes --force`"
+            )
 
     def search_vector(
         self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int

@@ -99,10 +99,11 @@ class SearchIndexes:
                     )
                 if index.get("queryable") and status == "READY":
                     return
-            if self._clock() >= deadline:
+            left = deadline - self._clock()
+            if left <= 0:
                 raise IndexNotQueryableError(
                     f"{self.where}: search index {collection.name}.{name} is not queryable after "
                     f"{self.timeout_s:g} s (status {status}); raise MEMPIPE_MONGODB_INDEX_TIMEOUT "
                     "or check the search nodes / mongot, then run `mempipe rebuild-indexes`"
                 )
-            self._sleep(self.poll_s)
+            self._sleep(min(self.poll_s, left))

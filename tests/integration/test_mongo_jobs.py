@@ -1,0 +1,157 @@
+"""Every job runs unchanged on the MongoDB adapter: the same flows, only the store URL differs.
+
+The server here is mongomock with the Atlas search fake (no MongoDB server can run on these
+machines); ``MEMPIPE_MONGODB_URI`` runs the contract suite against a real one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mempipe.adapters.store import open_store
+from mempipe.adapters.store.mongo import factory
+from mempipe.errors import StoreError
+from mempipe.flows.backfill import backfill
+from mempipe.flows.indexes import rebuild_indexes
+from mempipe.flows.reembed import reembed, reembed_finalize, reembed_rollback
+from mempipe.flows.replay import replay
+from mempipe.flows.report import audit_report
+from mempipe.schemas.search import ReadFilter, SearchMode
+from mempipe.services.audit import scan_audit
+from mempipe.services.search import search
+from tests.fakes import atlas
+
+pytestmark = pytest.mark.prefect
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+
+
+@pytest.fixture
+def mongo_url(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every store opened on this URL talks to one mongomock server with the Atlas fake."""
+    server = atlas.client()
+    monkeypatch.setattr(factory, "MongoClient", lambda url, **options: server)
+    return "mongodb://mongomock:27017/jobs"
+
+
+def config(tmp_path: Path, extra: str = "") -> str:
+    path = tmp_path / "project-config.yaml"
+    path.write_text(
+        "memory:\n  extraction:\n    enabled: [semantic, episodic, procedural, taxonomic]\n"
+        f"  embedding:\n    model: hashing-128\n{extra}"
+    )
+    return str(path)
+
+
+def backfill_and_replay(url: str, tmp_path: Path, name: str) -> tuple[object, Path]:
+    cfg = config(tmp_path)
+    backfill(
+        paths=[str(SAMPLE)],
+        user_id="maya",
+        store=url,
+        config=cfg,
+        rejects_dir=str(tmp_path / f"rejects-{name}"),
+    )
+    audit_dir = tmp_path / f"audit-{name}"
+    summary = replay(store=url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
+    return summary, audit_dir
+
+
+def actions(audit_dir: Path) -> Counter:
+    frame = scan_audit(audit_dir).collect()
+    return Counter(zip(frame["memory_type"], frame["action"], frame["text"], strict=True))
+
+
+def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    on_mongo, mongo_audit = backfill_and_replay(mongo_url, tmp_path, "mongo")
+    on_sqlite, sqlite_audit = backfill_and_replay(
+        f"sqlite:///{tmp_path / 'reference.db'}", tmp_path, "sqlite"
+    )
+    assert (on_mongo.extractions, on_mongo.done) == (24, 24)
+    assert (on_mongo.added, on_mongo.updated, on_mongo.reinforced) == (
+        on_sqlite.added,
+        on_sqlite.updated,
+        on_sqlite.reinforced,
+    )
+    assert actions(mongo_audit) == actions(sqlite_audit)
+    report = audit_report(run_id=on_mongo.run_id, out=str(mongo_audit), store=mongo_url)
+    assert report.rows == on_mongo.added + on_mongo.updated + on_mongo.reinforced
+    store = open_store(mongo_url)
+    stats = store.stats()
+    store.close()
+    assert stats.turns > 0
+    assert stats.unpromoted_turns == 0
+    assert stats.memories["semantic"]["superseded"] == on_sqlite.updated
+
+
+def hashing_embedder(model_id: str):
+    from mempipe.adapters.embedding.factory import embedder_for
+
+    return embedder_for(model_id)
+
+
+def test_reembed_switches_models_with_search_answering_then_rolls_back_and_finalizes(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    backfill_and_replay(mongo_url, tmp_path, "mongo")
+    cfg = config(tmp_path)
+    store = open_store(mongo_url)
+    before = search(
+        store, hashing_embedder, "home airport", "semantic", SearchMode.SEMANTIC, ReadFilter()
+    )
+    assert before.hits, "the serving model answers before the move"
+
+    summary = reembed(model="hashing-64", store=mongo_url, config=cfg)
+    assert summary.switched
+    assert store.active_embedding("semantic") == ("hashing-64", 64)
+    after = search(
+        store, hashing_embedder, "home airport", "semantic", SearchMode.HYBRID, ReadFilter()
+    )
+    assert after.hits
+    assert {e.model_id for e in store.registry() if e.collection == "semantic"} == {
+        "hashing-128",
+        "hashing-64",
+    }
+
+    assert "semantic" in reembed_rollback(store=mongo_url, config=cfg)
+    assert store.active_embedding("semantic") == ("hashing-128", 128)
+    assert store.db["semantic"].count_documents({"embedding_hashing_64": {"$exists": True}}) == 0
+
+    reembed(model="hashing-64", store=mongo_url, config=cfg)
+    dropped = reembed_finalize(store=mongo_url, config=cfg)
+    assert "semantic:hashing-128" in dropped
+    assert store.db["semantic"].count_documents({"embedding": {"$exists": True}}) == 0
+    names = [i["name"] for i in store.db["semantic"].list_search_indexes()]
+    assert sorted(names) == ["text", "vector_hashing_64"]
+    store.close()
+
+
+def test_an_added_partition_key_drifts_the_indexes_until_a_forced_rebuild(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    backfill_and_replay(mongo_url, tmp_path, "mongo")
+    keyed = config(tmp_path, "  metadata_partition_keys: [engagement_id]\n")
+    report = rebuild_indexes(store=mongo_url, config=keyed)
+    assert report.drift > 0
+    assert report.rebuilt == 0
+    assert any("metadata.engagement_id" in d for s in report.indexes for d in s.differences)
+    forced = rebuild_indexes(force=True, store=mongo_url, config=keyed)
+    assert forced.rebuilt == report.drift
+    assert rebuild_indexes(store=mongo_url, config=keyed).drift == 0
+
+
+def test_an_index_that_never_becomes_queryable_fails_the_reembed_with_a_clear_error(
+    prefect_server, mongo_url, tmp_path, monkeypatch
+) -> None:
+    backfill_and_replay(mongo_url, tmp_path, "mongo")
+    monkeypatch.setattr(atlas, "NEVER_QUERYABLE", {"vector_hashing_64"})
+    monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_TIMEOUT", "0.3")
+    with pytest.raises(StoreError, match=r"vector_hashing_64 is not queryable after 0.3 s"):
+        reembed(model="hashing-64", store=mongo_url, config=config(tmp_path))
+    store = open_store(mongo_url)
+    assert store.active_embedding("semantic") == ("hashing-128", 128), "nothing switched"
+    store.close()

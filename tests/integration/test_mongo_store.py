@@ -1,0 +1,179 @@
+"""The MongoDB adapter on mongomock with the Atlas fake: what it really sends, in-server hybrid
+ranking, the undo journal of a deployment without transactions, and its indexes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import mongomock
+import pytest
+
+from mempipe.adapters.store.factory import prepare
+from mempipe.adapters.store.mongo.factory import open_mongo_store
+from mempipe.errors import StoreError
+from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.snapshot import ExtractionStatus
+from tests.fakes import atlas
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+MODEL = "hashing-4"
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[list[dict]]:
+    """Every aggregation pipeline the adapter sends."""
+    pipelines: list[list[dict]] = []
+    atlas.install()
+    original = mongomock.Collection.aggregate
+
+    def recording(self, pipeline, *args, **kwargs):
+        pipelines.append(pipeline)
+        return original(self, pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(mongomock.Collection, "aggregate", recording)
+    return pipelines
+
+
+@pytest.fixture
+def store():
+    opened = prepare(open_mongo_store("mongodb://mongomock/unit", client=atlas.client()))
+    yield opened
+    opened.close()
+
+
+def memory(n: int, user: str, text: str, **fields) -> SemanticMemory:
+    return SemanticMemory(
+        id=f"m{n}",
+        org_id="o",
+        project_id="p",
+        user_id=user,
+        text=text,
+        label=f"label{n}",
+        created_at=T0,
+        updated_at=T0,
+        **fields,
+    )
+
+
+def vectored(n: int, user: str, text: str, vector: list[float]) -> tuple[SemanticMemory, list]:
+    return memory(n, user, text, has_embedding=True, embedding_model_id=MODEL), vector
+
+
+def fill(store, records) -> None:
+    store.ensure_vector_table("semantic", MODEL, 4)
+    with store.write_transaction():
+        for record, vector in records:
+            store.add_memory("semantic", record, vector)
+
+
+def test_the_k_nearest_are_the_k_nearest_in_scope(store, sent) -> None:
+    others = [vectored(n, "other", f"refund {n}", [1.0, 0.0, 0.0, 0.01 * n]) for n in range(20)]
+    fill(store, [*others, vectored(99, "me", "refund mine", [0.0, 1.0, 0.0, 0.0])])
+    hits = store.search_vector("semantic", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="me"), 1)
+    assert [h.id for h in hits] == ["m99"]
+    stage = sent[-1][0]["$vectorSearch"]
+    assert stage["filter"]["user_id"] == {"$eq": "me"}
+    assert stage["limit"] == 1
+
+
+def test_hybrid_runs_as_rank_fusion_in_a_server_that_has_it(store, sent) -> None:
+    fill(
+        store,
+        [
+            vectored(1, "u", "passport renewal steps", [1.0, 0.0, 0.0, 0.0]),
+            (memory(2, "u", "refund policy for flights"), None),
+        ],
+    )
+    store.capabilities = store.capabilities.model_copy(update={"rank_fusion": True})
+    hits = store.search_hybrid(
+        "semantic", "refund", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="u"), 5, 20
+    )
+    assert "$rankFusion" in sent[-1][0]
+    assert {h.id for h in hits} == {"m1", "m2"}, "one found by vector only, one by text only"
+
+
+def test_hybrid_fuses_here_where_the_server_has_no_rank_fusion(store, sent) -> None:
+    fill(store, [vectored(1, "u", "refund policy", [1.0, 0.0, 0.0, 0.0])])
+    assert not store.capabilities.rank_fusion, "mongomock reports a 5.0 server"
+    hits = store.search_hybrid(
+        "semantic", "refund", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="u"), 5, 20
+    )
+    assert [h.id for h in hits] == ["m1"]
+    assert [next(iter(p[0])) for p in sent[-2:]] == ["$search", "$vectorSearch"]
+
+
+def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
+    fill(store, [(memory(1, "u", "home airport JFK"), None), (memory(2, "u", "likes tea"), None)])
+    row = AuditRow(
+        run_id="r",
+        at=T0,
+        day=T0.date(),
+        org_id="o",
+        project_id="p",
+        memory_type="semantic",
+        action=ReconcileAction.ADD,
+        memory_id="m3",
+        version=1,
+        text="x",
+    )
+    assert not store.capabilities.transactions
+    with pytest.raises(RuntimeError, match="crash"), store.write_transaction():
+        store.supersede_memory("semantic", "m1")
+        store.add_memory("semantic", memory(3, "u", "home airport LIS"), None)
+        store.reinforce_memory("semantic", "m2", "snap")
+        store.insert_audit([row])
+        raise RuntimeError("crash")
+    assert store.get_memory("semantic", "m1")["status"] == "active"
+    assert store.get_memory("semantic", "m3") is None
+    m2 = store.get_memory("semantic", "m2")
+    assert (m2["reinforcement_count"], m2["evidence"]) == (0, [])
+    assert list(store.audit_rows()) == []
+
+
+def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
+    store.db["snapshots"].insert_one(
+        {"_id": "s1", "extraction": {"semantic": {"status": "pending", "attempts": 0}}}
+    )
+    with pytest.raises(RuntimeError), store.write_transaction():
+        store.set_extraction_state("s1", "semantic", ExtractionStatus.DONE, 1)
+        raise RuntimeError("crash")
+    state = store.db["snapshots"].find_one({"_id": "s1"})["extraction"]["semantic"]
+    assert state["status"] == "pending"
+
+
+def test_a_second_active_record_for_one_key_and_scope_is_refused(store) -> None:
+    fill(store, [(memory(1, "u", "home airport JFK"), None)])
+    twin = memory(2, "u", "home airport OSL").model_copy(update={"label": "label1"})
+    with pytest.raises(StoreError, match="[Dd]uplicate"), store.write_transaction():
+        store.add_memory("semantic", twin, None)
+
+
+def test_migrations_create_the_identity_indexes_and_the_unique_turn_key(store) -> None:
+    turn_indexes = store.db["turns"].index_information()
+    assert turn_indexes["turn_key"]["unique"]
+    assert [k for k, _ in turn_indexes["turn_key"]["key"]] == [
+        "org_id",
+        "project_id",
+        "session_id",
+        "turn_seq",
+    ]
+    assert "identity" in store.db["semantic"].index_information()
+    names = {i["name"] for i in store.db["turns"].list_search_indexes()}
+    assert names == {"text"}
+
+
+def test_a_text_filter_on_a_key_the_index_lacks_is_refused_not_answered_empty(store) -> None:
+    store.declare(["engagement_id"], [])
+    with pytest.raises(StoreError, match="rebuild-indexes --force"):
+        store.search_text(
+            "semantic", "refund", ReadFilter(metadata={"metadata.engagement_id": "e"}), 5
+        )
+    store.rebuild_indexes(force=True)
+    assert (
+        store.search_text(
+            "semantic", "refund", ReadFilter(metadata={"metadata.engagement_id": "e"}), 5
+        )
+        == []
+    )
