@@ -14,6 +14,7 @@ from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from tests.fakes import atlas
 
@@ -104,6 +105,14 @@ def test_hybrid_fuses_here_where_the_server_has_no_rank_fusion(store, sent) -> N
     assert [next(iter(p[0])) for p in sent[-2:]] == ["$search", "$vectorSearch"]
 
 
+def crash_after(store, steps, crash: bool = True) -> None:
+    with store.write_transaction():
+        for step in steps:
+            step()
+        if crash:
+            raise RuntimeError("crash")
+
+
 def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
     fill(store, [(memory(1, "u", "home airport JFK"), None), (memory(2, "u", "likes tea"), None)])
     row = AuditRow(
@@ -119,12 +128,14 @@ def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
         text="x",
     )
     assert not store.capabilities.transactions
-    with pytest.raises(RuntimeError, match="crash"), store.write_transaction():
-        store.supersede_memory("semantic", "m1")
-        store.add_memory("semantic", memory(3, "u", "home airport LIS"), None)
-        store.reinforce_memory("semantic", "m2", "snap")
-        store.insert_audit([row])
-        raise RuntimeError("crash")
+    steps = [
+        lambda: store.supersede_memory("semantic", "m1"),
+        lambda: store.add_memory("semantic", memory(3, "u", "home airport LIS"), None),
+        lambda: store.reinforce_memory("semantic", "m2", "snap"),
+        lambda: store.insert_audit([row]),
+    ]
+    with pytest.raises(RuntimeError, match="crash"):
+        crash_after(store, steps)
     assert store.get_memory("semantic", "m1")["status"] == "active"
     assert store.get_memory("semantic", "m3") is None
     m2 = store.get_memory("semantic", "m2")
@@ -136,9 +147,10 @@ def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
     store.db["snapshots"].insert_one(
         {"_id": "s1", "extraction": {"semantic": {"status": "pending", "attempts": 0}}}
     )
-    with pytest.raises(RuntimeError), store.write_transaction():
-        store.set_extraction_state("s1", "semantic", ExtractionStatus.DONE, 1)
-        raise RuntimeError("crash")
+    with pytest.raises(RuntimeError, match="crash"):
+        crash_after(
+            store, [lambda: store.set_extraction_state("s1", "semantic", ExtractionStatus.DONE, 1)]
+        )
     state = store.db["snapshots"].find_one({"_id": "s1"})["extraction"]["semantic"]
     assert state["status"] == "pending"
 
@@ -146,8 +158,8 @@ def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
 def test_a_second_active_record_for_one_key_and_scope_is_refused(store) -> None:
     fill(store, [(memory(1, "u", "home airport JFK"), None)])
     twin = memory(2, "u", "home airport OSL").model_copy(update={"label": "label1"})
-    with pytest.raises(StoreError, match="[Dd]uplicate"), store.write_transaction():
-        store.add_memory("semantic", twin, None)
+    with pytest.raises(StoreError, match=r"[Dd]uplicate"):
+        crash_after(store, [lambda: store.add_memory("semantic", twin, None)], crash=False)
 
 
 def test_migrations_create_the_identity_indexes_and_the_unique_turn_key(store) -> None:
@@ -177,3 +189,15 @@ def test_a_text_filter_on_a_key_the_index_lacks_is_refused_not_answered_empty(st
         )
         == []
     )
+
+
+def test_a_crash_between_superseding_and_writing_the_new_version_is_recovered(store) -> None:
+    fill(store, [(memory(1, "u", "home airport JFK"), None), (memory(2, "u", "likes tea"), None)])
+    store.supersede_memory("semantic", "m2")
+    store.add_memory(
+        "semantic", memory(3, "u", "likes coffee", version=2, supersedes_id="m2"), None
+    )
+    store.supersede_memory("semantic", "m1")  # the process dies before the new version
+    store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    assert store.get_memory("semantic", "m1")["status"] == "active"
+    assert store.get_memory("semantic", "m2")["status"] == "superseded", "it has a successor"

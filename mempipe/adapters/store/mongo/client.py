@@ -84,12 +84,12 @@ EXTRACTION_STATES = [
 
 def detect_capabilities(client: MongoClient) -> StoreCapabilities:
     """Transactions on replica sets and sharded clusters; ``$rankFusion`` from 8.1."""
+    version = tuple(int(p) for p in client.server_info()["version"].split(".")[:2] if p.isdigit())
     try:
         hello = client.admin.command("hello")
         transactions = "setName" in hello or hello.get("msg") == "isdbgrid"
     except (PyMongoError, NotImplementedError):
         transactions = False
-    version = tuple(int(p) for p in client.server_info()["version"].split(".")[:2] if p.isdigit())
     return StoreCapabilities(
         transactions=transactions,
         vector_search=True,

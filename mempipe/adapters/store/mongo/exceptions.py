@@ -23,7 +23,8 @@ NO_SEARCH_HINT = (
 
 def translate(exc: errors.PyMongoError, where: str) -> MempipeError:
     if isinstance(exc, errors.ConnectionFailure | errors.AutoReconnect):
-        return StoreUnavailableError(f"{where}: MongoDB is unreachable: {exc}")
+        reason = str(exc).split(" (configured timeouts")[0].split(", Timeout:")[0]
+        return StoreUnavailableError(f"{where}: MongoDB is unreachable: {reason}")
     if isinstance(exc, errors.OperationFailure):
         message = str(exc.details.get("errmsg", exc)) if exc.details else str(exc)
         if exc.has_error_label("TransientTransactionError"):

@@ -3,6 +3,7 @@ long-term memories, reconciliation candidates and the audit log."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 
+log = logging.getLogger(__name__)
 RUNNABLE = [ExtractionStatus.PENDING.value, ExtractionStatus.FAILED_RETRYABLE.value]
 WORK_ORDER = [("order_at", 1), ("session_id", 1), ("first_turn_seq", 1)]
 
@@ -43,6 +45,8 @@ class MongoExtractionOps(MongoParts):
     ) -> list[WorkItem]:
         if not handlers:
             return []
+        if not self.capabilities.transactions:
+            self.restore_orphaned_versions()
         query = documents.selection_query(selection)
         snapshots = self.db["snapshots"]
         with self._errors("snapshots"):
@@ -74,6 +78,43 @@ class MongoExtractionOps(MongoParts):
                 for h in sorted(handlers)
                 if h in d["extraction"] and (force or d["extraction"][h]["status"] in RUNNABLE)
             ]
+
+    def restore_orphaned_versions(self) -> int:
+        """The recovery rule of a deployment without transactions. UPDATE supersedes the old
+        version before writing the new one (the unique active-key index allows no other order);
+        a crash between the two leaves a superseded record that nothing supersedes. It is made
+        active again here, before work is handed out, and the extraction (never marked done)
+        is redone. Returns how many were restored."""
+        restored = 0
+        for memory_type in documents.MEMORY_FIELDS:
+            collection = self._collection(memory_type)
+            with self._errors(memory_type):
+                orphans = [
+                    d["id"]
+                    for d in collection.aggregate(
+                        [
+                            {"$match": {"status": "superseded"}},
+                            {
+                                "$lookup": {
+                                    "from": collection.name,
+                                    "localField": "id",
+                                    "foreignField": "supersedes_id",
+                                    "as": "successors",
+                                }
+                            },
+                            {"$match": {"successors": {"$size": 0}}},
+                            {"$project": {"id": 1}},
+                        ]
+                    )
+                ]
+                if orphans:
+                    restored += collection.update_many(
+                        {"id": {"$in": orphans}, "status": "superseded"},
+                        {"$set": {"status": "active"}},
+                    ).modified_count
+        if restored:
+            log.warning("restored %d superseded records a crashed UPDATE left behind", restored)
+        return restored
 
     @staticmethod
     def _state(status: ExtractionStatus, attempts: int, error: str | None = None) -> dict:
