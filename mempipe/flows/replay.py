@@ -31,6 +31,7 @@ COUNTS = {
     "updated",
     "reinforced",
     "unembedded",
+    "claimed_elsewhere",
 }
 """The counts recorded with the run and published as its table artifact."""
 
@@ -85,7 +86,7 @@ def replay(
         config=config,
     )
     buckets = select_work(context.store_url, selection, enabled, force, concurrency)
-    running = [replay_bucket.submit(context.store_url, b, settings, run_id) for b in buckets]
+    running = [replay_bucket.submit(context.store_url, b, settings, run_id, force) for b in buckets]
     results = [summary for future in running for summary in future.result()]
     files = export_audit(context.store_url, audit_dir, run_id=run_id)
     summary = summarize_replay(run_id, context.store_url, settings, results, audit_dir, files)

@@ -44,6 +44,9 @@ class CollectionReport(BaseModel):
     vectors: int
     embedded_now: int = 0
     unembeddable: int = 0
+    resumed_after: int | None = Field(
+        default=None, description="the record id a crashed run's checkpoint let this run skip to"
+    )
 
     @property
     def complete(self) -> bool:

@@ -43,14 +43,20 @@ def embed_collection(
     sleep: Callable[[float], Any] = time.sleep,
     state: str = ModelState.BUILDING.value,
 ) -> CollectionReport:
-    """Give every record of the collection a vector of ``embedder``'s model, in batches."""
+    """Give every record of the collection a vector of ``embedder``'s model, in batches. After
+    each batch the run records a checkpoint; a run following one that crashed starts after
+    that run's checkpoint instead of scanning from the start (records before it have their
+    vectors; the next full run still retries the ones that could not be embedded)."""
     store.register_model(collection, embedder.model_id, embedder.dimensions, state)
     policy = retry or RetryPolicy()
     records, vectors = store.vector_counts(collection, embedder.model_id)
     report = CollectionReport(
         collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
     )
-    after = 0
+    checkpoint = f"embed:{collection}:{embedder.model_id}"
+    resumed = store.resume_point("reembed", checkpoint, run_id)
+    report.resumed_after = resumed
+    after = resumed or 0
     with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
         done = 0
         while batch := store.records_missing_vectors(
@@ -75,6 +81,7 @@ def embed_collection(
                         at=datetime.now(UTC),
                     )
                 )
+            store.save_checkpoint(run_id, checkpoint, after)
             done += len(batch)
             progress.update(done)
     report.records, report.vectors = store.vector_counts(collection, embedder.model_id)

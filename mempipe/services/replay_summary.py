@@ -15,6 +15,8 @@ def summarize_replay(
     audit_dir: str,
     files: list[str],
 ) -> ReplaySummary:
+    skipped = sum(r.claimed_elsewhere for r in results)
+    results = [r for r in results if not r.claimed_elsewhere]
     return ReplaySummary(
         run_id=run_id,
         store=store_url,
@@ -30,6 +32,7 @@ def summarize_replay(
         updated=sum(r.updated for r in results),
         reinforced=sum(r.reinforced for r in results),
         unembedded=sum(r.unembedded for r in results),
+        claimed_elsewhere=skipped,
         audit_dir=audit_dir,
         audit_files=files,
     )

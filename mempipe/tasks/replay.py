@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -15,12 +16,16 @@ from mempipe.adapters.store.base import WorkItem
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.audit import write_audit
 from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
 from mempipe.tasks.policies import retry_if_transient
 
 BATCH = 64
 """Extractions embedded together: big enough to batch the model, small enough to bound memory."""
+CLAIM_LEASE = timedelta(hours=1)
+"""How long a claim holds if its run disappears without a trace (a killed process whose run
+record still says running); a run that ends or fails releases its claims at once."""
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
@@ -54,10 +59,11 @@ def deal(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
     retry_condition_fn=retry_if_transient,
 )
 def replay_bucket(
-    store_url: str, items: list[WorkItem], settings: ReplaySettings, run_id: str
+    store_url: str, items: list[WorkItem], settings: ReplaySettings, run_id: str, force: bool
 ) -> list[ExtractionSummary]:
     """Idempotent: an extraction already done is not selected again, and one interrupted
-    before its commit left nothing behind."""
+    before its commit left nothing behind. Each batch is claimed first; what another running
+    replay holds is left to it."""
     context = ReplayContext(
         run_id=run_id,
         extractor=extractor_for(settings.extractor, settings.llm),
@@ -71,11 +77,29 @@ def replay_bucket(
         track("replay", len(items), "extractions") as bar,
     ):
         for start in range(0, len(items), BATCH):
-            results.extend(replay_batch(store, items[start : start + BATCH], context))
+            batch = items[start : start + BATCH]
+            claimed = store.claim_work(batch, run_id, force=force, lease=CLAIM_LEASE)
+            results.extend(replay_batch(store, claimed, context))
+            results.extend(
+                ExtractionSummary(
+                    snapshot_id=i.snapshot_id,
+                    handler=i.handler,
+                    status=ExtractionStatus.PENDING,
+                    claimed_elsewhere=True,
+                )
+                for i in batch
+                if i not in claimed
+            )
             bar.update(len(results))
     failed = [r for r in results if r.failure_class is not None]
+    skipped = sum(r.claimed_elsewhere for r in results)
     logger = get_run_logger()
-    logger.info("%d extractions done, %d failed", len(results) - len(failed), len(failed))
+    logger.info(
+        "%d extractions done, %d failed, %d left to another running replay",
+        len(results) - len(failed) - skipped,
+        len(failed),
+        skipped,
+    )
     for failure in failed:
         logger.warning(
             "%s/%s failed (%s): %s",

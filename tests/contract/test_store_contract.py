@@ -96,6 +96,20 @@ def test_runs_are_recorded_with_their_outcome(backend) -> None:
     assert backend.get_run("missing") is None
 
 
+def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
+    backend.start_run(RunRecord(run_id="r1", flow="reembed", started_at=T0))
+    backend.save_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 400)
+    backend.save_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 800)
+    backend.start_run(RunRecord(run_id="r2", flow="reembed", started_at=T0 + timedelta(hours=1)))
+    assert backend.resume_point("reembed", "embed:semantic:all-MiniLM-L6-v2", "r2") == 800
+    assert backend.resume_point("reembed", "embed:stm:all-MiniLM-L6-v2", "r2") is None
+    backend.finish_run("r2", RunStatus.COMPLETED, {})
+    backend.start_run(RunRecord(run_id="r3", flow="reembed", started_at=T0 + timedelta(hours=2)))
+    assert backend.resume_point("reembed", "embed:semantic:all-MiniLM-L6-v2", "r3") is None, (
+        "after a completed run there is nothing to resume"
+    )
+
+
 def test_extraction_work_states_and_failures(backend) -> None:
     backend.insert_turns([turn(0), turn(1), turn(2)], "r")
     promote(backend, handlers=("semantic",))
@@ -131,6 +145,31 @@ def test_extraction_work_states_and_failures(backend) -> None:
     assert {w.snapshot_id for w in backend.extraction_work(narrowed, ["semantic"], force=True)} == {
         first.snapshot_id
     }
+
+
+def test_work_is_claimed_by_one_running_run_at_a_time(backend) -> None:
+    backend.insert_turns([turn(0), turn(1), turn(2)], "r")
+    promote(backend)
+    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    hour = timedelta(hours=1)
+    for run in ("a", "b"):
+        backend.start_run(RunRecord(run_id=run, flow="replay", started_at=T0))
+    assert backend.claim_work(work, "a", force=False, lease=hour) == work
+    assert backend.claim_work(work, "b", force=False, lease=hour) == [], "a holds them"
+    assert backend.claim_work(work, "a", force=False, lease=hour) == work, "a again: its own"
+    first = work[0]
+    backend.set_extraction_state(first.snapshot_id, first.handler, ExtractionStatus.DONE, 1)
+    assert backend.claim_work(work, "b", force=False, lease=hour) == [], "done, or still held"
+    assert backend.claim_work([first], "b", force=True, lease=hour) == [first], "forced"
+    backend.finish_run("a", RunStatus.FAILED, {}, "killed")
+    assert backend.claim_work(work[1:], "b", force=False, lease=-hour) == work[1:], (
+        "a run that stopped holds nothing"
+    )
+    backend.start_run(RunRecord(run_id="c", flow="replay", started_at=T0))
+    assert backend.claim_work(work[1:], "c", force=False, lease=hour) == work[1:], (
+        "b is running, but its lease ran out"
+    )
+    assert backend.claim_work(work[1:], "b", force=False, lease=hour) == [], "now c holds them"
 
 
 def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchable) -> None:

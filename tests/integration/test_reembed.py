@@ -5,13 +5,14 @@ resumes to the same end state, mismatches are refused, the recall gate holds a b
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.errors import StoreError
 from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.run import RunRecord
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.evaluation import EvalQuery
 from mempipe.services.reembed import embed_collection, recall_gate
@@ -129,12 +130,15 @@ def test_a_crashed_move_resumes_to_exactly_one_new_vector_per_record(big) -> Non
                 raise KeyboardInterrupt("killed")
             return super().embed(texts)
 
+    big.start_run(RunRecord(run_id="r", flow="reembed", started_at=NOW))
     with pytest.raises(KeyboardInterrupt):
         embed_collection(big, "semantic", Crashes(128), run_id="r", batch_size=400)
     partial = big.vector_counts("semantic", NEW.model_id)[1]
     assert partial == 800
+    big.start_run(RunRecord(run_id="r2", flow="reembed", started_at=NOW + timedelta(hours=1)))
     report = embed_collection(big, "semantic", NEW, run_id="r2", batch_size=400)
     assert (report.vectors, report.embedded_now) == (COUNT, COUNT - 800)
+    assert report.resumed_after == 800, "it started after the crashed run's checkpoint"
     duplicates = big._conn.execute(
         "SELECT count(*) - count(DISTINCT memory_rowid) FROM vec_semantic__hashing_128"
     ).fetchall()[0][0]

@@ -3,6 +3,7 @@ UPDATE and REINFORCE; the enabled-extractions configuration is honoured."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,8 @@ from mempipe.adapters.store import open_store
 from mempipe.flows.backfill import backfill
 from mempipe.flows.replay import replay
 from mempipe.flows.report import audit_report
+from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import scan_audit
 
 pytestmark = pytest.mark.prefect
@@ -77,3 +80,22 @@ def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -
     store.close()
     assert set(stats.extraction) == {"semantic"}
     assert stats.memories["taxonomic"] == {"active": 0, "superseded": 0}
+
+
+def test_work_another_running_replay_claimed_is_left_to_it(
+    prefect_server, store_url, tmp_path
+) -> None:
+    cfg = config(tmp_path)
+    load_sample(store_url, cfg, tmp_path)
+    store = open_store(store_url)
+    store.start_run(RunRecord(run_id="elsewhere", flow="replay", started_at=datetime.now(UTC)))
+    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    store.claim_work(work, "elsewhere", force=False, lease=timedelta(hours=1))
+    audit_dir = str(tmp_path / "audit")
+    held = replay(store=store_url, config=cfg, audit_dir=audit_dir)
+    assert held.claimed_elsewhere == len(work) == 6
+    assert held.extractions == 18, "the other handlers' work was free"
+    store.finish_run("elsewhere", RunStatus.FAILED, {}, "killed")
+    store.close()
+    freed = replay(store=store_url, config=cfg, audit_dir=audit_dir)
+    assert (freed.extractions, freed.claimed_elsewhere) == (6, 0)

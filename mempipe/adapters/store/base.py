@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -90,6 +91,15 @@ class Store(Protocol):
         self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
     ) -> list[WorkItem]:
         """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``."""
+        ...
+
+    def claim_work(
+        self, items: Sequence[WorkItem], run_id: str, *, force: bool, lease: timedelta
+    ) -> list[WorkItem]:
+        """Claim items for ``run_id``: those still runnable (any state with ``force``) that no
+        other *running* run holds a live claim on. A claim ends when the item's state is next
+        set, when its run stops running, or when the lease runs out (a run killed without a
+        trace)."""
         ...
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
@@ -211,6 +221,15 @@ class Store(Protocol):
     ) -> None: ...
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def save_checkpoint(self, run_id: str, name: str, value: Any) -> None:
+        """Record how far a run got under ``name``, so that a crashed run can be resumed."""
+        ...
+
+    def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
+        """The ``name`` checkpoint of the flow's latest run other than ``run_id``, when that run
+        did not complete (it crashed or failed); None otherwise."""
+        ...
 
     def stats(self) -> StoreStats: ...
 

@@ -320,6 +320,21 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
         run_id = document.pop("_id")
         return RunRecord.model_validate({**document, "run_id": run_id})
 
+    def save_checkpoint(self, run_id: str, name: str, value: Any) -> None:
+        with self._errors("runs"):
+            self.db["runs"].update_one(
+                {"_id": run_id}, {"$set": {f"checkpoints.{documents.field_key(name)}": value}}
+            )
+
+    def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
+        with self._errors("runs"):
+            latest = self.db["runs"].find_one(
+                {"flow": flow, "_id": {"$ne": run_id}}, sort=[("started_at", -1)]
+            )
+        if latest is None or latest["status"] == RunStatus.COMPLETED.value:
+            return None
+        return latest.get("checkpoints", {}).get(documents.field_key(name))
+
     # -- stats ------------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:

@@ -39,6 +39,11 @@ def collection_name(collection: str) -> str:
     return collection
 
 
+def field_key(name: str) -> str:
+    """A name usable as one field of a document (no dots, no leading ``$``)."""
+    return name.replace(".", "_").lstrip("$")
+
+
 def text_field(collection: str) -> str:
     return "content" if collection == STM else "text"
 

@@ -243,6 +243,27 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
             finished_at=sql.parse_iso(finished),
         )
 
+    def save_checkpoint(self, run_id: str, name: str, value: Any) -> None:
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "UPDATE runs SET checkpoints = json_set(checkpoints, ?, json(?)) "
+                    "WHERE run_id = ?",
+                    (sql.json_key(name), orjson.dumps(value).decode(), run_id),
+                )
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+
+    def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
+        rows = self._rows(
+            "SELECT status, json_extract(checkpoints, ?) FROM runs WHERE flow = ? AND run_id != ? "
+            "ORDER BY started_at DESC LIMIT 1",
+            (sql.json_key(name), flow, run_id),
+        )
+        if not rows or rows[0][0] == RunStatus.COMPLETED.value:
+            return None
+        return rows[0][1]
+
     # -- stats ------------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import apsw
@@ -103,6 +103,34 @@ class SqliteExtractionOps:
             for r in rows
         ]
 
+    def claim_work(
+        self, items: Sequence[WorkItem], run_id: str, *, force: bool, lease: timedelta
+    ) -> list[WorkItem]:
+        now = datetime.now(UTC)
+        try:
+            with self._conn:
+                claimed = {
+                    (row[0], row[1])
+                    for row in self._conn.executemany(
+                        sql.CLAIM_WORK,
+                        [
+                            (
+                                run_id,
+                                sql.iso(now + lease),
+                                i.snapshot_id,
+                                i.handler,
+                                int(force),
+                                run_id,
+                                sql.iso(now),
+                            )
+                            for i in items
+                        ],
+                    )
+                }
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+        return [i for i in items if (i.snapshot_id, i.handler) in claimed]
+
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent:
         head = self._rows(
             "SELECT org_id, project_id, user_id, agent_id, session_id, first_turn_seq, "
@@ -160,7 +188,8 @@ class SqliteExtractionOps:
             with self._conn:
                 self._conn.execute(
                     "UPDATE snapshot_extractions SET status = ?, attempts = ?, last_error = ?, "
-                    "updated_at = ? WHERE snapshot_id = ? AND handler = ?",
+                    "updated_at = ?, claimed_by = NULL, claimed_until = NULL "
+                    "WHERE snapshot_id = ? AND handler = ?",
                     (status.value, attempts, error, now_text(), snapshot_id, handler),
                 )
         except apsw.Error as exc:

@@ -83,6 +83,16 @@ MARK_TURNS_PROMOTED = (
     "AND turn_seq BETWEEN ? AND ? AND snapshot_id IS NULL"
 )
 
+CLAIM_WORK = (
+    "UPDATE snapshot_extractions SET claimed_by = ?1, claimed_until = ?2 "
+    "WHERE snapshot_id = ?3 AND handler = ?4 "
+    "AND (?5 OR status IN ('pending', 'failed_retryable')) "
+    "AND NOT (claimed_by IS NOT NULL AND claimed_by != ?6 AND claimed_until > ?7 "
+    "AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = claimed_by AND r.status = 'running')) "
+    "RETURNING snapshot_id, handler"
+)
+"""Claim one extraction unless another running run holds a live claim on it."""
+
 UPSERT_RUN = (
     "INSERT INTO runs (run_id, flow, parameters, status, counts, checkpoints, error, started_at, "
     "finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
@@ -135,6 +145,11 @@ def to_sql(value: Any) -> Any:
     if isinstance(value, list | dict):
         return orjson.dumps(value).decode()
     return value
+
+
+def json_key(name: str) -> str:
+    """A JSON path naming one key of an object, whatever characters the key holds."""
+    return "$." + orjson.dumps(name).decode()
 
 
 def json_or_none(value: Any) -> str | None:
