@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import mongomock
 import pytest
+from pymongo.errors import BulkWriteError
 
 from mempipe.adapters.store.factory import prepare
 from mempipe.adapters.store.mongo.factory import open_mongo_store
@@ -16,6 +17,7 @@ from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.turn import SourceLocation, Turn
 from tests.fakes import atlas
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -201,3 +203,37 @@ def test_a_crash_between_superseding_and_writing_the_new_version_is_recovered(st
     store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
     assert store.get_memory("semantic", "m1")["status"] == "active"
     assert store.get_memory("semantic", "m2")["status"] == "superseded", "it has a successor"
+
+
+def test_a_write_error_other_than_a_duplicate_comes_back_as_a_reject(store, monkeypatch) -> None:
+    turns = [
+        Turn(
+            org_id="o",
+            project_id="p",
+            session_id="s",
+            turn_seq=n,
+            role="user",
+            content=f"turn {n}",
+            source=SourceLocation(path="a.jsonl", line=n + 1),
+        )
+        for n in range(3)
+    ]
+    store.insert_turns(turns[:1], "r")
+    original = mongomock.Collection.bulk_write
+
+    def refuses_the_third(self, requests, **kwargs):
+        try:
+            result = original(self, requests[:2], **kwargs)
+        except BulkWriteError as exc:
+            exc.details["writeErrors"].append(
+                {"index": 2, "code": 121, "errmsg": "Document failed validation"}
+            )
+            raise
+        raise AssertionError(f"the first turn is a duplicate: {result}")
+
+    monkeypatch.setattr(mongomock.Collection, "bulk_write", refuses_the_third)
+    result = store.insert_turns(turns, "r")
+    assert (result.inserted, result.duplicates) == (1, 1)
+    (reject,) = result.conflicts
+    assert (reject.path, reject.line) == ("a.jsonl", 3)
+    assert reject.reason == "write error 121: Document failed validation"
