@@ -13,11 +13,14 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.embedding import COLLECTIONS, ReembedSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
-    embed_collection_task,
+    collection_report,
+    embed_range,
     finalize_models,
+    plan_embedding,
     recall_gate_task,
     rollback_models,
     switch_models,
@@ -34,9 +37,15 @@ def reembed(
     gate: str | None = None,
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
     incremental: bool = False,
+    partitions: Annotated[int, Field(ge=1, le=256)] = 1,
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS,
+    dask_address: str | None = None,
     store: str | None = None,
     config: str | None = None,
 ) -> ReembedSummary:
+    """Each collection is cut into ``partitions`` id ranges, embedded in parallel on threads
+    or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
+    or the scheduler at ``dask_address``); every range writes only what is missing."""
     context = load_context(store, config)
     run_id = str(flow_run.id)
     model_id = model or context.config.memory.embedding.model
@@ -54,9 +63,30 @@ def reembed(
         {"model": model_id, "collections": chosen, "incremental": incremental},
         config=config,
     )
+    plans = [
+        plan_embedding(context.store_url, c, model_id, incremental, partitions) for c in chosen
+    ]
+    parts = run_partitions(
+        embed_range,
+        [
+            {
+                "store_url": context.store_url,
+                "plan": plan,
+                "id_range": id_range,
+                "batch_size": batch_size,
+                "run_id": run_id,
+            }
+            for plan in plans
+            for id_range in plan.ranges
+        ],
+        task_runner,
+        partitions,
+        dask_address,
+    )
+    done = iter(parts)
     reports = [
-        embed_collection_task(context.store_url, c, model_id, batch_size, run_id, incremental)
-        for c in chosen
+        collection_report(context.store_url, plan, [next(done) for _ in plan.ranges])
+        for plan in plans
     ]
     summary = ReembedSummary(
         run_id=run_id,

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from mempipe.bootstrap import load_context
 from mempipe.flows.hooks import record_failed_run
+from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
@@ -48,12 +49,17 @@ def replay(
     handlers: list[MemoryType] | None = None,
     extractor: ExtractorName = ExtractorName.OFFLINE,
     concurrency: Annotated[int, Field(ge=1, le=64)] = 4,
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS,
+    dask_address: str | None = None,
     force: bool = False,
     store: str | None = None,
     config: str | None = None,
     audit_dir: str = "audit",
 ) -> ReplaySummary:
-    """Resumable: a run killed and started again finishes the rest and redoes nothing done."""
+    """Resumable: a run killed and started again finishes the rest and redoes nothing done.
+    The work is cut into ``concurrency`` partitions (by project, then owner-id ranges) run on
+    threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
+    ``concurrency`` processes, or the scheduler at ``dask_address``)."""
     context = load_context(store, config)
     run_id = str(flow_run.id)
     memory = context.config.memory
@@ -86,8 +92,23 @@ def replay(
         config=config,
     )
     buckets = select_work(context.store_url, selection, enabled, force, concurrency)
-    running = [replay_bucket.submit(context.store_url, b, settings, run_id, force) for b in buckets]
-    results = [summary for future in running for summary in future.result()]
+    done = run_partitions(
+        replay_bucket,
+        [
+            {
+                "store_url": context.store_url,
+                "items": bucket,
+                "settings": settings,
+                "run_id": run_id,
+                "force": force,
+            }
+            for bucket in buckets
+        ],
+        task_runner,
+        concurrency,
+        dask_address,
+    )
+    results = [summary for part in done for summary in part]
     files = export_audit(context.store_url, audit_dir, run_id=run_id)
     summary = summarize_replay(run_id, context.store_url, settings, results, audit_dir, files)
     record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))

@@ -23,6 +23,19 @@ from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import EvalQuery, evaluate
 
+IdRange = tuple[int, int | None]
+"""Record ids ``(after, until]``; ``until`` None is open-ended (records added meanwhile too)."""
+
+
+def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
+    """``parts`` contiguous ranges covering the ids from ``bounds``, the last one open-ended."""
+    if bounds is None or parts <= 1:
+        return [(0, None)]
+    low, high = bounds
+    step = max(1, -(-(high - low + 1) // parts))
+    starts = list(range(low - 1, high, step))
+    return [(a, b) for a, b in zip(starts, [*starts[1:], None], strict=True)]
+
 
 def target_state(store: Store, collection: str, model_id: str, *, incremental: bool) -> str:
     """Blue/green fills a building table; incremental fills the serving one (or starts one)."""
@@ -42,6 +55,7 @@ def embed_collection(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], Any] = time.sleep,
     state: str = ModelState.BUILDING.value,
+    id_range: IdRange = (0, None),
 ) -> CollectionReport:
     """Give every record of the collection a vector of ``embedder``'s model, in batches. After
     each batch the run records a checkpoint; a run following one that crashed starts after
@@ -53,14 +67,15 @@ def embed_collection(
     report = CollectionReport(
         collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
     )
-    checkpoint = f"embed:{collection}:{embedder.model_id}"
+    start, until = id_range
+    checkpoint = f"embed:{collection}:{embedder.model_id}:{start}-{until or 'end'}"
     resumed = store.resume_point("reembed", checkpoint, run_id)
     report.resumed_after = resumed
-    after = resumed or 0
+    after = max(start, resumed or 0)
     with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
         done = 0
         while batch := store.records_missing_vectors(
-            collection, embedder.model_id, after, batch_size
+            collection, embedder.model_id, after, batch_size, until
         ):
             after = batch[-1][0]
             found, errors = embed_texts(embedder, [text or "" for _, text in batch], policy, sleep)

@@ -7,26 +7,37 @@ from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.store import open_store
 from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services.evaluation import read_queries
-from mempipe.services.reembed import embed_collection, recall_gate, target_state
+from mempipe.services.reembed import (
+    IdRange,
+    embed_collection,
+    id_ranges,
+    recall_gate,
+    target_state,
+)
 from mempipe.tasks.policies import retry_if_transient
 
 
-@task(
-    name="embed-collection",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[5, 30],
-    retry_condition_fn=retry_if_transient,
-)
-def embed_collection_task(
-    store_url: str, collection: str, model: str, batch_size: int, run_id: str, incremental: bool
-) -> CollectionReport:
-    """Idempotent: only the vectors still missing are written."""
+class EmbeddingPlan(BaseModel):
+    """One collection's part of a re-embed: the model, the registry state it fills, and the
+    id ranges it is cut into."""
+
+    collection: str
+    model_id: str
+    state: str
+    ranges: list[IdRange]
+
+
+@task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+def plan_embedding(
+    store_url: str, collection: str, model: str, incremental: bool, partitions: int
+) -> EmbeddingPlan:
+    """Registers the model's vector index once, before any range writes into it."""
     embedder = embedder_for(model)
     with closing(open_store(store_url, migrate=False)) as store:
         if incremental:
@@ -34,17 +45,66 @@ def embed_collection_task(
             if serving is not None:
                 embedder = embedder_for(serving[0])
         state = target_state(store, collection, embedder.model_id, incremental=incremental)
-        report = embed_collection(
-            store, collection, embedder, run_id=run_id, batch_size=batch_size, state=state
+        store.register_model(collection, embedder.model_id, embedder.dimensions, state)
+        ranges = id_ranges(store.record_id_bounds(collection), partitions)
+    return EmbeddingPlan(
+        collection=collection, model_id=embedder.model_id, state=state, ranges=ranges
+    )
+
+
+@task(
+    name="embed-range",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[5, 30],
+    retry_condition_fn=retry_if_transient,
+)
+def embed_range(
+    store_url: str,
+    plan: EmbeddingPlan,
+    id_range: IdRange,
+    batch_size: int,
+    run_id: str,
+) -> CollectionReport:
+    """Idempotent: only the vectors still missing in the range are written."""
+    with closing(open_store(store_url, migrate=False)) as store:
+        return embed_collection(
+            store,
+            plan.collection,
+            embedder_for(plan.model_id),
+            run_id=run_id,
+            batch_size=batch_size,
+            state=plan.state,
+            id_range=id_range,
         )
+
+
+@task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+def collection_report(
+    store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
+) -> CollectionReport:
+    """The ranges' work added up, with the collection's counts read once all are done."""
+    with closing(open_store(store_url, migrate=False)) as store:
+        records, vectors = store.vector_counts(plan.collection, plan.model_id)
+    resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
+    report = CollectionReport(
+        collection=plan.collection,
+        model_id=plan.model_id,
+        records=records,
+        vectors=vectors,
+        embedded_now=sum(p.embedded_now for p in parts),
+        unembeddable=sum(p.unembeddable for p in parts),
+        resumed_after=min(resumed) if resumed else None,
+    )
     get_run_logger().info(
-        "%s: %d records, %d with a %s vector (%d new, %d unembeddable)",
-        collection,
+        "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d range(s))",
+        plan.collection,
         report.records,
         report.vectors,
-        embedder.model_id,
+        plan.model_id,
         report.embedded_now,
         report.unembeddable,
+        len(parts),
     )
     return report
 

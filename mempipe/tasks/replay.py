@@ -32,21 +32,40 @@ record still says running); a run that ends or fails releases its claims at once
 def select_work(
     store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
-    """The work dealt into at most ``buckets`` lists of whole owners (each owner's snapshots
-    in time order), balanced by size."""
+    """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
     with closing(open_store(store_url, migrate=False)) as store:
         items = store.extraction_work(selection, handlers, force=force)
-    dealt = deal(items, buckets)
-    get_run_logger().info("%d extractions in %d bucket(s)", len(items), len(dealt))
-    return dealt
+    parts = partition(items, buckets)
+    get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
+    return parts
 
 
-def deal(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
+def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
+    """By project, then by ranges of owner ids: each project's owners, in id order, are cut
+    into contiguous ranges of about equal work (a project gets ranges in proportion to its
+    share), and the ranges are dealt, largest first, into at most ``buckets`` partitions. An
+    owner's work is never split: it runs in time order, in one partition."""
     owners: dict[tuple[str, str, str], list[WorkItem]] = {}
     for item in items:
         owners.setdefault(item.partition, []).append(item)
-    dealt: list[list[WorkItem]] = [[] for _ in range(min(buckets, len(owners)))]
-    for work in sorted(owners.values(), key=len, reverse=True):
+    projects: dict[tuple[str, str], list[list[WorkItem]]] = {}
+    for key in sorted(owners):
+        projects.setdefault(key[:2], []).append(owners[key])
+    ranges: list[list[WorkItem]] = []
+    for project_owners in projects.values():
+        size = sum(len(work) for work in project_owners)
+        cuts = max(1, min(len(project_owners), round(buckets * size / len(items))))
+        target = size / cuts
+        current: list[WorkItem] = []
+        for work in project_owners:
+            current.extend(work)
+            if len(current) >= target:
+                ranges.append(current)
+                current = []
+        if current:
+            ranges.append(current)
+    dealt: list[list[WorkItem]] = [[] for _ in range(min(buckets, len(ranges)))]
+    for work in sorted(ranges, key=len, reverse=True):
         min(dealt, key=len).extend(work)
     return dealt
 

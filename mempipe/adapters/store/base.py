@@ -183,9 +183,21 @@ class Store(Protocol):
         """Create (or find) the vector table of (collection, model), in ``state`` if new."""
         ...
 
+    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
+        """The lowest and highest record id of a collection; None when it is empty."""
+        ...
+
     def records_missing_vectors(
-        self, collection: str, model_id: str, after_rowid: int, limit: int
-    ) -> list[tuple[int, str]]: ...
+        self,
+        collection: str,
+        model_id: str,
+        after_rowid: int,
+        limit: int,
+        until_rowid: int | None = None,
+    ) -> list[tuple[int, str]]:
+        """(id, text) of records after ``after_rowid`` (up to ``until_rowid``) without a vector
+        of ``model_id``, in id order."""
+        ...
 
     def store_vectors(
         self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]

@@ -17,16 +17,31 @@ from mempipe.schemas.search import STM
 
 
 class MongoEmbeddingOps(MongoParts):
+    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
+        records = self._collection(collection)
+        with self._errors(collection):
+            low = records.find_one({}, {"_id": 1}, sort=[("_id", 1)])
+            high = records.find_one({}, {"_id": 1}, sort=[("_id", -1)])
+        return None if low is None or high is None else (low["_id"], high["_id"])
+
     def records_missing_vectors(
-        self, collection: str, model_id: str, after_rowid: int, limit: int
+        self,
+        collection: str,
+        model_id: str,
+        after_rowid: int,
+        limit: int,
+        until_rowid: int | None = None,
     ) -> list[tuple[int, str]]:
         """Records (every version, superseded included) without a vector of ``model_id``."""
         path = self._entry(collection, model_id)["path"]
         text = documents.text_field(collection)
+        ids: dict[str, int] = {"$gt": after_rowid}
+        if until_rowid is not None:
+            ids["$lte"] = until_rowid
         with self._errors(collection):
             found = (
                 self._collection(collection)
-                .find({"_id": {"$gt": after_rowid}, path: {"$exists": False}}, {text: 1})
+                .find({"_id": ids, path: {"$exists": False}}, {text: 1})
                 .sort("_id", 1)
                 .limit(limit)
             )

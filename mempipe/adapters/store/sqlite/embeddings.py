@@ -38,17 +38,27 @@ class SqliteEmbeddingOps:
             )
         ]
 
+    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
+        source, _ = memory_sql.source_table(collection)
+        low, high = self._rows(f"SELECT min(rowid), max(rowid) FROM {source}")[0]
+        return None if low is None else (low, high)
+
     def records_missing_vectors(
-        self, collection: str, model_id: str, after_rowid: int, limit: int
+        self,
+        collection: str,
+        model_id: str,
+        after_rowid: int,
+        limit: int,
+        until_rowid: int | None = None,
     ) -> list[tuple[int, str]]:
         """Records (every version, superseded included) without a vector of ``model_id``."""
         source, text = memory_sql.source_table(collection)
         vectors = memory_sql.vector_table(collection, model_id)
         return self._rows(
-            f"SELECT s.rowid, s.{text} FROM {source} s WHERE s.rowid > ? AND NOT EXISTS "
-            f"(SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
+            f"SELECT s.rowid, s.{text} FROM {source} s WHERE s.rowid > ? AND s.rowid <= ? "
+            f"AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
             "ORDER BY s.rowid LIMIT ?",
-            (after_rowid, limit),
+            (after_rowid, until_rowid if until_rowid is not None else 2**63 - 1, limit),
         )
 
     def store_vectors(
