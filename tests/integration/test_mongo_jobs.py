@@ -6,7 +6,6 @@ machines); ``MEMPIPE_MONGODB_URI`` runs the contract suite against a real one.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,9 @@ from mempipe.flows.reembed import reembed, reembed_finalize, reembed_rollback
 from mempipe.flows.replay import replay
 from mempipe.flows.report import audit_report
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.audit import scan_audit
 from mempipe.services.search import search
 from tests.fakes import atlas
+from tests.helpers import audit_actions
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
@@ -59,11 +58,6 @@ def backfill_and_replay(url: str, tmp_path: Path, name: str) -> tuple[object, Pa
     return summary, audit_dir
 
 
-def actions(audit_dir: Path) -> Counter:
-    frame = scan_audit(audit_dir).collect()
-    return Counter(zip(frame["memory_type"], frame["action"], frame["text"], strict=True))
-
-
 def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
     prefect_server, mongo_url, tmp_path
 ) -> None:
@@ -77,7 +71,7 @@ def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
         on_sqlite.updated,
         on_sqlite.reinforced,
     )
-    assert actions(mongo_audit) == actions(sqlite_audit)
+    assert audit_actions(mongo_audit) == audit_actions(sqlite_audit)
     report = audit_report(run_id=on_mongo.run_id, out=str(mongo_audit), store=mongo_url)
     assert report.rows == on_mongo.added + on_mongo.updated + on_mongo.reinforced
     store = open_store(mongo_url)
