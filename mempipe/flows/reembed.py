@@ -13,6 +13,7 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.limits import exclusive
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.embedding import COLLECTIONS, ReembedSummary
 from mempipe.tasks.artifacts import publish_table
@@ -40,12 +41,15 @@ def reembed(
     partitions: Annotated[int, Field(ge=1, le=256)] = 1,
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,
+    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
 ) -> ReembedSummary:
     """Each collection is cut into ``partitions`` id ranges, embedded in parallel on threads
     or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
-    or the scheduler at ``dask_address``); every range writes only what is missing."""
+    or the scheduler at ``dask_address``); every range writes only what is missing. Re-embeds,
+    finalizes and rollbacks of one store never overlap: each holds the store's ``reembed``
+    concurrency limit, waiting up to ``lock_wait_s`` for it."""
     context = load_context(store, config)
     run_id = str(flow_run.id)
     model_id = model or context.config.memory.embedding.model
@@ -56,88 +60,103 @@ def reembed(
     unknown = set(chosen) - set(COLLECTIONS)
     if unknown:
         raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
-    record_run_start(
-        context.store_url,
-        run_id,
-        "reembed",
-        {"model": model_id, "collections": chosen, "incremental": incremental},
-        config=config,
-    )
-    plans = [
-        plan_embedding(context.store_url, c, model_id, incremental, partitions) for c in chosen
-    ]
-    parts = run_partitions(
-        embed_range,
-        [
-            {
-                "store_url": context.store_url,
-                "plan": plan,
-                "id_range": id_range,
-                "batch_size": batch_size,
-                "run_id": run_id,
-            }
-            for plan in plans
-            for id_range in plan.ranges
-        ],
-        task_runner,
-        partitions,
-        dask_address,
-    )
-    done = iter(parts)
-    reports = [
-        collection_report(context.store_url, plan, [next(done) for _ in plan.ranges])
-        for plan in plans
-    ]
-    summary = ReembedSummary(
-        run_id=run_id,
-        store=context.store_url,
-        model=model_id,
-        dimensions=embedder.dimensions,
-        incremental=incremental,
-        collections=reports,
-    )
-    if not incremental:
-        incomplete = [r.collection for r in reports if not r.complete]
-        summary.gate = (
-            recall_gate_task(context.store_url, gate, model_id, min_recall_ratio) if gate else None
+    with exclusive("reembed", context.store_url, lock_wait_s):
+        record_run_start(
+            context.store_url,
+            run_id,
+            "reembed",
+            {"model": model_id, "collections": chosen, "incremental": incremental},
+            config=config,
         )
-        if incomplete:
-            summary.reason = f"records without a new vector in {', '.join(incomplete)}"
-        elif summary.gate is not None and not summary.gate.passed:
-            summary.reason = f"recall ratio {summary.gate.ratio} is below {summary.gate.min_ratio}"
-        else:
-            switch_models(context.store_url, chosen, model_id)
-            summary.switched = True
-    record_run_end(
-        context.store_url,
-        run_id,
-        {
-            "records": sum(r.records for r in reports),
-            "embedded": sum(r.embedded_now for r in reports),
-            "unembeddable": sum(r.unembeddable for r in reports),
-            "switched": int(summary.switched),
-        },
-    )
-    publish_table(
-        "reembed-summary",
-        [r.model_dump() for r in reports],
-        f"reembed {run_id} to {model_id}: "
-        + ("switched" if summary.switched else summary.reason or "incremental"),
-    )
-    return summary
+        plans = [
+            plan_embedding(context.store_url, c, model_id, incremental, partitions) for c in chosen
+        ]
+        parts = run_partitions(
+            embed_range,
+            [
+                {
+                    "store_url": context.store_url,
+                    "plan": plan,
+                    "id_range": id_range,
+                    "batch_size": batch_size,
+                    "run_id": run_id,
+                }
+                for plan in plans
+                for id_range in plan.ranges
+            ],
+            task_runner,
+            partitions,
+            dask_address,
+        )
+        done = iter(parts)
+        reports = [
+            collection_report(context.store_url, plan, [next(done) for _ in plan.ranges])
+            for plan in plans
+        ]
+        summary = ReembedSummary(
+            run_id=run_id,
+            store=context.store_url,
+            model=model_id,
+            dimensions=embedder.dimensions,
+            incremental=incremental,
+            collections=reports,
+        )
+        if not incremental:
+            incomplete = [r.collection for r in reports if not r.complete]
+            summary.gate = (
+                recall_gate_task(context.store_url, gate, model_id, min_recall_ratio)
+                if gate
+                else None
+            )
+            if incomplete:
+                summary.reason = f"records without a new vector in {', '.join(incomplete)}"
+            elif summary.gate is not None and not summary.gate.passed:
+                summary.reason = (
+                    f"recall ratio {summary.gate.ratio} is below {summary.gate.min_ratio}"
+                )
+            else:
+                switch_models(context.store_url, chosen, model_id)
+                summary.switched = True
+        record_run_end(
+            context.store_url,
+            run_id,
+            {
+                "records": sum(r.records for r in reports),
+                "embedded": sum(r.embedded_now for r in reports),
+                "unembeddable": sum(r.unembeddable for r in reports),
+                "switched": int(summary.switched),
+            },
+        )
+        publish_table(
+            "reembed-summary",
+            [r.model_dump() for r in reports],
+            f"reembed {run_id} to {model_id}: "
+            + ("switched" if summary.switched else summary.reason or "incremental"),
+        )
+        return summary
 
 
 @flow(name="reembed-finalize")
 def reembed_finalize(
-    collections: list[str] | None = None, store: str | None = None, config: str | None = None
+    collections: list[str] | None = None,
+    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
+    store: str | None = None,
+    config: str | None = None,
 ) -> list[str]:
     """Drop the previous model's vectors: the move can no longer be rolled back."""
-    return finalize_models(load_context(store, config).store_url, collections or list(COLLECTIONS))
+    url = load_context(store, config).store_url
+    with exclusive("reembed", url, lock_wait_s):
+        return finalize_models(url, collections or list(COLLECTIONS))
 
 
 @flow(name="reembed-rollback")
 def reembed_rollback(
-    collections: list[str] | None = None, store: str | None = None, config: str | None = None
+    collections: list[str] | None = None,
+    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
+    store: str | None = None,
+    config: str | None = None,
 ) -> list[str]:
     """Serve the previous model again; the newer vectors are dropped."""
-    return rollback_models(load_context(store, config).store_url, collections or list(COLLECTIONS))
+    url = load_context(store, config).store_url
+    with exclusive("reembed", url, lock_wait_s):
+        return rollback_models(url, collections or list(COLLECTIONS))

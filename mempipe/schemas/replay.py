@@ -26,6 +26,10 @@ class LLMSettings(BaseModel):
     api_key: SecretStr = SecretStr("")
     timeout_seconds: float = Field(default=60.0, gt=0)
     requests_per_minute: float | None = Field(default=None, gt=0)
+    rate_limit: str | None = Field(
+        default=None,
+        description="a Prefect global rate limit every request (chat and embeddings) draws on",
+    )
 
 
 class ReplaySettings(BaseModel):

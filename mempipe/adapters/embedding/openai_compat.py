@@ -10,6 +10,7 @@ import openai
 
 from mempipe.adapters.embedding.base import Vector
 from mempipe.adapters.llm.openai_compat import translate
+from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.domain.failures import ContentError, FailureKind
 from mempipe.schemas.replay import LLMSettings
 
@@ -39,12 +40,15 @@ class OpenAIEmbedder:
             timeout=settings.timeout_seconds,
             max_retries=0,
         )
+        self._limiter = limiter(settings, str(self._client.base_url))
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         vectors: list[Vector | None] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
             options = {"dimensions": self.dimensions} if self._send_dimensions else {}
+            if self._limiter is not None:
+                self._limiter.acquire()
             try:
                 response = self._client.embeddings.create(model=self.model, input=chunk, **options)
             except openai.APIError as exc:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from mempipe.adapters.llm.base import ExtractorCapabilities, SnapshotContent
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
-from mempipe.adapters.llm.ratelimit import RateLimiter, limiter_for
+from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.domain.failures import ContentError, FailureKind, failure_error
 from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.errors import MempipeError
@@ -47,11 +47,7 @@ class OpenAIExtractor:
             timeout=settings.timeout_seconds,
             max_retries=0,
         )
-        self._limiter: RateLimiter | None = (
-            limiter_for(str(self._client.base_url), settings.requests_per_minute)
-            if settings.requests_per_minute
-            else None
-        )
+        self._limiter = limiter(settings, str(self._client.base_url))
         self._schemas_supported = True
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:

@@ -1,11 +1,22 @@
-"""A process-wide rate limit towards one endpoint (a token bucket shared by every thread)."""
+"""Rate limits towards a provider: a Prefect global rate limit where one is named (shared by
+every worker of every machine using the same Prefect server), else a process-wide limit
+(evenly spaced calls shared by every thread)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+from mempipe.errors import ConfigError
+from mempipe.schemas.replay import LLMSettings
+
+
+class Limiter(Protocol):
+    def acquire(self) -> None:
+        """Wait until the next request may go."""
+        ...
 
 
 class RateLimiter:
@@ -39,3 +50,32 @@ _lock = threading.Lock()
 def limiter_for(endpoint: str, per_minute: float) -> RateLimiter:
     with _lock:
         return _limiters.setdefault(f"{endpoint}@{per_minute}", RateLimiter(per_minute))
+
+
+class PrefectRateLimit:
+    """One slot of a Prefect global concurrency limit with slot decay per request."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def acquire(self) -> None:
+        from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
+        from prefect.concurrency.sync import rate_limit
+
+        try:
+            rate_limit(self.name, occupy=1, strict=True)
+        except ConcurrencySlotAcquisitionError as exc:
+            raise ConfigError(
+                f"Prefect rate limit {self.name!r} is not on the server: create it with "
+                f"`prefect gcl create {self.name} --limit N --slot-decay-per-second R`"
+            ) from exc
+
+
+def limiter(settings: LLMSettings, endpoint: str) -> Limiter | None:
+    """The limit requests to ``endpoint`` observe: ``settings.rate_limit`` names a Prefect
+    one; else ``requests_per_minute`` in this process; else none."""
+    if settings.rate_limit:
+        return PrefectRateLimit(settings.rate_limit)
+    if settings.requests_per_minute:
+        return limiter_for(endpoint, settings.requests_per_minute)
+    return None
