@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
+from typing import Annotated
 
 from prefect import flow
+from pydantic import Field
 
 from mempipe.bootstrap import load_context
+from mempipe.errors import ConfigError
 from mempipe.schemas.report import ReportSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
@@ -18,10 +21,18 @@ def audit_report(
     run_id: str | None = None,
     since: date | None = None,
     until: date | None = None,
+    last_days: Annotated[int, Field(ge=1, le=366)] | None = None,
     out: str = "audit",
     store: str | None = None,
     config: str | None = None,
 ) -> ReportSummary:
+    """The audit of one run, of ``since`` .. ``until``, or of the ``last_days`` complete UTC
+    days before today (the daily scheduled report: ``last_days=1`` is yesterday)."""
+    if last_days is not None:
+        if since or until or run_id:
+            raise ConfigError("last_days replaces run_id, since and until: give one of them")
+        today = datetime.now(UTC).date()
+        since, until = today - timedelta(days=last_days), today - timedelta(days=1)
     context = load_context(store, config)
     first, last = (d.isoformat() if d else None for d in (since, until))
     label = run_id or f"{first or 'start'}_{last or 'end'}"

@@ -1,5 +1,6 @@
-"""What ops do: start a Prefect server, deploy from prefect.yaml, start a process worker, run the
-backfill deployment with `prefect deployment run ... --watch`, and look at the store."""
+"""What ops do: start a Prefect server on a free port, deploy from prefect.yaml, start a process
+worker, run the backfill, replay and audit-report deployments with `prefect deployment run ...
+--param ... --watch`, and look at the store and the Parquet audit; tear everything down."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from mempipe.adapters.store import open_store
+from mempipe.services.audit import scan_audit
 
 ROOT = Path(__file__).parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -84,14 +87,54 @@ def ops_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     log.close()
 
 
-def test_deploy_from_prefect_yaml_and_run_backfill_through_a_worker(
+def run_deployment(
+    name: str, params: dict[str, object], env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess:
+    """``prefect deployment run NAME --param k=v ... --watch``, as an operator types it."""
+    args = [PREFECT, "deployment", "run", name]
+    for key, value in params.items():
+        args += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    return subprocess.run(
+        [*args, "--watch", "--watch-timeout", "240"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_deploy_run_backfill_replay_and_report_through_a_worker(
     ops_env, fixtures, tmp_path
 ) -> None:
     assert shutil.which(PREFECT)
     prefect("work-pool", "create", "mempipe-local", "--type", "process", env=ops_env)
     deployed = prefect("--no-prompt", "deploy", "--all", env=ops_env)
-    assert "backfill/backfill" in deployed.stdout
+    for name in (
+        "backfill/backfill",
+        "replay/replay",
+        "replay/replay-dask",
+        "audit-report/audit-report-daily",
+        "reembed/reembed-nightly",
+        "reembed/reembed-migration",
+        "rebuild-indexes/rebuild-indexes",
+    ):
+        assert name in deployed.stdout
+    schedules = prefect("deployment", "inspect", "reembed/reembed-nightly", env=ops_env).stdout
+    assert "0 2 * * *" in schedules
 
+    bad = run_deployment("replay/replay", {"concurrency": 0}, ops_env, tmp_path)
+    assert bad.returncode != 0
+    refused = " ".join((bad.stdout + bad.stderr).split())
+    assert "Validation failed for field 'concurrency'" in refused, refused
+    assert "0 is less than the minimum of 1" in refused, "refused before any run starts"
+
+    store = f"sqlite:///{tmp_path / 'ops.db'}"
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-128\n")
+    audit = tmp_path / "audit"
+    report_dir = tmp_path / "report"
+    common = {"store": store, "config": str(config)}
     worker_log = (tmp_path / "worker.log").open("w")
     worker = subprocess.Popen(
         [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
@@ -100,41 +143,41 @@ def test_deploy_from_prefect_yaml_and_run_backfill_through_a_worker(
         stdout=worker_log,
         stderr=subprocess.STDOUT,
     )
-    store = tmp_path / "ops.db"
+    today = date.today().isoformat()
     try:
-        run = subprocess.run(
-            [
-                PREFECT,
-                "deployment",
-                "run",
+        runs = [
+            run_deployment(
                 "backfill/backfill",
-                "--param",
-                f"paths={json.dumps([str(fixtures)])}",
-                "--param",
-                f"store=sqlite:///{store}",
-                "--param",
-                "org_id=acme",
-                "--watch",
-                "--watch-timeout",
-                "240",
-            ],
-            cwd=ROOT,
-            env=ops_env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+                {"paths": [str(fixtures)], "org_id": "acme", "user_id": "maya", **common},
+                ops_env,
+                tmp_path,
+            ),
+            run_deployment("replay/replay", {"audit_dir": str(audit), **common}, ops_env, tmp_path),
+            run_deployment(
+                "audit-report/audit-report",
+                {"since": today, "until": today, "out": str(report_dir), **common},
+                ops_env,
+                tmp_path,
+            ),
+        ]
     finally:
         stop(worker)
         worker_log.close()
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
-    assert "Completed" in output
+    for run in runs:
+        output = run.stdout + run.stderr
+        assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
+        assert "Completed" in output
 
-    opened = open_store(f"sqlite:///{store}")
+    opened = open_store(store)
     stats = opened.stats()
     orgs = opened._conn.execute("SELECT DISTINCT org_id FROM turns").fetchall()
+    audited = len(list(opened.audit_rows()))
     opened.close()
     assert (stats.turns, stats.sessions, stats.unpromoted_turns) == (34, 12, 0)
-    assert stats.runs == {"completed": 1}
+    assert stats.runs == {"completed": 2}, "backfill and replay (a report only reads)"
     assert orgs == [("acme",)]
+    assert stats.snapshots["done"] == stats.snapshots["total"] > 0
+    assert audited > 0
+    assert sum(stats.memories[t]["active"] for t in stats.memories) > 0
+    assert scan_audit(audit).collect().height == audited
+    assert scan_audit(report_dir).collect().height == audited
