@@ -11,6 +11,7 @@ from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
+    scale_out_options,
     split_list,
     store_options,
 )
@@ -34,6 +35,14 @@ from mempipe.cli.options import (
 )
 @click.option("--min-recall-ratio", default=0.95, show_default=True, type=float)
 @click.option("--incremental", is_flag=True, help="Only embed what the serving model lacks.")
+@click.option(
+    "--partitions",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Record-id ranges per collection, embedded at once.",
+)
+@scale_out_options
 @store_options
 @json_option
 @click.pass_context
@@ -47,6 +56,9 @@ def reembed(
     gate: str | None,
     min_recall_ratio: float,
     incremental: bool,
+    partitions: int,
+    task_runner: str,
+    dask_address: str | None,
     store: str | None,
     config: str | None,
     as_json: bool,
@@ -71,6 +83,9 @@ def reembed(
             gate=gate,
             min_recall_ratio=min_recall_ratio,
             incremental=incremental,
+            partitions=partitions,
+            task_runner=task_runner,
+            dask_address=dask_address,
             store=context.store_url,
             config=str(context.settings.config),
         )

@@ -11,6 +11,7 @@ from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
+    scale_out_options,
     store_options,
 )
 
@@ -36,7 +37,14 @@ from mempipe.cli.options import (
     show_default=True,
     help="offline: rule-based, no network; openai: any OpenAI-compatible endpoint.",
 )
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64))
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Partitions of the work (by project, then owner-id ranges) run at once.",
+)
+@scale_out_options
 @click.option("--force", is_flag=True, help="Run extractions already done again.")
 @click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
 @store_options
@@ -53,6 +61,8 @@ def replay(
     handlers: str | None,
     extractor: str,
     concurrency: int,
+    task_runner: str,
+    dask_address: str | None,
     force: bool,
     audit_dir: str,
     store: str | None,
@@ -79,6 +89,8 @@ def replay(
             handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
             extractor=extractor,
             concurrency=concurrency,
+            task_runner=task_runner,
+            dask_address=dask_address,
             force=force,
             store=context.store_url,
             config=str(context.settings.config),
@@ -95,6 +107,8 @@ def replay(
             f"memories: {summary.added} added, {summary.updated} updated, "
             f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
         )
+        if summary.claimed_elsewhere:
+            click.echo(f"left to another running replay: {summary.claimed_elsewhere}")
         click.echo(f"audit: {summary.audit_dir} ({len(summary.audit_files)} Parquet file(s))")
 
     emit(summary, as_json, human)
@@ -104,6 +118,12 @@ def replay(
 @click.option("--run-id", default=None, help="The audit of one run.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), default=None, help="From this day.")
 @click.option("--until", type=click.DateTime(["%Y-%m-%d"]), default=None, help="To this day.")
+@click.option(
+    "--last-days",
+    type=click.IntRange(1, 366),
+    default=None,
+    help="The last N complete UTC days (1: yesterday).",
+)
 @click.option("--out", default="audit", show_default=True, help="Where the Parquet goes.")
 @store_options
 @json_option
@@ -112,6 +132,7 @@ def report(
     run_id: str | None,
     since: datetime | None,
     until: datetime | None,
+    last_days: int | None,
     out: str,
     store: str | None,
     config: str | None,
@@ -128,6 +149,7 @@ def report(
         run_id=run_id,
         since=since.date() if since else None,
         until=until.date() if until else None,
+        last_days=last_days,
         out=out,
         store=context.store_url,
         config=str(context.settings.config),

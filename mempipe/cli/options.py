@@ -87,3 +87,20 @@ def split_list(value: str | None) -> list[str] | None:
 
 def counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{key} {value}" for key, value in counts.items() if key != "total")
+
+
+def scale_out_options(command: F) -> F:
+    """``--task-runner`` and ``--dask-address``: where a flow's partitions run."""
+    command = click.option(
+        "--dask-address",
+        default=None,
+        metavar="URL",
+        help="An existing Dask scheduler (tcp://host:8786) instead of a local cluster.",
+    )(command)
+    return click.option(
+        "--task-runner",
+        type=click.Choice(["threads", "dask"]),
+        default="threads",
+        show_default=True,
+        help="threads in this process, or Dask worker processes (prefect-dask).",
+    )(command)
