@@ -134,7 +134,9 @@ def reembed_finalize(
 
     context = load_context(store, config)
     dropped = finalize_flow(
-        split_list(collections), context.store_url, str(context.settings.config)
+        collections=split_list(collections),
+        store=context.store_url,
+        config=str(context.settings.config),
     )
     emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
 
@@ -153,7 +155,9 @@ def reembed_rollback(
 
     context = load_context(store, config)
     restored = rollback_flow(
-        split_list(collections), context.store_url, str(context.settings.config)
+        collections=split_list(collections),
+        store=context.store_url,
+        config=str(context.settings.config),
     )
     emit(
         Names(collections=restored),
