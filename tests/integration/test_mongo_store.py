@@ -237,3 +237,9 @@ def test_a_write_error_other_than_a_duplicate_comes_back_as_a_reject(store, monk
     (reject,) = result.conflicts
     assert (reject.path, reject.line) == ("a.jsonl", 3)
     assert reject.reason == "write error 121: Document failed validation"
+
+
+def test_a_search_index_created_meanwhile_by_another_worker_is_not_an_error(store) -> None:
+    turns = store.db["turns"]
+    definition = store.search_indexes.definition(turns, "text")
+    assert store.search_indexes.create(turns, "text", "search", definition) is False

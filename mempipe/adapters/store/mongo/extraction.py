@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError
 
 from mempipe.adapters.llm.base import SnapshotContent, TurnLine
 from mempipe.adapters.store.base import WorkItem
@@ -280,7 +282,8 @@ class MongoExtractionOps(MongoParts):
             "vectorSearch",
             pipelines.vector_index_definition(collection, path, dimensions, self.partition_keys),
         )
-        with self._errors("registry"):
+        # Workers of one run may register the same model at once: one document wins.
+        with self._errors("registry"), suppress(DuplicateKeyError):
             registry.insert_one(
                 {
                     "_id": f"{collection}:{model_id}",

@@ -12,11 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from pymongo.collection import Collection
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.operations import SearchIndexModel
 
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.errors import StoreError
+
+INDEX_ALREADY_EXISTS = 68
 
 
 class IndexNotQueryableError(StoreError):
@@ -52,13 +54,19 @@ class SearchIndexes:
 
     def create(
         self, collection: Collection, name: str, kind: str, definition: dict[str, Any]
-    ) -> None:
+    ) -> bool:
+        """True when created; False when another worker created it meanwhile."""
         try:
             collection.create_search_index(
                 SearchIndexModel(definition=definition, name=name, type=kind)
             )
+        except OperationFailure as exc:
+            if exc.code == INDEX_ALREADY_EXISTS:
+                return False
+            raise translate(exc, f"{self.where}: creating {collection.name}.{name}") from exc
         except PyMongoError as exc:
             raise translate(exc, f"{self.where}: creating {collection.name}.{name}") from exc
+        return True
 
     def ensure(
         self, collection: Collection, name: str, kind: str, definition: dict[str, Any]
@@ -66,8 +74,7 @@ class SearchIndexes:
         """Create the index unless one of that name exists; True when created."""
         if self.get(collection, name) is not None:
             return False
-        self.create(collection, name, kind, definition)
-        return True
+        return self.create(collection, name, kind, definition)
 
     def update(self, collection: Collection, name: str, definition: dict[str, Any]) -> None:
         try:

@@ -242,9 +242,11 @@ class SqliteExtractionOps:
             with self._conn:
                 columns = memory_sql.declared_filters(collection, self.partition_keys)
                 self._conn.execute(memory_sql.vector_table_ddl(name, dimensions, columns))
+                # Workers of one run may register the same model at once: one row wins.
                 self._conn.execute(
                     "INSERT INTO embedding_registry (collection, model_id, dimensions, "
-                    "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (collection, model_id) DO NOTHING",
                     (collection, model_id, dimensions, name, state, now_text()),
                 )
         return name
