@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from pydantic import Field
 
@@ -117,6 +117,8 @@ def reembed(
             else:
                 switch_models(context.store_url, chosen, model_id)
                 summary.switched = True
+            if summary.reason:
+                get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
         record_run_end(
             context.store_url,
             run_id,
