@@ -6,15 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from prefect import flow
 
 from mempipe.adapters.store import open_store
 from mempipe.flows.backfill import backfill
 from mempipe.flows.reembed import reembed
 from mempipe.flows.replay import replay
+from mempipe.scaleout import TaskRunnerName, run_partitions
+from mempipe.schemas.replay import ReplaySettings
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.tasks.replay import replay_bucket, select_work
 from tests.helpers import audit_actions
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
 
 
 def replayed(tmp_path: Path, name: str, **runner) -> tuple[str, Path]:
@@ -58,3 +64,33 @@ def test_replay_and_reembed_on_dask_match_the_default_runner(prefect_server, tmp
         (r.collection, r.records, r.vectors) for r in on_threads.collections
     ]
     assert all(r.vectors == r.records for r in on_dask.collections)
+
+
+@flow
+def duplicated_partitions(url: str, run_id: str) -> None:
+    """Every partition of a replay submitted twice at once, as a retried or duplicated task
+    would run it."""
+    settings = ReplaySettings(embedding_model="hashing-128")
+    parts = select_work(url, SnapshotSelection(), HANDLERS, False, 2)
+    twice = [
+        {"store_url": url, "items": p, "settings": settings, "run_id": run_id, "force": False}
+        for p in parts
+        for _ in range(2)
+    ]
+    run_partitions(replay_bucket, twice, TaskRunnerName.THREADS, 4)
+
+
+def test_a_duplicated_partition_changes_nothing(prefect_server, tmp_path) -> None:
+    once, _ = replayed(tmp_path, "once")
+    url = f"sqlite:///{tmp_path / 'twice.db'}"
+    cfg = tmp_path / "project-config.yaml"
+    backfill(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
+    backfill(paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg))
+    duplicated_partitions(url, "dup")
+    assert memories(url) == memories(once)
+    store = open_store(url)
+    actions = sorted((r.memory_type, r.action, r.text) for r in store.audit_rows())
+    store.close()
+    reference = open_store(once)
+    assert actions == sorted((r.memory_type, r.action, r.text) for r in reference.audit_rows())
+    reference.close()
