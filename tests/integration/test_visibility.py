@@ -16,6 +16,7 @@ from prefect.client.schemas.filters import (
     LogFilter,
     LogFilterFlowRunId,
 )
+from prefect.logging.handlers import APILogHandler
 
 from mempipe.flows.backfill import backfill
 from mempipe.flows.reembed import reembed
@@ -26,6 +27,9 @@ SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
 
 
 def seen(run_id: str) -> tuple[list, list[str]]:
+    """The run's artifacts and log messages, once the logs queued in this process are sent."""
+    APILogHandler().flush()
+
     async def read() -> tuple[list, list[str]]:
         async with get_client() as client:
             artifacts = await client.read_artifacts(
