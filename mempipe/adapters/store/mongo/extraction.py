@@ -120,7 +120,7 @@ class MongoExtractionOps(MongoParts):
         return restored
 
     @staticmethod
-    def _state(status: ExtractionStatus, attempts: int, error: str | None = None) -> dict:
+    def _state(status: ExtractionStatus, attempts: int, error: str | None = None) -> dict[str, Any]:
         return {
             "status": status.value,
             "attempts": attempts,
