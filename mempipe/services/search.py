@@ -1,8 +1,9 @@
 """Retrieval in three modes over turns (``stm``) and every memory type.
 
 ``semantic`` compares vectors (the query embedded with the collection's active model), ``text``
-matches words (FTS5, BM25), ``hybrid`` fuses both rankings (reciprocal rank fusion), so a record
-without a vector is still found by text and hybrid. The identity filter is part of every query.
+matches words (the store's text index), ``hybrid`` fuses both rankings (reciprocal rank
+fusion), so a record without a vector is still found by text and hybrid. The identity filter is
+part of every query.
 """
 
 from __future__ import annotations
