@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 from pydantic import BaseModel
@@ -129,15 +130,9 @@ def reembed_finalize(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
-    from mempipe.bootstrap import load_context
     from mempipe.flows.reembed import reembed_finalize as finalize_flow
 
-    context = load_context(store, config)
-    dropped = finalize_flow(
-        collections=split_list(collections),
-        store=context.store_url,
-        config=str(context.settings.config),
-    )
+    dropped = _end_move(finalize_flow, collections, store, config)
     emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
 
 
@@ -150,19 +145,30 @@ def reembed_rollback(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
-    from mempipe.bootstrap import load_context
     from mempipe.flows.reembed import reembed_rollback as rollback_flow
 
-    context = load_context(store, config)
-    restored = rollback_flow(
-        collections=split_list(collections),
-        store=context.store_url,
-        config=str(context.settings.config),
-    )
+    restored = _end_move(rollback_flow, collections, store, config)
     emit(
         Names(collections=restored),
         as_json,
         lambda: click.echo(f"restored: {restored or 'nothing to roll back'}"),
+    )
+
+
+def _end_move(
+    end_flow: Callable[..., list[str]],
+    collections: str | None,
+    store: str | None,
+    config: str | None,
+) -> list[str]:
+    """Run the finalize or rollback flow on the store and collections the options name."""
+    from mempipe.bootstrap import load_context
+
+    context = load_context(store, config)
+    return end_flow(
+        collections=split_list(collections),
+        store=context.store_url,
+        config=str(context.settings.config),
     )
 
 

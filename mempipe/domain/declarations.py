@@ -4,9 +4,20 @@ added partition key leaves existing vector indexes drifted until rebuilt on purp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from mempipe.errors import ConfigError
+from mempipe.schemas.config import CustomTypeConfig
+
+
+def declared_definitions(
+    partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
+) -> dict[tuple[str, str], str]:
+    """What a configuration declares, as (kind, name) → definition text, the form recorded and
+    compared write-once."""
+    return {("partition_key", key): "{}" for key in partition_keys} | {
+        ("custom_type", t.name): t.model_dump_json() for t in custom_types
+    }
 
 
 def check_declarations(

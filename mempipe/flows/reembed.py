@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from prefect import flow, get_run_logger
+from prefect import Task, flow, get_run_logger
 from prefect.runtime import flow_run
 from pydantic import Field
 
@@ -146,9 +146,7 @@ def reembed_finalize(
     config: str | None = None,
 ) -> list[str]:
     """Drop the previous model's vectors: the move can no longer be rolled back."""
-    url = load_context(store, config).store_url
-    with exclusive("reembed", url, lock_wait_s):
-        return finalize_models(url, collections or list(COLLECTIONS))
+    return _end_move(finalize_models, collections, lock_wait_s, store, config)
 
 
 @flow(name="reembed-rollback")
@@ -159,6 +157,17 @@ def reembed_rollback(
     config: str | None = None,
 ) -> list[str]:
     """Serve the previous model again; the newer vectors are dropped."""
+    return _end_move(rollback_models, collections, lock_wait_s, store, config)
+
+
+def _end_move(
+    step: Task[[str, list[str]], list[str]],
+    collections: list[str] | None,
+    lock_wait_s: float,
+    store: str | None,
+    config: str | None,
+) -> list[str]:
+    """Finalize or roll back, holding the store's re-embed limit like a re-embed does."""
     url = load_context(store, config).store_url
     with exclusive("reembed", url, lock_wait_s):
-        return rollback_models(url, collections or list(COLLECTIONS))
+        return step(url, collections or list(COLLECTIONS))

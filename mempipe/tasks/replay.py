@@ -98,6 +98,7 @@ def replay_bucket(
         for start in range(0, len(items), BATCH):
             batch = items[start : start + BATCH]
             claimed = store.claim_work(batch, run_id, force=force, lease=CLAIM_LEASE)
+            taken = set(claimed)
             results.extend(replay_batch(store, claimed, context))
             results.extend(
                 ExtractionSummary(
@@ -107,7 +108,7 @@ def replay_bucket(
                     claimed_elsewhere=True,
                 )
                 for i in batch
-                if i not in claimed
+                if i not in taken
             )
             bar.update(len(results))
     failed = [r for r in results if r.failure_class is not None]

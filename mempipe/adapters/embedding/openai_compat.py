@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import openai
 
 from mempipe.adapters.embedding.base import Vector
-from mempipe.adapters.llm.openai_compat import translate
+from mempipe.adapters.llm.openai_compat import openai_client, translate
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.domain.failures import ContentError, FailureKind
 from mempipe.schemas.replay import LLMSettings
@@ -34,12 +34,7 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         self.model_id = f"openai:{model}:{dimensions}"
         self._send_dimensions = DEFAULT_DIMENSIONS.get(model) != dimensions
-        self._client = client or openai.OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key.get_secret_value() or "unset",
-            timeout=settings.timeout_seconds,
-            max_retries=0,
-        )
+        self._client = client or openai_client(settings)
         self._limiter = limiter(settings, str(self._client.base_url))
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:

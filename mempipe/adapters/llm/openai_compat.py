@@ -35,18 +35,24 @@ def output_model(memory_type: MemoryType) -> type[BaseModel]:
     )
 
 
+def openai_client(settings: LLMSettings) -> openai.OpenAI:
+    """The ``openai`` client of an endpoint, its own retries off: mempipe's retry policy
+    decides by failure class."""
+    return openai.OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key.get_secret_value() or "unset",
+        timeout=settings.timeout_seconds,
+        max_retries=0,
+    )
+
+
 class OpenAIExtractor:
     capabilities = ExtractorCapabilities(summaries=True, judge=True)
 
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
         self.settings = settings
         self.name = f"openai:{settings.model}"
-        self._client = client or openai.OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key.get_secret_value() or "unset",
-            timeout=settings.timeout_seconds,
-            max_retries=0,
-        )
+        self._client = client or openai_client(settings)
         self._limiter = limiter(settings, str(self._client.base_url))
         self._schemas_supported = True
 

@@ -19,6 +19,7 @@ from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus
 from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.search import Hit, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
@@ -46,6 +47,24 @@ class WorkItem(BaseModel):
     def partition(self) -> tuple[str, str, str]:
         """Work of one owner runs in time order, one item after another; owners in parallel."""
         return (self.org_id, self.project_id, self.user_id or "")
+
+
+def turn_reject(turn: Turn, reason: str) -> Reject:
+    """A turn a store refused, with where it was read from, for the rejects file."""
+    return Reject(
+        **turn.source.model_dump(), reason=reason, raw=turn.model_dump_json(exclude={"source"})
+    )
+
+
+def conflict_reject(turn: Turn, path: str, line: int | None, index: int | None) -> Reject:
+    """A turn whose key is stored with other content (read from ``path`` at ``line`` or
+    ``index``): a reject, never a silent duplicate."""
+    where = f"{path}:{line}" if line is not None else f"{path}[{index}]"
+    return turn_reject(
+        turn,
+        f"conflict: turn {turn.turn_seq} of session {turn.session_id!r} is already stored with "
+        f"different content (from {where})",
+    )
 
 
 class StoreCapabilities(BaseModel):

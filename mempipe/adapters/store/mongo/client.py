@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pymongo import InsertOne, MongoClient, UpdateMany
 from pymongo.errors import BulkWriteError, PyMongoError
 
-from mempipe.adapters.store.base import StoreCapabilities
+from mempipe.adapters.store.base import StoreCapabilities, conflict_reject, turn_reject
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.adapters.store.mongo.configuration import MongoConfig
@@ -171,11 +171,7 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
         duplicates = [turns[e["index"]] for e in write_errors if e["code"] == DUPLICATE_KEY]
         conflicts = self._conflicts(duplicates)
         failed = [
-            Reject(
-                **turns[e["index"]].source.model_dump(),
-                reason=f"write error {e['code']}: {e.get('errmsg', '')}",
-                raw=turns[e["index"]].model_dump_json(exclude={"source"}),
-            )
+            turn_reject(turns[e["index"]], f"write error {e['code']}: {e.get('errmsg', '')}")
             for e in write_errors
             if e["code"] != DUPLICATE_KEY
         ]
@@ -204,20 +200,8 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
             if (found["role"], found["content"]) == (turn.role.value, turn.content):
                 continue
             source = found["source"]
-            where = (
-                f"{source['path']}:{source['line']}"
-                if source.get("line") is not None
-                else f"{source['path']}[{source.get('index')}]"
-            )
             conflicts.append(
-                Reject(
-                    **turn.source.model_dump(),
-                    reason=(
-                        f"conflict: turn {turn.turn_seq} of session {turn.session_id!r} is "
-                        f"already stored with different content (from {where})"
-                    ),
-                    raw=turn.model_dump_json(exclude={"source"}),
-                )
+                conflict_reject(turn, source["path"], source.get("line"), source.get("index"))
             )
         return conflicts
 

@@ -180,30 +180,23 @@ def source_query(source: str, filters: ReadFilter) -> dict[str, Any]:
 
 
 def hit(source: str, document: dict[str, Any], score: float) -> Hit:
+    identity = {field: document.get(field) for field in IDENTITY_FIELDS}
     if collection_of(source) == STM:
         return Hit(
             id=f"{document['session_id']}#{document['turn_seq']}",
             source=source,
             score=score,
             text=document["content"],
-            org_id=document["org_id"],
-            project_id=document["project_id"],
-            user_id=document.get("user_id"),
-            agent_id=document.get("agent_id"),
-            session_id=document.get("session_id"),
             message_id=document.get("message_id"),
+            **identity,
         )
     return Hit(
         id=document["id"],
         source=source,
         score=score,
         text=document["text"],
-        org_id=document["org_id"],
-        project_id=document["project_id"],
-        user_id=document.get("user_id"),
-        agent_id=document.get("agent_id"),
-        session_id=document.get("session_id"),
         visibility=document.get("visibility"),
+        **identity,
     )
 
 

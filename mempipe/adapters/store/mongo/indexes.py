@@ -10,7 +10,7 @@ from typing import Any
 
 from mempipe.adapters.store.mongo import pipelines
 from mempipe.adapters.store.mongo.base import MongoParts, now
-from mempipe.domain.declarations import check_declarations, column_for
+from mempipe.domain.declarations import check_declarations, column_for, declared_definitions
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
@@ -57,9 +57,7 @@ class MongoIndexOps(MongoParts):
             recorded = {
                 (d["kind"], d["name"]): d["definition"] for d in self.db["declarations"].find()
             }
-        declared = {("partition_key", key): "{}" for key in partition_keys} | {
-            ("custom_type", t.name): t.model_dump_json() for t in custom_types
-        }
+        declared = declared_definitions(partition_keys, custom_types)
         added = check_declarations(recorded, declared)
         if added:
             with self._errors("declarations"):

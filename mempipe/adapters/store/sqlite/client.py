@@ -9,7 +9,7 @@ import apsw
 import orjson
 import sqlite_vec
 
-from mempipe.adapters.store.base import StoreCapabilities
+from mempipe.adapters.store.base import StoreCapabilities, conflict_reject
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.embeddings import SqliteEmbeddingOps
@@ -126,17 +126,7 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
                 path, line, index = same_batch.source.path, same_batch.source.line, None
             if (role, content) == (turn.role.value, turn.content):
                 continue
-            where = f"{path}:{line}" if line is not None else f"{path}[{index}]"
-            conflicts.append(
-                Reject(
-                    **turn.source.model_dump(),
-                    reason=(
-                        f"conflict: turn {turn.turn_seq} of session {turn.session_id!r} is "
-                        f"already stored with different content (from {where})"
-                    ),
-                    raw=turn.model_dump_json(exclude={"source"}),
-                )
-            )
+            conflicts.append(conflict_reject(turn, path, line, index))
         return conflicts
 
     def count_unpromoted_turns(self) -> int:

@@ -11,7 +11,7 @@ import apsw
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.exceptions import translate
-from mempipe.domain.declarations import check_declarations
+from mempipe.domain.declarations import check_declarations, declared_definitions
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
 from mempipe.schemas.indexes import IndexState, IndexStatus
@@ -53,9 +53,7 @@ class SqliteIndexOps:
                 "SELECT kind, name, definition FROM declarations"
             )
         }
-        declared = {("partition_key", key): "{}" for key in partition_keys} | {
-            ("custom_type", t.name): t.model_dump_json() for t in custom_types
-        }
+        declared = declared_definitions(partition_keys, custom_types)
         added = check_declarations(recorded, declared)
         if added:
             try:
