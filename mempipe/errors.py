@@ -35,3 +35,16 @@ class StoreError(TerminalError):
 
 class ArchiveError(TerminalError):
     """An archive path cannot be read at all (as opposed to a bad record inside it)."""
+
+
+class IncompleteRunError(TerminalError):
+    """The run did what it could and recorded it, but not all of its work: it fails (exit 1)
+    and still hands back its summary, so the caller can print what was done."""
+
+    def __init__(self, message: str, summary: object) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class JobBusyError(TransientError):
+    """Another live run holds the lock this job needs; trying later can succeed."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mempipe.archives.json_records import JsonRecord, iter_json_records
-from mempipe.archives.paths import logical_suffix
+from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
+from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import open_stream
 from mempipe.schemas.archive import ArchiveFormat
 
@@ -41,9 +41,14 @@ def detect_format(path: Path) -> ArchiveFormat:
     if suffix in (".csv", ".tsv"):
         return ArchiveFormat.CSV
     with open_stream(path) as archive:
-        for seen, record in enumerate(iter_json_records(archive.stream)):
+        records = iter_json_records(
+            archive.stream, lines=suffix in LINE_SUFFIXES, tell=lambda: archive.bytes_read
+        )
+        for seen, record in enumerate(records):
             if seen >= RECORDS_TO_SNIFF:
                 break
+            if isinstance(record, BrokenRecord) and record.fatal:
+                raise UnknownFormatError(record.reason)
             if isinstance(record, JsonRecord):
                 found = classify(record.value)
                 if found is not None:

@@ -65,6 +65,14 @@ class Draft:
     original: Any
 
 
+@dataclass(slots=True)
+class Skipped:
+    """A message that is not a turn (hidden context, model reasoning, no visible text): counted
+    as ``skipped_empty``, so that every record read is accounted for."""
+
+    source: Location
+
+
 def render_raw(original: Any) -> str:
     if isinstance(original, JsonRecord):
         return original.raw()

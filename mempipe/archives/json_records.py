@@ -4,7 +4,7 @@ item), or a single JSON document."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -14,6 +14,10 @@ import orjson
 from mempipe.archives.streams import PrependedStream
 
 _WHITESPACE = b" \t\r\n\xef\xbb\xbf"
+_ENDED_EARLY = ("premature EOF", "Incomplete JSON content")
+"""How ijson's backends (yajl2 C, pure Python) say the input ended inside the JSON."""
+LOOKAHEAD_LINES = 1000
+"""How far past broken first lines to look for a line that is a JSON object on its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,34 +35,48 @@ class JsonRecord:
 
 @dataclass(frozen=True, slots=True)
 class BrokenRecord:
-    """A line that is not JSON, or the point where a JSON array stops being valid."""
+    """A line that is not JSON, or the point where a JSON array or document stops being valid.
+    A ``fatal`` one ends the file: nothing after it can be read."""
 
     line: int | None
     index: int | None
     reason: str
     text: str
+    fatal: bool = False
+    offset: int | None = None
 
 
-def iter_json_records(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
+def iter_json_records(
+    stream: BinaryIO, *, lines: bool = False, tell: Callable[[], int] | None = None
+) -> Iterator[JsonRecord | BrokenRecord]:
+    """``lines`` forces JSON Lines (a ``.jsonl`` file is read line by line whatever its first
+    lines hold); ``tell`` gives the byte offset reached in the file, for messages."""
     head = _skip_whitespace(stream)
+    if lines:
+        yield from _lines(_replay(head, stream))
+        return
     if head == b"[":
-        yield from _array_items(_replay(head, stream))
+        yield from _array_items(_replay(head, stream), tell)
         return
     first_line = head + stream.readline()
     if _parses(first_line):
         yield from _lines(_replay(first_line, stream))
         return
-    # Either a JSON Lines file whose first line is broken, or one pretty-printed document:
-    # the next non-blank line tells, since a fragment of a document is not JSON on its own.
+    # Either JSON Lines whose first lines are broken, or one pretty-printed document. A JSON
+    # Lines record starts at column 0 and is an object on its own; inside a pretty-printed
+    # document only its opening and closing braces stand at column 0.
     consumed = [first_line]
-    while (line := stream.readline()) and not line.strip():
+    is_lines = False
+    for _ in range(LOOKAHEAD_LINES):
+        line = stream.readline()
+        if not line:
+            break
         consumed.append(line)
-    consumed.append(line)
+        if line[:1] == b"{" and _is_object(line):
+            is_lines = True
+            break
     replay = _replay(b"".join(consumed), stream)
-    if line and _parses(line):
-        yield from _lines(replay)
-    else:
-        yield from _single_document(replay)
+    yield from _lines(replay) if is_lines else _single_document(replay, tell)
 
 
 def _replay(head: bytes, rest: BinaryIO) -> BinaryIO:
@@ -71,6 +89,13 @@ def _parses(text: bytes) -> bool:
     except orjson.JSONDecodeError:
         return False
     return True
+
+
+def _is_object(text: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(text), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _skip_whitespace(stream: BinaryIO) -> bytes:
@@ -91,20 +116,40 @@ def _lines(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
             yield BrokenRecord(number, None, f"not valid JSON: {exc}", raw)
 
 
-def _array_items(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
+def _array_items(
+    stream: BinaryIO, tell: Callable[[], int] | None
+) -> Iterator[JsonRecord | BrokenRecord]:
     index = -1
     try:
         for index, value in enumerate(ijson.items(stream, "item", use_float=True)):
             yield JsonRecord(value, line=None, index=index)
     except ijson.JSONError as exc:
-        yield BrokenRecord(
-            None, index + 1, f"the JSON array is malformed from this record on: {exc}", ""
-        )
+        yield _stopped(stream, tell, index + 1, "the JSON array", exc)
 
 
-def _single_document(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
+def _single_document(
+    stream: BinaryIO, tell: Callable[[], int] | None
+) -> Iterator[JsonRecord | BrokenRecord]:
     try:
         for value in ijson.items(stream, "", use_float=True):
             yield JsonRecord(value, line=None, index=0)
     except ijson.JSONError as exc:
-        yield BrokenRecord(1, None, f"not valid JSON: {exc}", "")
+        yield _stopped(stream, tell, 0, "the JSON document", exc)
+
+
+def _stopped(
+    stream: BinaryIO, tell: Callable[[], int] | None, index: int, what: str, exc: Exception
+) -> BrokenRecord:
+    """Why the rest of a file cannot be read: the file ended inside the JSON (truncated), or
+    the JSON is malformed from this record on."""
+    offset = tell() if tell is not None else None
+    ended = any(sign in str(exc) for sign in _ENDED_EARLY)
+    at_end = ended and not stream.read(1)
+    where = f" at byte {offset}" if offset is not None else ""
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    reason = (
+        f"truncated{where}: the file ends inside {what} (record {index})"
+        if at_end
+        else f"{what} is malformed from record {index} on (read up to byte {offset}): {detail}"
+    )
+    return BrokenRecord(None, index, reason, "", fatal=True, offset=offset)

@@ -9,6 +9,8 @@ from pathlib import Path
 from mempipe.errors import ArchiveError
 
 ARCHIVE_SUFFIXES = frozenset({".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet"})
+LINE_SUFFIXES = frozenset({".jsonl", ".ndjson"})
+"""JSON Lines by name: read line by line, whatever the first lines hold."""
 COMPRESSION_SUFFIXES = frozenset({".gz", ".zst", ".zstd"})
 GLOB_CHARS = frozenset("*?[")
 

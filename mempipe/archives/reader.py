@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
+import zstandard
 
 from mempipe.archives.detect import UnknownFormatError, detect_format
-from mempipe.archives.drafts import Draft, finish
+from mempipe.archives.drafts import Draft, Skipped, finish
 from mempipe.archives.formats import RecordParser
 from mempipe.archives.formats.chatgpt import ChatGPTExport
 from mempipe.archives.formats.claude import ClaudeExport
@@ -17,8 +19,9 @@ from mempipe.archives.formats.sharegpt import ShareGPT
 from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
 from mempipe.archives.formats.turns import CanonicalTurns
 from mempipe.archives.json_records import BrokenRecord, iter_json_records
-from mempipe.archives.paths import logical_suffix
+from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import ArchiveStream, open_stream
+from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
@@ -33,10 +36,15 @@ JSON_PARSERS: dict[ArchiveFormat, type] = {
 }
 
 
+UNREADABLE = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+"""What a corrupt or truncated compressed stream, or a failing disk, raises while being read."""
+
+
 class ArchiveReader:
     """Iterates one file's turns and rejects. A file that cannot be read as the format says
-    (undetectable, unmappable columns) yields one reject for the whole file, never an error:
-    the other files of a backfill go on."""
+    (undetectable, unmappable columns, corrupt compression, truncated JSON) yields one reject
+    for the whole file with the byte offset reached, never an error: the other files of a
+    backfill go on. ``failed`` then says why, so the run can report the file as failed."""
 
     def __init__(
         self,
@@ -53,6 +61,7 @@ class ArchiveReader:
         self.size = path.stat().st_size
         self._stream: ArchiveStream | None = None
         self._done = False
+        self.failed: str | None = None
 
     @property
     def bytes_read(self) -> int:
@@ -60,15 +69,22 @@ class ArchiveReader:
             return self.size
         return self._stream.bytes_read if self._stream is not None else 0
 
-    def __iter__(self) -> Iterator[Turn | Reject]:
+    def __iter__(self) -> Iterator[Turn | Reject | Skipped]:
         try:
             for item in self._items():
-                yield finish(item, self.defaults) if isinstance(item, Draft) else item
+                if isinstance(item, Draft):
+                    item = finish(item, self.defaults)
+                elif isinstance(item, Reject) and item.whole_file:
+                    self.failed = item.reason
+                yield item
         finally:
             self._done = True
 
-    def _items(self) -> Iterator[Draft | Reject]:
+    def _items(self) -> Iterator[Draft | Reject | Skipped]:
         name = str(self.path)
+        if self.size == 0:
+            yield self._whole_file("empty file")
+            return
         try:
             fmt = self.format or detect_format(self.path)
             self.format = fmt
@@ -77,24 +93,60 @@ class ArchiveReader:
                 return
             with open_stream(self.path) as stream:
                 self._stream = stream
-                if fmt is ArchiveFormat.CSV:
-                    delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","
-                    yield from csv_drafts(stream.stream, name, self.columns, delimiter)
-                else:
-                    yield from self._json_items(JSON_PARSERS[fmt](name), stream)
-        except (UnknownFormatError, ColumnMappingError, pa.ArrowException) as exc:
-            yield Reject(path=name, reason=f"whole file rejected: {exc}", raw="")
+                try:
+                    if fmt is ArchiveFormat.CSV:
+                        delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","
+                        yield from csv_drafts(stream.stream, name, self.columns, delimiter)
+                    else:
+                        yield from self._json_items(JSON_PARSERS[fmt](name), stream)
+                except UNREADABLE as exc:
+                    yield self._unreadable(exc, "the records before it were kept")
+        except (UnknownFormatError, ColumnMappingError, ArchiveError, pa.ArrowException) as exc:
+            yield self._whole_file(f"{exc}")
+        except UNREADABLE as exc:
+            yield self._unreadable(exc, "nothing of it could be read")
 
-    def _json_items(self, parse: RecordParser, stream: ArchiveStream) -> Iterator[Draft | Reject]:
+    def _unreadable(self, exc: BaseException, kept: str) -> Reject:
+        kind = "cannot read the file" if isinstance(exc, OSError) else "corrupt or truncated"
+        detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        return self._whole_file(
+            f"{kind} at or before byte {self._offset()} of {self.size}: {detail}; {kept}"
+        )
+
+    def _offset(self) -> int:
+        try:
+            return self._stream.raw.tell() if self._stream is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _whole_file(self, reason: str) -> Reject:
+        return Reject(
+            path=str(self.path),
+            reason=f"whole file rejected: {reason}",
+            raw="",
+            offset=self._offset(),
+            whole_file=True,
+        )
+
+    def _json_items(
+        self, parse: RecordParser, stream: ArchiveStream
+    ) -> Iterator[Draft | Reject | Skipped]:
         name = str(self.path)
-        for record in iter_json_records(stream.stream):
+        records = iter_json_records(
+            stream.stream, lines=logical_suffix(self.path) in LINE_SUFFIXES, tell=self._offset
+        )
+        for record in records:
             if isinstance(record, BrokenRecord):
                 yield Reject(
                     path=name,
                     line=record.line,
                     index=record.index,
-                    reason=record.reason,
+                    reason=f"whole file rejected: {record.reason}"
+                    if record.fatal
+                    else record.reason,
                     raw=record.text,
+                    offset=record.offset,
+                    whole_file=record.fatal,
                 )
             else:
                 yield from parse(record)

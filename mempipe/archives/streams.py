@@ -3,8 +3,8 @@ bytes, and report how much of the file has been read (for progress)."""
 
 from __future__ import annotations
 
-import gzip
 import io
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,13 +41,50 @@ def open_stream(path: Path) -> Iterator[ArchiveStream]:
         raw.seek(0)
         stream: BinaryIO
         if magic.startswith(GZIP_MAGIC):
-            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+            stream = io.BufferedReader(GzipStream(raw), buffer_size=1 << 16)  # type: ignore[assignment]
         elif magic.startswith(ZSTD_MAGIC):
             reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
             stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
         else:
             stream = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[arg-type]
         yield ArchiveStream(stream=stream, raw=raw, size=path.stat().st_size)
+
+
+class GzipStream(io.RawIOBase):
+    """Gzip (one or more members) decompressed as it is read. Unlike :class:`gzip.GzipFile`,
+    every byte decompressed before a corrupt or truncated spot is handed out before the error
+    is raised, so the records in front of the damage are kept."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._inflate = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+        self._pending = b""
+        self._started = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            compressed = self._inflate.unconsumed_tail or self._raw.read(self.CHUNK)
+            if not compressed:
+                if self._inflate.eof or not self._started:
+                    return 0
+                raise EOFError("the gzip stream ends before its end marker (truncated)")
+            self._started = True
+            self._pending = self._inflate.decompress(compressed, self.CHUNK)
+            if self._inflate.eof:
+                rest = self._inflate.unused_data
+                self._inflate = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+                self._started = bool(rest.strip(b"\x00"))
+                if self._started:
+                    self._pending += self._inflate.decompress(rest, self.CHUNK)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
 
 
 class PrependedStream(io.RawIOBase):

@@ -12,6 +12,7 @@ from mempipe.cli.options import (
     reports_errors,
     store_options,
 )
+from mempipe.errors import IncompleteRunError
 
 
 @click.command()
@@ -70,30 +71,37 @@ def backfill(
 
     column_map = pairs(columns, "--column")
     context = load_context(store, config)
-    context.open_store().close()
     expand_paths(paths)
+    context.open_store().close()
+    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        summary = backfill_flow(
-            paths=list(paths),
-            format=archive_format,
-            org_id=org_id,
-            project_id=project_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            columns=column_map,
-            store=context.store_url,
-            config=str(context.settings.config),
-            batch_size=batch_size,
-            rejects_dir=rejects_dir,
-            promote_sessions=not no_promote,
-        )
+        try:
+            summary = backfill_flow(
+                paths=list(paths),
+                format=archive_format,
+                org_id=org_id,
+                project_id=project_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                columns=column_map,
+                store=context.store_url,
+                config=str(context.settings.config),
+                batch_size=batch_size,
+                rejects_dir=rejects_dir,
+                promote_sessions=not no_promote,
+            )
+        except IncompleteRunError as exc:
+            incomplete, summary = exc, exc.summary
 
     def human() -> None:
         click.echo(
             f"backfill {summary.run_id}: {len(summary.files)} file(s), "
             f"{summary.turns_inserted} turns inserted, "
-            f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected"
+            f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected, "
+            f"{summary.skipped_empty} empty messages skipped"
         )
+        for path in summary.failed_files:
+            click.echo(f"failed: {path}")
         if summary.rejects_path:
             click.echo(f"rejects: {summary.rejects_path}")
         click.echo(
@@ -102,7 +110,7 @@ def backfill(
         )
         click.echo(f"store: {summary.store}")
 
-    emit(summary, as_json, human)
+    emit(summary, as_json, human, incomplete)
 
 
 @click.command()

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
+import orjson
 from pydantic import BaseModel
 
-from mempipe.errors import MempipeError
+from mempipe.domain.failures import ContentError, EnvironmentalError
+from mempipe.errors import (
+    ArchiveError,
+    ConfigError,
+    IncompleteRunError,
+    JobBusyError,
+    MempipeError,
+    StoreError,
+    TransientError,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,21 +62,68 @@ def identity_options(command: F) -> F:
     return command
 
 
+ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (IncompleteRunError, "incomplete"),
+    (JobBusyError, "busy"),
+    (ConfigError, "config"),
+    (StoreError, "store"),
+    (ArchiveError, "archive"),
+    (EnvironmentalError, "provider"),
+    (ContentError, "provider"),
+    (TransientError, "transient"),
+    (MempipeError, "error"),
+)
+"""The ``kind`` of a failure, as ``--json`` reports it; the README's failure table lists them."""
+
+
+def error_kind(exc: BaseException) -> str:
+    return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "internal")
+
+
 def reports_errors(command: F) -> F:
-    """Turn mempipe's errors into one clear line on stderr and exit status 1."""
+    """One failure contract for every command: one ``error:`` line on stderr and exit status 1;
+    with ``--json`` also one JSON document ``{"error": ..., "kind": ...}`` on stdout. An
+    unexpected exception is reported the same way (kind ``internal``); set
+    ``MEMPIPE_TRACEBACK=1`` to see its traceback."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except MempipeError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("MEMPIPE_TRACEBACK"):
+                traceback.print_exc()
+            fail(exc, bool(kwargs.get("as_json")))
 
     return wrapper  # type: ignore[return-value]
 
 
-def emit(result: BaseModel, as_json: bool, human: Callable[[], None]) -> None:
+def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> NoReturn:
+    message = str(exc) if isinstance(exc, MempipeError) else f"{type(exc).__name__}: {exc}"
+    if as_json:
+        document = result.model_dump(mode="json") if result is not None else {}
+        click.echo(
+            orjson.dumps(
+                {**document, "error": message, "kind": error_kind(exc)}, option=orjson.OPT_INDENT_2
+            ).decode()
+        )
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def emit(
+    result: BaseModel,
+    as_json: bool,
+    human: Callable[[], None],
+    error: IncompleteRunError | None = None,
+) -> None:
+    """Print the result; a run that did not do all its work prints what it did, then fails."""
+    if error is not None:
+        if not as_json:
+            human()
+        fail(error, as_json, result)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.bootstrap import load_context
+from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import ArchiveFormat
@@ -75,7 +76,14 @@ def backfill(
     summary = summarize_backfill(
         run_id, context.store_url, ingested, promotion, rejects_file, time.monotonic() - started
     )
-    record_run_end(context.store_url, run_id, run_counts(summary))
+    failed = (
+        f"{len(summary.failed_files)} file(s) could not be read to the end: "
+        + ", ".join(summary.failed_files)
+        + (f" (see {summary.rejects_path})" if summary.rejects_path else "")
+        if summary.failed_files
+        else None
+    )
+    record_run_end(context.store_url, run_id, run_counts(summary), failed)
     publish_table(
         "backfill-summary",
         [f.model_dump() for f in summary.files],
@@ -83,4 +91,6 @@ def backfill(
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",
     )
+    if failed:
+        raise IncompleteRunError(failed, summary)
     return summary

@@ -1,4 +1,5 @@
-"""Flow hooks shared by every job: a failed run is recorded in the store, never lost."""
+"""Flow hooks shared by every job: a failed run is recorded in the store, never lost (a run
+that recorded its own end, counts and error, keeps that record)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
     except MempipeError:
         return  # the store itself was the problem; the run's own error says so
     try:
-        if store.get_run(str(flow_run.id)) is not None:
+        run = store.get_run(str(flow_run.id))
+        if run is not None and run.status is RunStatus.RUNNING:
             store.finish_run(str(flow_run.id), RunStatus.FAILED, {}, state.message or "failed")
     finally:
         store.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Reject(BaseModel):
@@ -14,3 +14,7 @@ class Reject(BaseModel):
     message_index: int | None = None
     reason: str
     raw: str
+    offset: int | None = Field(default=None, description="byte offset reached in the file")
+    whole_file: bool = Field(
+        default=False, description="the rest of the file could not be read: the file failed"
+    )

@@ -28,7 +28,8 @@ class TurnWriteResult(BaseModel):
 
 
 class IngestSummary(BaseModel):
-    """One archive file read into the store."""
+    """One archive file read into the store. Every record read is accounted for:
+    ``turns_read = turns_inserted + duplicates_skipped + rejected + skipped_empty``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -38,6 +39,10 @@ class IngestSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
+    skipped_empty: int = Field(default=0, description="messages with nothing a person saw")
+    failed: str | None = Field(
+        default=None, description="why the rest of the file could not be read, if it could not"
+    )
 
 
 class PromotionSummary(BaseModel):
@@ -61,6 +66,10 @@ class BackfillSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
+    skipped_empty: int = 0
+    failed_files: list[str] = Field(
+        default_factory=list, description="files that could not be read to the end: exit 1"
+    )
     rejects_path: str | None = None
     sessions: int = Field(default=0, description="sessions that gained a snapshot")
     snapshots_created: int = 0

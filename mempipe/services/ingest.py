@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mempipe.adapters.store import Store
 from mempipe.archives import ArchiveReader
+from mempipe.archives.drafts import Skipped
 from mempipe.gc_tuning import relaxed_gc
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
@@ -37,12 +38,14 @@ def ingest_file(
     reader = ArchiveReader(path, archive_format, defaults, columns)
     summary = IngestSummary(path=str(path), format=archive_format.value)
 
-    def account(written: Future[TurnWriteResult], rejects: list[Reject], read: int) -> None:
+    def account(written: Future[TurnWriteResult], rejects: list[Reject], skipped: int) -> None:
         result = written.result()
-        summary.turns_read += read
+        rejected = append_rejects(rejects_file, [*rejects, *result.conflicts])
         summary.turns_inserted += result.inserted
         summary.duplicates_skipped += result.duplicates
-        summary.rejected += append_rejects(rejects_file, [*rejects, *result.conflicts])
+        summary.rejected += rejected
+        summary.skipped_empty += skipped
+        summary.turns_read += result.inserted + result.duplicates + rejected + skipped
 
     with (
         relaxed_gc(),
@@ -50,26 +53,28 @@ def ingest_file(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="mempipe-writer") as writer,
     ):
         in_flight: tuple[Future[TurnWriteResult], list[Reject], int] | None = None
-        for turns, rejects in _batches(reader, batch_size):
+        for turns, rejects, skipped in _batches(reader, batch_size):
             written = writer.submit(_write, store, turns, run_id)
             if in_flight is not None:
                 account(*in_flight)
-            in_flight = (written, rejects, len(turns))
+            in_flight = (written, rejects, skipped)
             progress.update(reader.bytes_read)
         if in_flight is not None:
             account(*in_flight)
     summary.format = (reader.format or archive_format).value
+    summary.failed = reader.failed
     return summary
 
 
 def _batches(
-    items: Iterable[Turn | Reject], size: int
-) -> Iterator[tuple[list[Turn], list[Reject]]]:
+    items: Iterable[Turn | Reject | Skipped], size: int
+) -> Iterator[tuple[list[Turn], list[Reject], int]]:
     stream = iter(items)
     while batch := list(islice(stream, size)):
         yield (
             [item for item in batch if isinstance(item, Turn)],
             [item for item in batch if isinstance(item, Reject)],
+            sum(isinstance(item, Skipped) for item in batch),
         )
 
 

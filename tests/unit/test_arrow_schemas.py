@@ -66,4 +66,13 @@ def test_rows_convert_to_a_table_of_that_schema() -> None:
 
 def test_schemas_exist_for_failures_and_rejects() -> None:
     assert "failure_class" in arrow_schema(Failure).names
-    assert arrow_schema(Reject).names == ["path", "line", "index", "message_index", "reason", "raw"]
+    assert arrow_schema(Reject).names == [
+        "path",
+        "line",
+        "index",
+        "message_index",
+        "reason",
+        "raw",
+        "offset",
+        "whole_file",
+    ]

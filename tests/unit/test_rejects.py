@@ -80,7 +80,21 @@ def test_a_truncated_json_array_keeps_the_records_before_the_damage(tmp_path) ->
     assert [t.content for t in turns] == ["kept"]
     assert len(rejects) == 1
     assert rejects[0].index == 1
-    assert "malformed" in rejects[0].reason
+    assert rejects[0].whole_file
+    assert f"truncated at byte {path.stat().st_size}" in rejects[0].reason
+
+
+def test_a_json_array_broken_in_the_middle_is_malformed_not_truncated(tmp_path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text(
+        '[{"id": "a", "messages": [{"role": "user", "content": "kept"}]},'
+        ' {"id": "b", "messages": [oops]}, {"id": "c", "messages": []}]'
+    )
+    turns, rejects = read(path, ArchiveFormat.AUTO)
+    assert [t.content for t in turns] == ["kept"]
+    assert len(rejects) == 1
+    assert rejects[0].whole_file
+    assert "malformed from record 1" in rejects[0].reason
 
 
 def test_a_bad_message_inside_a_conversation_is_located_by_record_and_message(tmp_path) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mempipe.archives.drafts import Draft
+from mempipe.archives.drafts import Draft, Skipped
 from mempipe.archives.json_records import JsonRecord
 from mempipe.schemas.reject import Reject
 
-RecordParser = Callable[[JsonRecord], Iterable[Draft | Reject]]
+RecordParser = Callable[[JsonRecord], Iterable[Draft | Reject | Skipped]]
 """Parses one record of one file; a new parser is made per file (some keep per-file state)."""
 
 

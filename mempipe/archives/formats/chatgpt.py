@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mempipe.archives.drafts import Draft, reject
+from mempipe.archives.drafts import Draft, Skipped, reject
 from mempipe.archives.formats.conversation import (
     message_source,
     record_source,
@@ -64,7 +64,7 @@ class ChatGPTExport:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def __call__(self, record: JsonRecord) -> Iterator[Draft | Reject]:
+    def __call__(self, record: JsonRecord) -> Iterator[Draft | Reject | Skipped]:
         conversation = record.value
         nodes = (
             path_to_current(conversation)
@@ -78,7 +78,10 @@ class ChatGPTExport:
         position = 0
         for node in nodes:
             message = node.get("message")
-            if not isinstance(message, dict) or _not_a_turn(message):
+            if not isinstance(message, dict):
+                continue
+            if _not_a_turn(message):
+                yield Skipped(message_source(self.path, record, position))
                 continue
             author = message.get("author") or {}
             metadata = message.get("metadata") or {}
