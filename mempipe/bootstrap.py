@@ -26,11 +26,11 @@ class AppContext:
     def store_url(self) -> str:
         return self.settings.store
 
-    def open_store(self, *, migrate: bool = True) -> Store:
+    def open_store(self, *, migrate: bool = True, read_only: bool = False) -> Store:
         """The store, with this project's declarations recorded (write-once) when a project
-        configuration file is present."""
-        store = open_store(self.store_url, migrate=migrate)
-        if migrate and self.settings.config.exists():
+        configuration file is present. ``read_only``: an existing mempipe store, unchanged."""
+        store = open_store(self.store_url, migrate=migrate, read_only=read_only)
+        if migrate and not read_only and self.settings.config.exists():
             memory = self.config.memory
             store.declare(memory.metadata_partition_keys, memory.custom_types)
         return store

@@ -144,7 +144,7 @@ def report(
     from mempipe.flows.report import audit_report
 
     context = load_context(store, config)
-    context.open_store().close()
+    context.open_store(read_only=True).close()
     summary = audit_report(
         run_id=run_id,
         since=since.date() if since else None,

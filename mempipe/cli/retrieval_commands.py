@@ -77,7 +77,7 @@ def search(
         visibility=visibility,
         metadata=pairs(metadata, "--metadata"),
     )
-    with closing(load_context(store, config).open_store()) as opened:
+    with closing(load_context(store, config).open_store(read_only=True)) as opened:
         result = run_search(opened, embedder_for, query, source, SearchMode(mode), filters, top_k)
 
     def human() -> None:
@@ -99,7 +99,7 @@ def models(store: str | None, config: str | None, as_json: bool) -> None:
     from mempipe.bootstrap import load_context
     from mempipe.services.models import list_models
 
-    with closing(load_context(store, config).open_store()) as opened:
+    with closing(load_context(store, config).open_store(read_only=True)) as opened:
         found = list_models(opened)
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
@@ -137,7 +137,7 @@ def evaluate_queries(
     from mempipe.services.evaluation import evaluate, read_queries
 
     labelled = read_queries(Path(queries))
-    with closing(load_context(store, config).open_store()) as opened:
+    with closing(load_context(store, config).open_store(read_only=True)) as opened:
         result = evaluate(opened, embedder_for, labelled, source, SearchMode(mode), k)
     emit(
         result,

@@ -56,7 +56,7 @@ def stats(store: str | None, config: str | None, as_json: bool) -> None:
     """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
     from mempipe.bootstrap import load_context
 
-    opened = load_context(store, config).open_store()
+    opened = load_context(store, config).open_store(read_only=True)
     try:
         result = opened.stats()
     finally:

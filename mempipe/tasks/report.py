@@ -29,6 +29,6 @@ def summarize_audit(
         frame = scan_audit([Path(f) for f in files])
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url, read_only=True)) as store:
         failures = store.failure_counts(run_id, since, until)
     return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)

@@ -10,18 +10,19 @@ from mempipe.errors import StoreError
 SUPPORTED = ("sqlite", "mongodb", "mongodb+srv")
 
 
-def open_store(url: str, *, migrate: bool = True) -> Store:
+def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> Store:
     """Open the store named by ``url``: ``sqlite:///path.db`` (a bare path means SQLite),
     ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``.
 
     With ``migrate`` (the default) every pending migration is applied first, so a new store is
-    usable on first use.
+    usable on first use. ``read_only`` is for commands that only read: the store must already
+    exist and be a mempipe store with every migration applied; nothing is created or changed.
     """
     scheme = urlsplit(url).scheme if "://" in url else "sqlite"
     if scheme == "sqlite":
         from mempipe.adapters.store.sqlite.factory import open_sqlite_store
 
-        store = open_sqlite_store(url)
+        store = open_sqlite_store(url, existing=read_only)
     elif scheme in ("mongodb", "mongodb+srv"):
         from mempipe.adapters.store.mongo.factory import open_mongo_store
 
@@ -30,7 +31,29 @@ def open_store(url: str, *, migrate: bool = True) -> Store:
         raise StoreError(
             f"unsupported store URL scheme {scheme!r} in {url!r}; supported: {', '.join(SUPPORTED)}"
         )
-    return prepare(store, migrate=migrate)
+    if read_only:
+        try:
+            require_migrated(store)
+        except StoreError:
+            store.close()
+            raise
+    return prepare(store, migrate=migrate and not read_only)
+
+
+def require_migrated(store: Store) -> None:
+    """Refuse a store that mempipe never set up, or one that needs migrations, without writing."""
+    from mempipe.migrations import pending
+
+    if not store.applied_migrations():
+        raise StoreError(
+            f"{store.url} is not a mempipe store (no migrations recorded); nothing was changed. "
+            "Commands that write (backfill, migrate) create one."
+        )
+    missing = [m.id for m in pending(store)]
+    if missing:
+        raise StoreError(
+            f"{store.url} needs migrations {', '.join(missing)}; run `mempipe migrate` first"
+        )
 
 
 def prepare(store: Store, *, migrate: bool = True) -> Store:

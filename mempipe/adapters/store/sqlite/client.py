@@ -18,6 +18,7 @@ from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_te
 from mempipe.adapters.store.sqlite.indexes import SqliteIndexOps
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
+from mempipe.errors import StoreError
 from mempipe.schemas.embedding import COLLECTIONS
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
@@ -29,6 +30,19 @@ if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
 MEMORY_COLLECTIONS = [c for c in COLLECTIONS if c != "stm"]
+
+
+def _is_mempipe_store(conn: apsw.Connection) -> bool:
+    """Read before anything is written (even the WAL switch), so a foreign file stays as it is."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+        ).fetchall()
+    )
+
+
+def _has_tables(conn: apsw.Connection) -> bool:
+    return bool(conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall())
 
 
 class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, SqliteIndexOps):
@@ -43,9 +57,19 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
 
     def _connect(self) -> apsw.Connection:
         where = str(self.config.path)
+        flags = apsw.SQLITE_OPEN_READWRITE
+        if not self.config.existing:
+            flags |= apsw.SQLITE_OPEN_CREATE
         try:
-            conn = apsw.Connection(where)
+            conn = apsw.Connection(where, flags=flags)
             conn.setbusytimeout(self.config.busy_timeout_ms)
+            if not _is_mempipe_store(conn) and (self.config.existing or _has_tables(conn)):
+                conn.close()
+                raise StoreError(
+                    f"sqlite:///{where} is not a mempipe store (no _migrations table"
+                    + ("" if self.config.existing else "; it holds another application's tables")
+                    + "); nothing was changed"
+                )
             conn.enable_load_extension(True)
             conn.load_extension(sqlite_vec.loadable_path())
             conn.enable_load_extension(False)

@@ -16,6 +16,9 @@ class SqliteConfig(BaseModel):
     path: Path
     busy_timeout_ms: int = Field(default=30_000, description="wait this long for a writer lock")
     readonly: bool = False
+    existing: bool = Field(
+        default=False, description="open only a mempipe store that exists; change nothing else"
+    )
 
     @property
     def url(self) -> str:

@@ -1,0 +1,76 @@
+"""One failure contract: every failure is one ``error:`` line on stderr and exit 1, and with
+``--json`` one JSON document ``{"error", "kind"}`` on stdout; read-only commands never write."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli import mempipe
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_failed(result, kind: str) -> dict:
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    document = json.loads(result.stdout)
+    assert document["kind"] == kind
+    assert document["error"] == errors[0].removeprefix("error: ")
+    return document
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("stats",),
+        ("search", "hello"),
+        ("models",),
+        ("report",),
+    ],
+)
+def test_read_only_commands_refuse_a_missing_store_and_create_nothing(tmp_path, command) -> None:
+    result = mempipe(*command, "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
+    document = assert_failed(result, "store")
+    assert "no store at" in document["error"]
+    assert list(tmp_path.iterdir()) == [], "nothing created: no store, no WAL, no audit folder"
+
+
+def test_stats_on_a_foreign_sqlite_file_leaves_it_untouched(tmp_path) -> None:
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+        conn.execute("INSERT INTO orders (total) VALUES (9.5)")
+    before = digest(foreign)
+
+    result = mempipe("stats", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+
+    assert "not a mempipe store" in assert_failed(result, "store")["error"]
+    assert digest(foreign) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"], "no -wal / -shm left"
+
+
+def test_a_backfill_of_a_missing_path_creates_no_store(tmp_path) -> None:
+    result = mempipe(
+        "backfill", "nowhere/", "--store", "sqlite:///memory.db", "--json", cwd=tmp_path
+    )
+    assert "no such file or directory" in assert_failed(result, "archive")["error"]
+    assert not (tmp_path / "memory.db").exists()
+
+
+def test_a_writing_command_refuses_another_applications_database(tmp_path, fixtures) -> None:
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    before = digest(foreign)
+    result = mempipe("migrate", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    assert "another application's tables" in assert_failed(result, "store")["error"]
+    assert digest(foreign) == before
