@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mempipe.adapters.embedding import Embedder, Vector
-from mempipe.domain.failures import RetryPolicy
+from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
+from mempipe.domain.vectors import vector_problem
 from mempipe.errors import MempipeError
 
 
@@ -22,7 +23,7 @@ def embed_texts(
     if not texts:
         return [], []
     try:
-        return list(retry.run(lambda: embedder.embed(list(texts)), sleep=sleep)), []
+        return checked(embedder, retry.run(lambda: embedder.embed(list(texts)), sleep=sleep))
     except MempipeError as batch_error:
         if batch_error.retryable:
             return [None] * len(texts), [(i, batch_error) for i in range(len(texts))]
@@ -30,8 +31,36 @@ def embed_texts(
     errors: list[tuple[int, MempipeError]] = []
     for position, text in enumerate(texts):
         try:
-            vectors.extend(embedder.embed([text]))
+            (vector,) = embedder.embed([text])
         except MempipeError as item_error:
             vectors.append(None)
             errors.append((position, item_error))
+            continue
+        found, problems = checked(embedder, [vector])
+        vectors.extend(found)
+        errors.extend((position, problem) for _, problem in problems)
     return vectors, errors
+
+
+def checked(
+    embedder: Embedder, vectors: Sequence[Vector | None]
+) -> tuple[list[Vector | None], list[tuple[int, MempipeError]]]:
+    """Vectors checked at the door: an all-zero or non-finite one is not stored (its record is
+    kept without a vector, found by text and hybrid) and counts as a content failure."""
+    kept: list[Vector | None] = []
+    errors: list[tuple[int, MempipeError]] = []
+    for position, vector in enumerate(vectors):
+        problem = None if vector is None else vector_problem(vector)
+        if problem is not None:
+            errors.append(
+                (
+                    position,
+                    ContentError(
+                        FailureKind.INVALID_OUTPUT,
+                        f"{embedder.model_id} returned a vector that is {problem}",
+                    ),
+                )
+            )
+            vector = None
+        kept.append(vector)
+    return kept, errors

@@ -14,6 +14,7 @@ from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store import Store
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
+from mempipe.domain.vectors import vector_problem
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
@@ -132,4 +133,6 @@ def _query_vector(
     (vector,) = embedder.embed([query])
     if vector is None:
         raise SearchError(f"the query could not be embedded by {index_model}")
+    if vector_problem(vector) is not None:
+        return None  # nothing is near a vector without direction: semantic finds nothing
     return vector, index_model

@@ -285,6 +285,8 @@ class SqliteExtractionOps:
                 f"JOIN {table} m ON m.rowid = v.memory_rowid",
                 (blob(vector), k, *filter_values),
             ):
+                if distance is None:
+                    continue
                 found[memory_id] = Candidate(
                     memory_id, found_key, text, 1.0 - distance, tuple(orjson.loads(evidence))
                 )

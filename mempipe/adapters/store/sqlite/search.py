@@ -29,6 +29,9 @@ def _hit(source: str, row: tuple[Any, ...]) -> Hit:
 
 
 class SqliteSearchOps:
+    """A NULL distance (a stored vector without direction, from before vectors were checked at
+    the door) is skipped, never handed to a caller."""
+
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
@@ -51,7 +54,8 @@ class SqliteSearchOps:
         self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
     ) -> list[Hit]:
         sql, values = search_sql.vector_search_sql(source, model_id, filters)
-        return [_hit(source, row) for row in self._rows(sql, (blob(vector), k, *values))]
+        rows = self._rows(sql, (blob(vector), k, *values))
+        return [_hit(source, row) for row in rows if row[-1] is not None]
 
     def search_hybrid(
         self,

@@ -1,0 +1,20 @@
+"""Which vectors may be stored and searched: an all-zero vector has no direction (cosine
+distance to it is undefined, NULL in sqlite-vec) and a non-finite one poisons every distance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def vector_problem(vector: Sequence[float]) -> str | None:
+    """Why ``vector`` must not be stored, or None when it is usable."""
+    values = np.asarray(vector, dtype=np.float64)
+    if values.size == 0:
+        return "empty"
+    if not np.isfinite(values).all():
+        return "not finite (NaN or infinity)"
+    if not values.any():
+        return "all zeros"
+    return None
