@@ -14,6 +14,7 @@ from mempipe.cli.backfill_commands import backfill, promote
 from mempipe.cli.embedding_commands import rebuild_indexes_command, reembed
 from mempipe.cli.extraction_commands import replay, report
 from mempipe.cli.retrieval_commands import evaluate_queries, models, search
+from mempipe.cli.run_commands import recover, runs
 from mempipe.cli.store_commands import migrate, stats
 
 # A laptop run starts Prefect's temporary local server; it needs no usage telemetry.
@@ -38,9 +39,14 @@ for command in (
     evaluate_queries,
     rebuild_indexes_command,
     stats,
+    runs,
+    recover,
 ):
     cli.add_command(command)
 
 
 def main() -> None:
-    cli()
+    from mempipe.watchdog import orphan_guard
+
+    with orphan_guard():
+        cli()

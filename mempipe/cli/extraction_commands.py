@@ -107,8 +107,8 @@ def replay(
             f"memories: {summary.added} added, {summary.updated} updated, "
             f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
         )
-        if summary.claimed_elsewhere:
-            click.echo(f"left to another running replay: {summary.claimed_elsewhere}")
+        if summary.done_elsewhere:
+            click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
         click.echo(f"audit: {summary.audit_dir} ({len(summary.audit_files)} Parquet file(s))")
 
     emit(summary, as_json, human)

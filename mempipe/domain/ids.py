@@ -13,5 +13,7 @@ def stable_id(prefix: str, *parts: object) -> str:
     return f"{prefix}_{digest.hexdigest()[:24]}"
 
 
-def snapshot_id(org_id: str, project_id: str, session_id: str, first_turn_seq: int) -> str:
-    return stable_id("snap", org_id, project_id, session_id, first_turn_seq)
+def snapshot_id(
+    org_id: str, project_id: str, user_id: str | None, session_id: str, first_turn_seq: int
+) -> str:
+    return stable_id("snap", org_id, project_id, user_id or "", session_id, first_turn_seq)

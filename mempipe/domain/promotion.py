@@ -36,8 +36,9 @@ class TurnStamp:
     agent_id: str | None = None
 
     @property
-    def session_key(self) -> tuple[str, str, str]:
-        return (self.org_id, self.project_id, self.session_id)
+    def session_key(self) -> tuple[str, str, str, str]:
+        """One user's session: two users may reuse a session id."""
+        return (self.org_id, self.project_id, self.user_id or "", self.session_id)
 
 
 def cut_snapshots(
@@ -87,7 +88,9 @@ def build_snapshot(
     first, last = turns[0], turns[-1]
     times = [t.created_at for t in turns if t.created_at is not None]
     return Snapshot(
-        snapshot_id=snapshot_id(first.org_id, first.project_id, first.session_id, first.turn_seq),
+        snapshot_id=snapshot_id(
+            first.org_id, first.project_id, first.user_id, first.session_id, first.turn_seq
+        ),
         org_id=first.org_id,
         project_id=first.project_id,
         user_id=next((t.user_id for t in turns if t.user_id), None),

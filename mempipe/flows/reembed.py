@@ -13,15 +13,17 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
-from mempipe.limits import exclusive
+from mempipe.heartbeat import keep_alive
+from mempipe.locks import store_lock
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.embedding import COLLECTIONS, ReembedSummary
+from mempipe.schemas.embedding import COLLECTIONS, ModelState, ReembedSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
     collection_report,
     embed_range,
     finalize_models,
     plan_embedding,
+    probe_model,
     recall_gate_task,
     rollback_models,
     switch_models,
@@ -49,7 +51,13 @@ def reembed(
     or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
     or the scheduler at ``dask_address``); every range writes only what is missing. Re-embeds,
     finalizes and rollbacks of one store never overlap: each holds the store's ``reembed``
-    concurrency limit, waiting up to ``lock_wait_s`` for it."""
+    lock (held in the store by this live run), waiting up to ``lock_wait_s`` for it.
+
+    Nothing changes what search serves until the run succeeds: the model is probed before the
+    registry is touched (an unreachable or unknown model fails here, naming the cause), a
+    collection's vectors are filled beside the serving ones, and a collection switches only
+    once its vectors are complete (and, for a move, verified by the recall gate). A collection
+    that had no model yet is built the same way and switched at the end."""
     context = load_context(store, config)
     run_id = str(flow_run.id)
     model_id = model or context.config.memory.embedding.model
@@ -60,14 +68,18 @@ def reembed(
     unknown = set(chosen) - set(COLLECTIONS)
     if unknown:
         raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
-    with exclusive("reembed", context.store_url, lock_wait_s):
-        record_run_start(
-            context.store_url,
-            run_id,
-            "reembed",
-            {"model": model_id, "collections": chosen, "incremental": incremental},
-            config=config,
-        )
+    record_run_start(
+        context.store_url,
+        run_id,
+        "reembed",
+        {"model": model_id, "collections": chosen, "incremental": incremental},
+        config=config,
+    )
+    with (
+        keep_alive(context.store_url, run_id),
+        store_lock("reembed", context.store_url, run_id, lock_wait_s),
+    ):
+        probe_model(model_id)
         plans = [
             plan_embedding(context.store_url, c, model_id, incremental, partitions) for c in chosen
         ]
@@ -101,8 +113,9 @@ def reembed(
             incremental=incremental,
             collections=reports,
         )
+        incomplete = [r.collection for r in reports if not r.complete]
+        building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
         if not incremental:
-            incomplete = [r.collection for r in reports if not r.complete]
             summary.gate = (
                 recall_gate_task(context.store_url, gate, model_id, min_recall_ratio)
                 if gate
@@ -117,8 +130,15 @@ def reembed(
             else:
                 switch_models(context.store_url, chosen, model_id)
                 summary.switched = True
-            if summary.reason:
-                get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
+        else:
+            first = [c for c in building if c not in incomplete]
+            if first:
+                switch_models(context.store_url, first, model_id)
+                summary.switched = True
+            if incomplete:
+                summary.reason = f"records without a vector in {', '.join(incomplete)}"
+        if summary.reason:
+            get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
         record_run_end(
             context.store_url,
             run_id,
@@ -138,7 +158,7 @@ def reembed(
         return summary
 
 
-@flow(name="reembed-finalize")
+@flow(name="reembed-finalize", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def reembed_finalize(
     collections: list[str] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
@@ -149,7 +169,7 @@ def reembed_finalize(
     return _end_move(finalize_models, collections, lock_wait_s, store, config)
 
 
-@flow(name="reembed-rollback")
+@flow(name="reembed-rollback", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def reembed_rollback(
     collections: list[str] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
@@ -167,7 +187,12 @@ def _end_move(
     store: str | None,
     config: str | None,
 ) -> list[str]:
-    """Finalize or roll back, holding the store's re-embed limit like a re-embed does."""
+    """Finalize or roll back, holding the store's re-embed lock like a re-embed does."""
     url = load_context(store, config).store_url
-    with exclusive("reembed", url, lock_wait_s):
-        return step(url, collections or list(COLLECTIONS))
+    run_id = str(flow_run.id)
+    chosen = collections or list(COLLECTIONS)
+    record_run_start(url, run_id, f"reembed-{step.name.split('-')[0]}", {"collections": chosen})
+    with keep_alive(url, run_id), store_lock("reembed", url, run_id, lock_wait_s):
+        done = step(url, chosen)
+    record_run_end(url, run_id, {"collections": len(done)})
+    return done

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from mempipe.bootstrap import load_context
 from mempipe.flows.hooks import record_failed_run
+from mempipe.heartbeat import keep_alive
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
@@ -19,7 +20,7 @@ from mempipe.services.replay_summary import summarize_replay
 from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit, replay_bucket, select_work
-from mempipe.tasks.runs import record_run_end, record_run_start
+from mempipe.tasks.runs import record_run_end, record_run_start, recover_dead_runs_task
 
 COUNTS = {
     "snapshots",
@@ -32,7 +33,7 @@ COUNTS = {
     "updated",
     "reinforced",
     "unembedded",
-    "claimed_elsewhere",
+    "done_elsewhere",
 }
 """The counts recorded with the run and published as its table artifact."""
 
@@ -91,27 +92,30 @@ def replay(
         },
         config=config,
     )
-    buckets = select_work(context.store_url, selection, enabled, force, concurrency)
-    done = run_partitions(
-        replay_bucket,
-        [
-            {
-                "store_url": context.store_url,
-                "items": bucket,
-                "settings": settings,
-                "run_id": run_id,
-                "force": force,
-            }
-            for bucket in buckets
-        ],
-        task_runner,
-        concurrency,
-        dask_address,
-    )
-    results = [summary for part in done for summary in part]
-    files = export_audit(context.store_url, audit_dir, run_id=run_id)
-    summary = summarize_replay(run_id, context.store_url, settings, results, audit_dir, files)
-    record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))
+    with keep_alive(context.store_url, run_id):
+        recover_dead_runs_task(context.store_url)
+        buckets = select_work(context.store_url, selection, enabled, force, concurrency)
+        outcomes = run_partitions(
+            replay_bucket,
+            [
+                {
+                    "store_url": context.store_url,
+                    "items": bucket,
+                    "settings": settings,
+                    "run_id": run_id,
+                    "force": force,
+                    "selection": selection,
+                    "handlers": enabled,
+                }
+                for bucket in buckets
+            ],
+            task_runner,
+            concurrency,
+            dask_address,
+        )
+        files = export_audit(context.store_url, audit_dir, run_id=run_id)
+        summary = summarize_replay(run_id, context.store_url, settings, outcomes, audit_dir, files)
+        record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))
     publish_table(
         "replay-summary",
         [summary.model_dump(include=COUNTS)],

@@ -62,8 +62,9 @@ class ReplaySummary(BaseModel):
     updated: int = 0
     reinforced: int = 0
     unembedded: int = 0
-    claimed_elsewhere: int = Field(
-        default=0, description="extractions left alone because another running replay held them"
+    done_elsewhere: int = Field(
+        default=0,
+        description="selected extractions another replay did while this one waited for the owner",
     )
     audit_dir: str | None = None
     audit_files: list[str] = Field(default_factory=list)

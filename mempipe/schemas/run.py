@@ -27,3 +27,23 @@ class RunRecord(BaseModel):
     error: str | None = None
     started_at: datetime
     finished_at: datetime | None = None
+    host: str | None = Field(default=None, description="the machine the run's process is on")
+    pid: int | None = Field(default=None, description="the run's process on that machine")
+    machine: str | None = Field(
+        default=None, description="boot and pid-namespace id: whose pids ``pid`` is one of"
+    )
+    heartbeat_at: datetime | None = Field(
+        default=None, description="last sign of life; a live run renews it"
+    )
+
+
+class Lease(BaseModel):
+    """A named lock held by a run (an owner's replay work, a store's re-embed) until ``until``;
+    the holder renews it with each heartbeat."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    run_id: str
+    until: datetime
+    acquired_at: datetime

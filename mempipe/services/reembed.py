@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,9 +39,11 @@ def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
 
 
 def target_state(store: Store, collection: str, model_id: str, *, incremental: bool) -> str:
-    """Blue/green fills a building table; incremental fills the serving one (or starts one)."""
+    """Incremental fills the serving model's missing vectors; everything else (a move, and a
+    collection's first model) is built beside what serves and switched to once complete, so a
+    half-filled index never serves."""
     serving = store.active_embedding(collection)
-    if serving is None or incremental or serving[0] == model_id:
+    if serving is not None and (incremental or serving[0] == model_id):
         return ModelState.SERVING.value
     return ModelState.BUILDING.value
 
@@ -59,10 +62,10 @@ def embed_collection(
 ) -> CollectionReport:
     """Give every record of the collection a vector of ``embedder``'s model, in batches. After
     each batch the run records a checkpoint; a run following one that crashed starts after
-    that run's checkpoint instead of scanning from the start (records before it have their
-    vectors; the next full run still retries the ones that could not be embedded)."""
+    that run's checkpoint, and sweeps what it skipped last: the checkpoint is a shortcut, not a
+    promise (a rollback since may have dropped the vectors before it), so a run that ends has
+    left no record without a vector that could be embedded."""
     store.register_model(collection, embedder.model_id, embedder.dimensions, state)
-    policy = retry or RetryPolicy()
     records, vectors = store.vector_counts(collection, embedder.model_id)
     report = CollectionReport(
         collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
@@ -71,24 +74,49 @@ def embed_collection(
     checkpoint = f"embed:{collection}:{embedder.model_id}:{start}-{until or 'end'}"
     resumed = store.resume_point("reembed", checkpoint, run_id)
     report.resumed_after = resumed
-    after = max(start, resumed or 0)
+    filler = _Filler(store, collection, embedder, run_id, batch_size, retry or RetryPolicy(), sleep)
     with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
-        done = 0
-        while batch := store.records_missing_vectors(
-            collection, embedder.model_id, after, batch_size, until
+        filler.fill((max(start, resumed or 0), until), report, progress, checkpoint)
+        if resumed is not None and resumed > start:
+            filler.fill((start, resumed), report, progress, checkpoint=None)
+    report.records, report.vectors = store.vector_counts(collection, embedder.model_id)
+    return report
+
+
+@dataclass
+class _Filler:
+    store: Store
+    collection: str
+    embedder: Embedder
+    run_id: str
+    batch_size: int
+    policy: RetryPolicy
+    sleep: Callable[[float], Any]
+    done: int = 0
+
+    def fill(
+        self, id_range: IdRange, report: CollectionReport, progress: Any, checkpoint: str | None
+    ) -> None:
+        """Embed the records of ``id_range`` still without a vector; record how far it got
+        under ``checkpoint`` after each batch (a sweep behind a checkpoint records nothing)."""
+        after, until = id_range
+        model = self.embedder.model_id
+        while batch := self.store.records_missing_vectors(
+            self.collection, model, after, self.batch_size, until
         ):
             after = batch[-1][0]
-            found, errors = embed_texts(embedder, [text or "" for _, text in batch], policy, sleep)
+            texts = [text or "" for _, text in batch]
+            found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
             pairs = [
                 (rowid, v) for (rowid, _), v in zip(batch, found, strict=True) if v is not None
             ]
-            report.embedded_now += store.store_vectors(collection, embedder.model_id, pairs)
+            report.embedded_now += self.store.store_vectors(self.collection, model, pairs)
             report.unembeddable += len(batch) - len(pairs)
             for _, error in errors[:1]:
-                store.record_failure(
+                self.store.record_failure(
                     Failure(
-                        run_id=run_id,
-                        step=f"reembed:{collection}",
+                        run_id=self.run_id,
+                        step=f"reembed:{self.collection}",
                         failure_class=failure_class(error),
                         error_type=str(getattr(error, "kind", type(error).__name__)),
                         error=f"{len(errors)} record(s) without a vector: {error}",
@@ -96,11 +124,10 @@ def embed_collection(
                         at=datetime.now(UTC),
                     )
                 )
-            store.save_checkpoint(run_id, checkpoint, after)
-            done += len(batch)
-            progress.update(done)
-    report.records, report.vectors = store.vector_counts(collection, embedder.model_id)
-    return report
+            if checkpoint is not None:
+                self.store.save_checkpoint(self.run_id, checkpoint, after)
+            self.done += len(batch)
+            progress.update(self.done)
 
 
 def recall_gate(

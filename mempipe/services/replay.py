@@ -45,7 +45,6 @@ class ExtractionSummary(BaseModel):
     attempts: int = 0
     failure_class: FailureClass | None = None
     error: str | None = None
-    claimed_elsewhere: bool = False
 
 
 class ReplayContext(BaseModel):

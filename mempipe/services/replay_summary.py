@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.replay import ExtractionSummary
+
+
+class BucketOutcome(BaseModel):
+    """What one partition of a replay did, and how much of its work another replay did while
+    this one waited for the owners it held."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: list[ExtractionSummary]
+    done_elsewhere: int = 0
 
 
 def summarize_replay(
     run_id: str,
     store_url: str,
     settings: ReplaySettings,
-    results: list[ExtractionSummary],
+    outcomes: list[BucketOutcome],
     audit_dir: str,
     files: list[str],
 ) -> ReplaySummary:
-    skipped = sum(r.claimed_elsewhere for r in results)
-    results = [r for r in results if not r.claimed_elsewhere]
+    results = [r for outcome in outcomes for r in outcome.results]
     return ReplaySummary(
         run_id=run_id,
         store=store_url,
@@ -32,7 +43,7 @@ def summarize_replay(
         updated=sum(r.updated for r in results),
         reinforced=sum(r.reinforced for r in results),
         unembedded=sum(r.unembedded for r in results),
-        claimed_elsewhere=skipped,
+        done_elsewhere=sum(outcome.done_elsewhere for outcome in outcomes),
         audit_dir=audit_dir,
         audit_files=files,
     )

@@ -11,6 +11,8 @@ from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.store import open_store
+from mempipe.domain.failures import RetryPolicy
+from mempipe.errors import ConfigError, MempipeError
 from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services.evaluation import read_queries
 from mempipe.services.reembed import (
@@ -31,6 +33,24 @@ class EmbeddingPlan(BaseModel):
     model_id: str
     state: str
     ranges: list[IdRange]
+
+
+PROBE_RETRY = RetryPolicy(max_attempts=2, max_seconds=20)
+"""A model that does not answer a one-text probe fails the run at once, before any change."""
+
+
+@task(name="probe-model", cache_policy=NO_CACHE)
+def probe_model(model: str) -> int:
+    """Embed one text with ``model`` before anything is registered: an unknown model, a refused
+    connection or rejected credentials fail here, naming the cause. Returns the dimensions."""
+    embedder = embedder_for(model)
+    try:
+        (vector,) = PROBE_RETRY.run(lambda: embedder.embed(["mempipe probe"]))
+    except MempipeError as exc:
+        raise ConfigError(f"{model} cannot embed, so nothing was changed: {exc}") from exc
+    if vector is None or len(vector) != embedder.dimensions:
+        raise ConfigError(f"{model} gave no usable vector for a probe; nothing was changed")
+    return embedder.dimensions
 
 
 @task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)

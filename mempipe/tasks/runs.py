@@ -1,4 +1,5 @@
-"""Record flow runs in the store: parameters at the start, counts and outcome at the end."""
+"""Record flow runs in the store: parameters and where the run's process is at the start, counts
+and outcome at the end; dead runs closed before work is handed out."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store import open_store
 from mempipe.bootstrap import load_context
+from mempipe.domain.liveness import this_process
 from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.services.runs import RecoveredRun, recover_dead_runs
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -26,9 +29,17 @@ def record_run_start(
     config: str | None = None,
 ) -> None:
     """Also records the project's declarations (write-once) before any work starts."""
+    now = datetime.now(UTC)
     with closing(load_context(store_url, config).open_store()) as store:
         store.start_run(
-            RunRecord(run_id=run_id, flow=flow, parameters=parameters, started_at=datetime.now(UTC))
+            RunRecord(
+                run_id=run_id,
+                flow=flow,
+                parameters=parameters,
+                started_at=now,
+                heartbeat_at=now,
+                **this_process(),
+            )
         )
 
 
@@ -41,3 +52,19 @@ def record_run_end(
     with closing(open_store(store_url, migrate=False)) as store:
         status = RunStatus.FAILED if error else RunStatus.COMPLETED
         store.finish_run(run_id, status, counts, error)
+
+
+@task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+def recover_dead_runs_task(store_url: str) -> list[RecoveredRun]:
+    with closing(open_store(store_url, migrate=False)) as store:
+        recovered = recover_dead_runs(store)
+    logger = get_run_logger()
+    for run in recovered:
+        logger.warning(
+            "run %s (%s) died: %s; marked failed, freed %d lease(s)",
+            run.run_id,
+            run.flow,
+            run.reason,
+            len(run.leases),
+        )
+    return recovered

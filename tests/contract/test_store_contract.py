@@ -147,29 +147,47 @@ def test_extraction_work_states_and_failures(backend) -> None:
     }
 
 
-def test_work_is_claimed_by_one_running_run_at_a_time(backend) -> None:
-    backend.insert_turns([turn(0), turn(1), turn(2)], "r")
-    promote(backend)
-    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+def test_a_lease_belongs_to_one_running_run_and_ends_with_it(backend) -> None:
     hour = timedelta(hours=1)
-    for run in ("a", "b"):
-        backend.start_run(RunRecord(run_id=run, flow="replay", started_at=T0))
-    assert backend.claim_work(work, "a", force=False, lease=hour) == work
-    assert backend.claim_work(work, "b", force=False, lease=hour) == [], "a holds them"
-    assert backend.claim_work(work, "a", force=False, lease=hour) == work, "a again: its own"
-    first = work[0]
-    backend.set_extraction_state(first.snapshot_id, first.handler, ExtractionStatus.DONE, 1)
-    assert backend.claim_work(work, "b", force=False, lease=hour) == [], "done, or still held"
-    assert backend.claim_work([first], "b", force=True, lease=hour) == [first], "forced"
+    now = datetime.now(UTC)
+    for run in ("a", "b", "c"):
+        backend.start_run(RunRecord(run_id=run, flow="replay", started_at=now, heartbeat_at=now))
+    assert backend.acquire_lease("owner-1", "a", hour) is None
+    assert backend.acquire_lease("owner-1", "b", hour) == "a", "a holds it"
+    assert backend.acquire_lease("owner-1", "a", hour) is None, "a again: its own"
+    assert backend.acquire_lease("owner-2", "b", hour) is None, "another name is another lock"
+    assert backend.lease_holders() == {"owner-1": "a", "owner-2": "b"}
+    backend.release_leases("b", ["owner-2"])
+    assert backend.acquire_lease("owner-2", "c", -hour) is None, "released: free"
+    assert backend.acquire_lease("owner-2", "b", hour) is None, "c's lease ran out: free"
+    backend.heartbeat("b", hour)
+    assert backend.acquire_lease("owner-2", "c", hour) == "b", "renewed by b's heartbeat"
     backend.finish_run("a", RunStatus.FAILED, {}, "killed")
-    assert backend.claim_work(work[1:], "b", force=False, lease=-hour) == work[1:], (
-        "a run that stopped holds nothing"
+    assert "owner-1" not in backend.lease_holders(), "a run's leases end with it"
+    assert backend.acquire_lease("owner-1", "c", hour) is None
+    running = {r.run_id for r in backend.list_runs(running_only=True)}
+    assert running == {"b", "c"}
+
+
+def test_runs_record_where_they_run_and_their_heartbeat(backend) -> None:
+    started = datetime(2024, 1, 1, tzinfo=UTC)
+    backend.start_run(
+        RunRecord(
+            run_id="r",
+            flow="replay",
+            started_at=started,
+            heartbeat_at=started,
+            host="box",
+            pid=4242,
+            machine="boot/ns",
+        )
     )
-    backend.start_run(RunRecord(run_id="c", flow="replay", started_at=T0))
-    assert backend.claim_work(work[1:], "c", force=False, lease=hour) == work[1:], (
-        "b is running, but its lease ran out"
-    )
-    assert backend.claim_work(work[1:], "b", force=False, lease=hour) == [], "now c holds them"
+    backend.heartbeat("r", timedelta(minutes=1))
+    run = backend.get_run("r")
+    assert run is not None
+    assert (run.host, run.pid, run.machine) == ("box", 4242, "boot/ns")
+    assert run.heartbeat_at is not None
+    assert run.heartbeat_at > started
 
 
 def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchable) -> None:

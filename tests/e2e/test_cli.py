@@ -79,9 +79,11 @@ def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
     env_store = f"sqlite:///{tmp_path / 'from-env.db'}"
     os.environ["MEMPIPE_STORE"] = env_store
     try:
+        created = mempipe("migrate", "--json", cwd=tmp_path)
         result = mempipe("stats", "--json", cwd=tmp_path)
     finally:
         del os.environ["MEMPIPE_STORE"]
+    assert json.loads(created.stdout)["store"] == env_store
     assert json.loads(result.stdout)["store"] == env_store
 
 
@@ -90,7 +92,8 @@ def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
     [
         (("backfill", "nowhere/*.jsonl"), "matches no archive file"),
         (("backfill", "missing.json"), "no such file or directory"),
-        (("stats", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
+        (("stats", "--store", "sqlite:///no/such/dir/m.db"), "no store at"),
+        (("migrate", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
         (("stats", "--store", "redis://localhost"), "unsupported store URL scheme"),
     ],
 )
@@ -99,7 +102,7 @@ def test_an_unusable_path_or_store_is_a_clear_error_with_a_non_zero_exit(
 ) -> None:
     result = mempipe(*args, "--json", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stdout == ""
+    assert message in json.loads(result.stdout)["error"], "--json: the error as one document"
     assert result.stderr.startswith("error: ")
     assert message in result.stderr
     assert "Traceback" not in result.stderr

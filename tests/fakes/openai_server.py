@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,15 +51,39 @@ def error(status: int, message: str, code: str | None = None, **headers: str) ->
     )
 
 
+def embeddings(body: dict[str, Any], dimensions: int, delay: float = 0.0) -> Answer:
+    """An embeddings answer for the request's inputs: the hashing model's vectors, so that the
+    same text always gets the same vector."""
+    from mempipe.adapters.embedding.hashing import HashingEmbedder
+
+    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    vectors = HashingEmbedder(dimensions).embed(texts)
+    return Answer(
+        body={
+            "object": "list",
+            "model": body.get("model", "fake-embed"),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ],
+            "usage": {"prompt_tokens": 0, "total_tokens": 0},
+        },
+        delay=delay,
+    )
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Answer] = []
+        self.responder: Callable[[dict[str, Any]], Answer] | None = None
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def next_answer(self, body: dict[str, Any]) -> Answer:
+        """The responder's answer to this request where one is set, else the script's next."""
         with self._lock:
             self.requests.append(body)
+            if self.responder is not None:
+                return self.responder(body)
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
 

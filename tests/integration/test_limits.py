@@ -1,32 +1,55 @@
-"""Prefect global concurrency limits on a real (test) Prefect server: two re-embeds of one
-store never overlap, another store is not held back; provider requests draw on a named Prefect
-rate limit."""
+"""Locks and limits: two re-embeds of one store never overlap (the store's own lock, held by a
+live run), another store is not held back, a dead holder is closed at once; provider requests
+draw on a named Prefect rate limit."""
 
 from __future__ import annotations
+
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store import open_store
-from mempipe.errors import ConfigError
+from mempipe.domain.liveness import machine_id
+from mempipe.errors import ConfigError, JobBusyError
 from mempipe.flows.reembed import reembed, reembed_rollback
-from mempipe.limits import JobBusyError, exclusive, limit_name
+from mempipe.locks import store_lock
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.run import RunRecord, RunStatus
 from tests.fakes.openai_server import fake_openai, memories
 from tests.integration.test_llm_extractor import FACT, SNAPSHOT
 
 pytestmark = pytest.mark.prefect
 
 
-def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_limit(
+def holder_run(store_url: str, run_id: str, pid: int) -> None:
+    now = datetime.now(UTC)
+    with closing(open_store(store_url)) as store:
+        store.start_run(
+            RunRecord(
+                run_id=run_id,
+                flow="reembed",
+                started_at=now,
+                heartbeat_at=now,
+                host="this-box",
+                pid=pid,
+                machine=machine_id(),
+            )
+        )
+
+
+def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_holder(
     prefect_server, store_url, tmp_path
 ) -> None:
-    open_store(store_url).close()
-    with exclusive("reembed", store_url, wait_s=5) as held:
-        assert held == limit_name("reembed", store_url)
+    import os
+
+    holder_run(store_url, "holder", os.getpid())
+    with store_lock("reembed", store_url, "holder", wait_s=5) as held:
+        assert held == "reembed"
         with pytest.raises(
-            JobBusyError, match=rf"another reembed of .*limit {held!r}\); waited 1 s"
+            JobBusyError, match=r"another reembed of .* reembed run holder on this-box \(pid \d+\)"
         ):
             reembed(model="hashing-32", store=store_url, lock_wait_s=1)
         with pytest.raises(JobBusyError):
@@ -36,6 +59,23 @@ def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_limit(
     assert reembed(model="hashing-32", store=store_url, lock_wait_s=1).switched, (
         "free once the first one ended"
     )
+
+
+def test_a_lock_whose_holder_process_is_gone_is_taken_at_once(prefect_server, store_url) -> None:
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    holder_run(store_url, "dead", gone.pid)
+    with closing(open_store(store_url)) as store:
+        assert store.acquire_lease("reembed", "dead", timedelta(hours=1)) is None
+    summary = reembed(model="hashing-32", store=store_url, lock_wait_s=0)
+    assert summary.switched
+    with closing(open_store(store_url)) as store:
+        dead = store.get_run("dead")
+    assert dead is not None
+    assert dead.status is RunStatus.FAILED
+    assert "is gone" in (dead.error or "")
 
 
 def test_provider_requests_draw_on_a_prefect_rate_limit_where_one_is_named(prefect_server) -> None:

@@ -170,9 +170,10 @@ def test_migrations_create_the_identity_indexes_and_the_unique_turn_key(store) -
     assert [k for k, _ in turn_indexes["turn_key"]["key"]] == [
         "org_id",
         "project_id",
+        "user_id",
         "session_id",
         "turn_seq",
-    ]
+    ], "two users may reuse a session id"
     assert "identity" in store.db["semantic"].index_information()
     names = {i["name"] for i in store.db["turns"].list_search_indexes()}
     assert names == {"text"}

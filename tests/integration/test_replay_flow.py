@@ -3,6 +3,9 @@ UPDATE and REINFORCE; the enabled-extractions configuration is honoured."""
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,12 +13,14 @@ import polars as pl
 import pytest
 
 from mempipe.adapters.store import open_store
+from mempipe.domain.liveness import this_process
 from mempipe.flows.backfill import backfill
 from mempipe.flows.replay import replay
 from mempipe.flows.report import audit_report
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import scan_audit
+from mempipe.tasks.replay import owner_lease
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
@@ -82,20 +87,61 @@ def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -
     assert stats.memories["taxonomic"] == {"active": 0, "superseded": 0}
 
 
-def test_work_another_running_replay_claimed_is_left_to_it(
+def the_owner(store) -> str:
+    """The lease of the sample's one owner."""
+    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    assert len({item.partition for item in work}) == 1
+    return owner_lease(work[0].partition)
+
+
+def test_an_owner_another_live_replay_holds_is_waited_for_then_replayed(
+    prefect_server, store_url, tmp_path
+) -> None:
+    """A live holder finishes (or dies and is closed); the run ends only once the owner's
+    work is done: exit 0 means all of it."""
+    cfg = config(tmp_path)
+    load_sample(store_url, cfg, tmp_path)
+    store = open_store(store_url)
+    now = datetime.now(UTC)
+    store.start_run(
+        RunRecord(
+            run_id="elsewhere", flow="replay", started_at=now, heartbeat_at=now, **this_process()
+        )
+    )
+    assert store.acquire_lease(the_owner(store), "elsewhere", timedelta(hours=1)) is None
+    release = threading.Timer(3.0, store.finish_run, ("elsewhere", RunStatus.COMPLETED, {}))
+    release.start()
+    started = time.monotonic()
+    done = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    release.join()
+    store.close()
+    assert time.monotonic() - started >= 3.0, "it waited for the live holder"
+    assert (done.extractions, done.done, done.done_elsewhere) == (24, 24, 0)
+
+
+def test_an_owner_held_by_a_run_whose_process_is_gone_is_taken_at_once(
     prefect_server, store_url, tmp_path
 ) -> None:
     cfg = config(tmp_path)
     load_sample(store_url, cfg, tmp_path)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
     store = open_store(store_url)
-    store.start_run(RunRecord(run_id="elsewhere", flow="replay", started_at=datetime.now(UTC)))
-    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
-    store.claim_work(work, "elsewhere", force=False, lease=timedelta(hours=1))
-    audit_dir = str(tmp_path / "audit")
-    held = replay(store=store_url, config=cfg, audit_dir=audit_dir)
-    assert held.claimed_elsewhere == len(work) == 6
-    assert held.extractions == 18, "the other handlers' work was free"
-    store.finish_run("elsewhere", RunStatus.FAILED, {}, "killed")
+    now = datetime.now(UTC)
+    store.start_run(
+        RunRecord(
+            run_id="killed",
+            flow="replay",
+            started_at=now,
+            heartbeat_at=now,
+            **{**this_process(), "pid": gone.pid},
+        )
+    )
+    assert store.acquire_lease(the_owner(store), "killed", timedelta(hours=1)) is None
+    done = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    killed = store.get_run("killed")
     store.close()
-    freed = replay(store=store_url, config=cfg, audit_dir=audit_dir)
-    assert (freed.extractions, freed.claimed_elsewhere) == (6, 0)
+    assert done.done == 24
+    assert killed is not None
+    assert killed.status is RunStatus.FAILED
+    assert "is gone" in (killed.error or "")

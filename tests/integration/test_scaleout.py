@@ -73,7 +73,15 @@ def duplicated_partitions(url: str, run_id: str) -> None:
     settings = ReplaySettings(embedding_model="hashing-128")
     parts = select_work(url, SnapshotSelection(), HANDLERS, False, 2)
     twice = [
-        {"store_url": url, "items": p, "settings": settings, "run_id": run_id, "force": False}
+        {
+            "store_url": url,
+            "items": p,
+            "settings": settings,
+            "run_id": run_id,
+            "force": False,
+            "selection": SnapshotSelection(),
+            "handlers": HANDLERS,
+        }
         for p in parts
         for _ in range(2)
     ]

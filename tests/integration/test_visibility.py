@@ -56,7 +56,7 @@ def test_replay_and_reembed_runs_show_progress_counts_and_what_was_done(
     assert all(float(a.data) == 100.0 for a in progress)
     (table,) = [a for a in artifacts if a.type == "table"]
     assert json.loads(table.data)[0]["extractions"] == summary.extractions == 24
-    assert any("extractions done, 0 failed, 0 left to another running replay" in m for m in logs)
+    assert any("extractions done, 0 failed, 0 done by another replay meanwhile" in m for m in logs)
 
     moved = reembed(model="hashing-32", store=store_url, config=str(config), gate=None)
     artifacts, logs = seen(moved.run_id)

@@ -85,7 +85,7 @@ def test_snapshot_ids_are_deterministic_and_carry_times_identity_and_handlers() 
     first = list(cut_snapshots(turns("s", [1, 31]), LIMITS, handlers=["semantic"], run_id="r"))
     again = list(cut_snapshots(turns("s", [1, 31]), LIMITS, handlers=["semantic"], run_id="r"))
     assert [s.snapshot_id for s in first] == [s.snapshot_id for s in again]
-    assert first[0].snapshot_id == snapshot_id("o", "p", "s", 0)
+    assert first[0].snapshot_id == snapshot_id("o", "p", None, "s", 0)
     assert first[0].started_at == T0
     assert first[0].ended_at == T0 + timedelta(minutes=1)
     assert [e.handler for e in first[0].extraction] == ["semantic"]

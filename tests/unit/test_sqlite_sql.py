@@ -12,12 +12,13 @@ def test_unpromoted_pages_use_keyset_paging_in_key_order() -> None:
     first = sql.unpromoted_page_sql(after_key=False)
     later = sql.unpromoted_page_sql(after_key=True)
     assert "WHERE snapshot_id IS NULL" in first
-    assert "(org_id, project_id, session_id, turn_seq) > (?, ?, ?, ?)" in later
-    assert first.endswith("ORDER BY org_id, project_id, session_id, turn_seq LIMIT ?")
+    key = "org_id, project_id, coalesce(user_id, ''), session_id, turn_seq"
+    assert f"({key}) > (?, ?, ?, ?, ?)" in later
+    assert first.endswith(f"ORDER BY {key} LIMIT ?")
 
 
 def test_turn_inserts_never_overwrite_an_existing_key() -> None:
-    assert "ON CONFLICT (org_id, project_id, session_id, turn_seq) DO NOTHING" in sql.INSERT_TURN
+    assert sql.INSERT_TURN.endswith("ON CONFLICT DO NOTHING"), "the turn key's unique index"
     assert sql.INSERT_TURN.count("?") == len(sql.TURN_COLUMNS)
 
 

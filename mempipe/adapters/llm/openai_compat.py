@@ -132,8 +132,14 @@ class OpenAIExtractor:
 
 
 def translate(exc: openai.APIError) -> MempipeError:
-    """An ``openai`` error as a mempipe failure of the right kind."""
+    """An ``openai`` error as a mempipe failure of the right kind, naming its root cause (the
+    client says only "Connection error."; the cause says "Connection refused")."""
     message = f"{type(exc).__name__}: {exc}"
+    root: BaseException = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    if root is not exc and str(root) and str(root) not in message:
+        message = f"{message} ({root})"
     if isinstance(exc, openai.APITimeoutError):
         return failure_error(FailureKind.TIMEOUT, message)
     if isinstance(exc, openai.APIConnectionError):

@@ -112,14 +112,23 @@ class Store(Protocol):
         """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``."""
         ...
 
-    def claim_work(
-        self, items: Sequence[WorkItem], run_id: str, *, force: bool, lease: timedelta
-    ) -> list[WorkItem]:
-        """Claim items for ``run_id``: those still runnable (any state with ``force``) that no
-        other *running* run holds a live claim on. A claim ends when the item's state is next
-        set, when its run stops running, or when the lease runs out (a run killed without a
-        trace)."""
+    def acquire_lease(self, name: str, run_id: str, lease: timedelta) -> str | None:
+        """Take the named lease for ``run_id`` (or renew it); None when taken, else the run
+        that holds it. A lease held by a run that is no longer running, or not renewed within
+        ``lease``, is free."""
         ...
+
+    def release_leases(self, run_id: str, names: Sequence[str] | None = None) -> None:
+        """Give up the run's leases (all of them when ``names`` is None)."""
+        ...
+
+    def heartbeat(self, run_id: str, lease: timedelta) -> None:
+        """A sign of life: the run's ``heartbeat_at`` is now, and its leases last ``lease``."""
+        ...
+
+    def lease_holders(self) -> dict[str, str]: ...
+
+    def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]: ...
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
 
@@ -249,7 +258,9 @@ class Store(Protocol):
 
     def finish_run(
         self, run_id: str, status: RunStatus, counts: dict[str, int], error: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """Record the outcome; the run's leases end with it."""
+        ...
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
 

@@ -26,6 +26,7 @@ from mempipe.adapters.store.mongo.embeddings import MongoEmbeddingOps
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.adapters.store.mongo.extraction import MongoExtractionOps
 from mempipe.adapters.store.mongo.indexes import MongoIndexOps
+from mempipe.adapters.store.mongo.leases import MongoLeaseOps
 from mempipe.adapters.store.mongo.search import MongoSearchOps
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
 from mempipe.domain.promotion import TurnStamp
@@ -98,7 +99,14 @@ def detect_capabilities(client: MongoClient) -> StoreCapabilities:
     )
 
 
-class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoIndexOps, MongoParts):
+class MongoStore(
+    MongoExtractionOps,
+    MongoSearchOps,
+    MongoEmbeddingOps,
+    MongoIndexOps,
+    MongoLeaseOps,
+    MongoParts,
+):
     def __init__(self, config: MongoConfig, client: MongoClient) -> None:
         self.config = config
         self.url = config.display_url
@@ -249,6 +257,7 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
                         {
                             "org_id": s.org_id,
                             "project_id": s.project_id,
+                            "user_id": s.user_id,
                             "session_id": s.session_id,
                             "turn_seq": {"$gte": s.first_turn_seq, "$lte": s.last_turn_seq},
                             "snapshot_id": None,
@@ -271,7 +280,17 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
                 {"_id": run.run_id},
                 {
                     "$set": {
-                        k: document[k] for k in ("flow", "status", "parameters", "started_at")
+                        k: document[k]
+                        for k in (
+                            "flow",
+                            "status",
+                            "parameters",
+                            "started_at",
+                            "host",
+                            "pid",
+                            "machine",
+                            "heartbeat_at",
+                        )
                     },
                     "$setOnInsert": {
                         k: document[k] for k in ("counts", "checkpoints", "error", "finished_at")
@@ -295,12 +314,14 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
                     }
                 },
             )
+            self.db["leases"].delete_many({"run_id": run_id})
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._errors("runs"):
             document = self.db["runs"].find_one({"_id": run_id})
-        if document is None:
-            return None
+        return None if document is None else self._run_from_document(document)
+
+    def _run_from_document(self, document: dict[str, Any]) -> RunRecord:
         run_id = document.pop("_id")
         return RunRecord.model_validate({**document, "run_id": run_id})
 
@@ -329,7 +350,10 @@ class MongoStore(MongoExtractionOps, MongoSearchOps, MongoEmbeddingOps, MongoInd
                     [
                         {
                             "$group": {
-                                "_id": {f: f"${f}" for f in ("org_id", "project_id", "session_id")}
+                                "_id": {
+                                    f: f"${f}"
+                                    for f in ("org_id", "project_id", "user_id", "session_id")
+                                }
                             }
                         },
                         {"$count": "n"},

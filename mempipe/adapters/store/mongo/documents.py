@@ -89,11 +89,12 @@ def stamp_from_document(d: dict[str, Any]) -> TurnStamp:
     )
 
 
-TURN_KEY = ("org_id", "project_id", "session_id", "turn_seq")
+TURN_KEY = ("org_id", "project_id", "user_id", "session_id", "turn_seq")
+"""A turn's identity: two users may reuse a session id; a missing user is one of its own."""
 
 
 def after_key(key: tuple[Any, ...]) -> dict[str, Any]:
-    """Documents whose (org, project, session, turn_seq) sorts after ``key``: keyset paging."""
+    """Documents whose turn key sorts after ``key``: keyset paging."""
     branches = []
     for depth, field in enumerate(TURN_KEY):
         branch = {TURN_KEY[i]: key[i] for i in range(depth)}

@@ -83,11 +83,15 @@ class MongoEmbeddingOps(MongoParts):
                 self._set_serving(collection, model_id, demote_to=ModelState.PREVIOUS)
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:
-        """Restore the previous model where one is kept; the newer vectors and index go."""
+        """Restore the previous model where one is kept; the newer vectors and index go, and
+        so do the vectors of a move that never switched (a failed or abandoned re-embed)."""
         restored = []
         for collection in collections:
             previous = self._model_in(collection, ModelState.PREVIOUS)
             if previous is None:
+                while (building := self._model_in(collection, ModelState.BUILDING)) is not None:
+                    self._drop(collection, building)
+                    restored.append(collection)
                 continue
             current = self._serving_model(collection)
             with self.write_transaction():

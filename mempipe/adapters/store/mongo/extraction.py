@@ -22,7 +22,6 @@ from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
-from mempipe.schemas.run import RunStatus
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 
@@ -128,40 +127,6 @@ class MongoExtractionOps(MongoParts):
             "updated_at": now(),
         }
 
-    def claim_work(
-        self, items: Sequence[WorkItem], run_id: str, *, force: bool, lease: timedelta
-    ) -> list[WorkItem]:
-        """One ``find_one_and_update`` per item: the claim is taken only if the condition
-        holds at the moment of the write."""
-        at = now()
-        with self._errors("snapshots"):
-            others = self.db["runs"].distinct(
-                "_id", {"status": RunStatus.RUNNING.value, "_id": {"$ne": run_id}}
-            )
-            claimed = []
-            for item in items:
-                field = f"extraction.{item.handler}"
-                condition: dict[str, Any] = {
-                    "_id": item.snapshot_id,
-                    field: {"$exists": True},
-                    "$nor": [
-                        {
-                            f"{field}.claimed_by": {"$in": others},
-                            f"{field}.claimed_until": {"$gt": at},
-                        }
-                    ],
-                }
-                if not force:
-                    condition[f"{field}.status"] = {"$in": RUNNABLE}
-                taken = self.db["snapshots"].find_one_and_update(
-                    condition,
-                    {"$set": {f"{field}.claimed_by": run_id, f"{field}.claimed_until": at + lease}},
-                    projection={"_id": 1},
-                )
-                if taken is not None:
-                    claimed.append(item)
-        return claimed
-
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent:
         with self._errors("snapshots"):
             head = self.db["snapshots"].find_one({"_id": snapshot_id})
@@ -173,6 +138,7 @@ class MongoExtractionOps(MongoParts):
                     {
                         "org_id": head["org_id"],
                         "project_id": head["project_id"],
+                        "user_id": head.get("user_id"),
                         "session_id": head["session_id"],
                         "turn_seq": {"$gte": head["first_turn_seq"], "$lte": head["last_turn_seq"]},
                     },

@@ -16,6 +16,7 @@ from mempipe.adapters.store.sqlite.embeddings import SqliteEmbeddingOps
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.adapters.store.sqlite.extraction import SqliteExtractionOps, now_text
 from mempipe.adapters.store.sqlite.indexes import SqliteIndexOps
+from mempipe.adapters.store.sqlite.leases import SqliteLeaseOps
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
 from mempipe.errors import StoreError
@@ -45,7 +46,9 @@ def _has_tables(conn: apsw.Connection) -> bool:
     return bool(conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall())
 
 
-class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, SqliteIndexOps):
+class SqliteStore(
+    SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, SqliteIndexOps, SqliteLeaseOps
+):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 
     capabilities = StoreCapabilities(transactions=True, vector_search=True, text_search=True)
@@ -135,9 +138,9 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
 
     def _conflicts(self, turns: Sequence[Turn], before: int) -> list[Reject]:
         """Skipped turns whose key is stored with other content: rejects, not duplicates."""
-        keys = [(t.org_id, t.project_id, t.session_id, t.turn_seq) for t in turns]
+        keys = [(t.org_id, t.project_id, t.user_id or "", t.session_id, t.turn_seq) for t in turns]
         stored = self._conn.executemany(sql.STORED_TURN_BY_KEY, keys)
-        winners: dict[tuple[str, str, str, int], Turn] = {}
+        winners: dict[tuple[str, str, str, str, int], Turn] = {}
         conflicts: list[Reject] = []
         for turn, key, row in zip(turns, keys, stored, strict=True):
             row_id, role, content, path, line, index = row
@@ -165,7 +168,7 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
                 page = self._rows(sql.unpromoted_page_sql(after_key=True), (*last, page_size))
             if not page:
                 return
-            last = page[-1][:4]
+            last = page[-1][:5]
             for row in page:
                 yield sql.stamp_from_row(row)
             if len(page) < page_size:
@@ -195,6 +198,7 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
                             s.snapshot_id,
                             s.org_id,
                             s.project_id,
+                            s.user_id,
                             s.session_id,
                             s.first_turn_seq,
                             s.last_turn_seq,
@@ -223,6 +227,10 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
                         run.error,
                         sql.iso(run.started_at),
                         sql.iso(run.finished_at),
+                        run.host,
+                        run.pid,
+                        run.machine,
+                        sql.iso(run.heartbeat_at),
                     ),
                 )
         except apsw.Error as exc:
@@ -231,20 +239,24 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
     def finish_run(
         self, run_id: str, status: RunStatus, counts: dict[str, int], error: str | None = None
     ) -> None:
+        """The run's leases end with it."""
         try:
             with self._conn:
                 self._conn.execute(
                     sql.FINISH_RUN,
                     (status.value, orjson.dumps(counts).decode(), error, now_text(), run_id),
                 )
+                self._conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
         except apsw.Error as exc:
             raise translate(exc, self.url) from exc
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._rows(sql.SELECT_RUN, (run_id,))
-        if not rows:
-            return None
-        rid, flow, params, status, counts, checkpoints, error, started, finished = rows[0]
+        return self._run_from_row(rows[0]) if rows else None
+
+    def _run_from_row(self, row: tuple[Any, ...]) -> RunRecord:
+        rid, flow, params, status, counts, checkpoints, error, started, finished = row[:9]
+        host, pid, machine, heartbeat = row[9:]
         return RunRecord(
             run_id=rid,
             flow=flow,
@@ -255,6 +267,10 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
             error=error,
             started_at=sql.parse_iso(started),
             finished_at=sql.parse_iso(finished),
+            host=host,
+            pid=pid,
+            machine=machine,
+            heartbeat_at=sql.parse_iso(heartbeat),
         )
 
     def save_checkpoint(self, run_id: str, name: str, value: Any) -> None:
@@ -283,7 +299,8 @@ class SqliteStore(SqliteExtractionOps, SqliteSearchOps, SqliteEmbeddingOps, Sqli
     def stats(self) -> StoreStats:
         turns, unpromoted, sessions = self._rows(
             "SELECT count(*), count(*) FILTER (WHERE snapshot_id IS NULL), "
-            "(SELECT count(*) FROM (SELECT DISTINCT org_id, project_id, session_id FROM turns)) "
+            "(SELECT count(*) FROM (SELECT DISTINCT org_id, project_id, coalesce(user_id, ''), "
+            "session_id FROM turns)) "
             "FROM turns"
         )[0]
         snapshots = {state.value: 0 for state in ExtractionStatus}

@@ -101,13 +101,17 @@ class SqliteEmbeddingOps:
             raise translate(exc, self.url) from exc
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:
-        """Restore the previous model where one is kept; the newer vectors are dropped."""
+        """Restore the previous model where one is kept; the newer vectors are dropped, and so
+        are the vectors of a move that never switched (a failed or abandoned re-embed)."""
         restored = []
         try:
             with self._conn:
                 for collection in collections:
                     previous = self._in_state(collection, ModelState.PREVIOUS)
                     if previous is None:
+                        while building := self._in_state(collection, ModelState.BUILDING):
+                            self._drop(collection, building)
+                            restored.append(collection)
                         continue
                     current = self._serving(collection)
                     self._set_serving(collection, previous, demote_to=ModelState.BUILDING)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -103,34 +103,6 @@ class SqliteExtractionOps:
             for r in rows
         ]
 
-    def claim_work(
-        self, items: Sequence[WorkItem], run_id: str, *, force: bool, lease: timedelta
-    ) -> list[WorkItem]:
-        now = datetime.now(UTC)
-        try:
-            with self._conn:
-                claimed = {
-                    (row[0], row[1])
-                    for row in self._conn.executemany(
-                        sql.CLAIM_WORK,
-                        [
-                            (
-                                run_id,
-                                sql.iso(now + lease),
-                                i.snapshot_id,
-                                i.handler,
-                                int(force),
-                                run_id,
-                                sql.iso(now),
-                            )
-                            for i in items
-                        ],
-                    )
-                }
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
-        return [i for i in items if (i.snapshot_id, i.handler) in claimed]
-
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent:
         head = self._rows(
             "SELECT org_id, project_id, user_id, agent_id, session_id, first_turn_seq, "
@@ -142,8 +114,9 @@ class SqliteExtractionOps:
         org, project, user, agent, session, first, last = head[0]
         turns = self._rows(
             "SELECT role, content, created_at FROM turns WHERE org_id = ? AND project_id = ? "
-            "AND session_id = ? AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq",
-            (org, project, session, first, last),
+            "AND coalesce(user_id, '') = coalesce(?, '') AND session_id = ? "
+            "AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq",
+            (org, project, user, session, first, last),
         )
         return SnapshotContent(
             snapshot_id=snapshot_id,

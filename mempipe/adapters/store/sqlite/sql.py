@@ -44,27 +44,31 @@ TURN_COLUMNS = (
 INSERT_TURN = (
     f"INSERT INTO turns ({', '.join(TURN_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in TURN_COLUMNS)}) "
-    "ON CONFLICT (org_id, project_id, session_id, turn_seq) DO NOTHING"
+    "ON CONFLICT DO NOTHING"
 )
 MAX_TURN_ID = "SELECT coalesce(max(id), 0) FROM turns"
 SYNC_TURNS_FTS = "INSERT INTO turns_fts (rowid, content) SELECT id, content FROM turns WHERE id > ?"
 STORED_TURN_BY_KEY = (
     "SELECT id, role, content, source_path, source_line, source_index FROM turns "
-    "WHERE org_id = ? AND project_id = ? AND session_id = ? AND turn_seq = ?"
+    "WHERE org_id = ? AND project_id = ? AND coalesce(user_id, '') = ? AND session_id = ? "
+    "AND turn_seq = ?"
 )
 
 _STAMP_COLUMNS = (
-    "org_id, project_id, session_id, turn_seq, created_at, role, content, user_id, agent_id"
+    "org_id, project_id, coalesce(user_id, ''), session_id, turn_seq, created_at, role, "
+    "content, user_id, agent_id"
 )
+TURN_KEY = "org_id, project_id, coalesce(user_id, ''), session_id, turn_seq"
+"""A turn's identity: two users may reuse a session id; a missing user is one of its own."""
 
 
 def unpromoted_page_sql(after_key: bool) -> str:
     """One page of unpromoted turns in key order, starting after the last key seen (keyset
     paging on the partial index, so pages stay cheap however many turns are promoted)."""
-    after = "AND (org_id, project_id, session_id, turn_seq) > (?, ?, ?, ?) " if after_key else ""
+    after = f"AND ({TURN_KEY}) > (?, ?, ?, ?, ?) " if after_key else ""
     return (
         f"SELECT {_STAMP_COLUMNS} FROM turns WHERE snapshot_id IS NULL {after}"
-        "ORDER BY org_id, project_id, session_id, turn_seq LIMIT ?"
+        f"ORDER BY {TURN_KEY} LIMIT ?"
     )
 
 
@@ -79,30 +83,24 @@ INSERT_EXTRACTION_STATE = (
     "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 MARK_TURNS_PROMOTED = (
-    "UPDATE turns SET snapshot_id = ? WHERE org_id = ? AND project_id = ? AND session_id = ? "
+    "UPDATE turns SET snapshot_id = ? WHERE org_id = ? AND project_id = ? "
+    "AND coalesce(user_id, '') = coalesce(?, '') AND session_id = ? "
     "AND turn_seq BETWEEN ? AND ? AND snapshot_id IS NULL"
 )
 
-CLAIM_WORK = (
-    "UPDATE snapshot_extractions SET claimed_by = ?1, claimed_until = ?2 "
-    "WHERE snapshot_id = ?3 AND handler = ?4 "
-    "AND (?5 OR status IN ('pending', 'failed_retryable')) "
-    "AND NOT (claimed_by IS NOT NULL AND claimed_by != ?6 AND claimed_until > ?7 "
-    "AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = claimed_by AND r.status = 'running')) "
-    "RETURNING snapshot_id, handler"
-)
-"""Claim one extraction unless another running run holds a live claim on it."""
-
 UPSERT_RUN = (
     "INSERT INTO runs (run_id, flow, parameters, status, counts, checkpoints, error, started_at, "
-    "finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
-    "status = excluded.status, parameters = excluded.parameters, started_at = excluded.started_at"
+    "finished_at, host, pid, machine, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, "
+    "parameters = excluded.parameters, started_at = excluded.started_at, host = excluded.host, "
+    "pid = excluded.pid, machine = excluded.machine, heartbeat_at = excluded.heartbeat_at"
 )
 FINISH_RUN = "UPDATE runs SET status = ?, counts = ?, error = ?, finished_at = ? WHERE run_id = ?"
-SELECT_RUN = (
+SELECT_RUNS = (
     "SELECT run_id, flow, parameters, status, counts, checkpoints, error, started_at, "
-    "finished_at FROM runs WHERE run_id = ?"
+    "finished_at, host, pid, machine, heartbeat_at FROM runs"
 )
+SELECT_RUN = f"{SELECT_RUNS} WHERE run_id = ?"
 
 SNAPSHOT_STATES = """
 SELECT state, count(*) FROM (
@@ -183,7 +181,7 @@ def turn_row(turn: Turn, run_id: str | None) -> tuple[Any, ...]:
 
 
 def stamp_from_row(row: tuple[Any, ...]) -> TurnStamp:
-    org, project, session, seq, created, role, content, user, agent = row
+    org, project, _, session, seq, created, role, content, user, agent = row
     return TurnStamp(org, project, session, seq, parse_iso(created), role, content, user, agent)
 
 

@@ -1,0 +1,38 @@
+"""A run's sign of life: while a flow works, a thread renews the run's heartbeat and the leases
+it holds, so that other runs can tell it from a dead one (see :mod:`mempipe.domain.liveness`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+
+from mempipe.adapters.store import open_store
+from mempipe.domain.liveness import HEARTBEAT, LEASE
+from mempipe.errors import MempipeError
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def keep_alive(store_url: str, run_id: str) -> Iterator[None]:
+    """Renew ``run_id``'s heartbeat every ``HEARTBEAT`` until the block ends. A missed beat (a
+    busy store) is logged and tried again at the next; the leases last ``LEASE``, several beats."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        with closing(open_store(store_url, migrate=False)) as store:
+            while not stop.wait(HEARTBEAT.total_seconds()):
+                try:
+                    store.heartbeat(run_id, LEASE)
+                except MempipeError as exc:
+                    log.warning("heartbeat of run %s failed: %s", run_id, exc)
+
+    thread = threading.Thread(target=beat, name=f"mempipe-heartbeat-{run_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)

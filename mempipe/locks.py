@@ -1,0 +1,38 @@
+"""Jobs that must not overlap on one store (a re-embed, its finalize and rollback) hold the
+store's lease of that job. The store is the source of truth: the lock holds across processes,
+machines, Prefect servers and homes, and it belongs to a live run; a dead holder is closed
+(:func:`recover_dead_runs`) and the lock taken at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+
+from mempipe.adapters.store import open_store
+from mempipe.domain.liveness import LEASE
+from mempipe.errors import JobBusyError
+from mempipe.services.runs import describe_holder, recover_dead_runs
+
+POLL_S = 1.0
+
+
+@contextmanager
+def store_lock(job: str, store_url: str, run_id: str, wait_s: float) -> Iterator[str]:
+    """Hold ``job`` on this store for ``run_id`` (a run recorded as running, kept alive by its
+    heartbeat); a second run waits up to ``wait_s`` for a live holder, then fails naming it."""
+    deadline = time.monotonic() + wait_s
+    with closing(open_store(store_url, migrate=False)) as store:
+        while (holder := store.acquire_lease(job, run_id, LEASE)) is not None:
+            if recover_dead_runs(store):
+                continue
+            if time.monotonic() >= deadline:
+                raise JobBusyError(
+                    f"another {job} of {store_url} is running: {describe_holder(store, holder)}; "
+                    f"waited {wait_s:g} s. If that process is gone, `mempipe recover` frees it"
+                )
+            time.sleep(POLL_S)
+        try:
+            yield job
+        finally:
+            store.release_leases(run_id, [job])

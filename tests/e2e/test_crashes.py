@@ -1,0 +1,255 @@
+"""Exactly once under crashes and concurrency, proved with real processes: two replays at once,
+a replay killed with SIGKILL and resumed at once, re-embeds killed and resumed, rolled back
+and finalized, a re-embed to an unreachable model, and no process left behind by a kill.
+
+Each end state is compared with an uninterrupted run's over the same archive, in which every
+owner's home airport and city change month by month: applying an owner's months out of order
+would leave an older fact current.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from mempipe.watchdog import descendants
+from tests.e2e.crash_kit import (
+    MONTHS,
+    airport,
+    audit,
+    copy_store,
+    current_airports,
+    environment,
+    extraction_counts,
+    kill_when,
+    memories,
+    read,
+    run,
+    start,
+    write_archive,
+    write_config,
+)
+from tests.fakes.openai_server import embeddings, fake_openai
+
+pytestmark = pytest.mark.prefect
+USERS = 200
+HANDLERS = 4
+
+
+@pytest.fixture(scope="module")
+def reference(prefect_server, tmp_path_factory) -> dict:
+    """A backfilled store to copy, and the end state of one uninterrupted replay of it."""
+    folder = tmp_path_factory.mktemp("reference")
+    write_archive(folder / "archive.jsonl", USERS)
+    config = write_config(folder)
+    env = environment(prefect_server)
+    args = ["--store", "sqlite:///backfilled.db", "--config", str(config)]
+    loaded = run(["backfill", "archive.jsonl", *args], folder, env)
+    assert loaded.returncode == 0, loaded.stderr
+    copy_store(folder / "backfilled.db", folder / "replayed.db")
+    replayed = run(
+        ["replay", "--store", "sqlite:///replayed.db", "--config", str(config)], folder, env
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    db = folder / "replayed.db"
+    assert extraction_counts(db) == {"done": USERS * MONTHS * HANDLERS}
+    expected = {f"user{u:03d}": airport(u, MONTHS - 1) for u in range(USERS)}
+    assert current_airports(db) == expected, "the reference itself ends on June's facts"
+    return {
+        "folder": folder,
+        "config": config,
+        "memories": memories(db),
+        "audit": audit(db),
+        "airports": expected,
+    }
+
+
+def fresh_store(reference: dict, tmp_path: Path) -> tuple[Path, list[str]]:
+    db = tmp_path / "memory.db"
+    copy_store(reference["folder"] / "backfilled.db", db)
+    return db, ["--store", f"sqlite:///{db}", "--config", str(reference["config"])]
+
+
+def assert_same_end_state(db: Path, reference: dict) -> None:
+    assert extraction_counts(db) == {"done": USERS * MONTHS * HANDLERS}, "no work left undone"
+    assert current_airports(db) == reference["airports"], "June's facts are current"
+    assert memories(db) == reference["memories"], "the same versions, links and evidence"
+    assert audit(db) == reference["audit"], "each ADD / UPDATE / REINFORCE exactly once"
+
+
+def test_two_replays_started_at_once_end_as_one_uninterrupted_run(
+    prefect_server, reference, tmp_path
+) -> None:
+    db, args = fresh_store(reference, tmp_path)
+    env = environment(prefect_server)
+    first = start(["replay", *args, "--concurrency", "2", "--json"], tmp_path, env)
+    second = start(["replay", *args, "--concurrency", "3", "--json"], tmp_path, env)
+    outputs = [first.communicate(timeout=600), second.communicate(timeout=600)]
+    assert [first.returncode, second.returncode] == [0, 0], outputs
+    summaries = [json.loads(out) for out, _ in outputs]
+    assert sum(s["done"] for s in summaries) == USERS * MONTHS * HANDLERS, (
+        "every extraction was done by exactly one of the two"
+    )
+    assert_same_end_state(db, reference)
+
+
+def test_a_replay_killed_part_way_and_resumed_at_once_ends_as_an_uninterrupted_run(
+    prefect_server, reference, tmp_path
+) -> None:
+    db, args = fresh_store(reference, tmp_path)
+    env = environment(prefect_server)
+    total = USERS * MONTHS * HANDLERS
+    victim = start(["replay", *args, "--concurrency", "2"], tmp_path, env)
+    kill_when(victim, lambda: extraction_counts(db)["done"] >= total // 10)
+    assert extraction_counts(db)["done"] < total, "killed part-way"
+
+    resumed = run(["replay", *args, "--json"], tmp_path, env)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert_same_end_state(db, reference)
+    killed = read(db, "SELECT status, error FROM runs WHERE flow = 'replay' ORDER BY started_at")
+    assert killed[0][0] == "failed"
+    assert "died" in killed[0][1], "the dead run is closed, not left running"
+    assert read(db, "SELECT count(*) FROM leases") == [(0,)], "no claim outlives its run"
+
+
+def test_runs_lists_a_dead_run_and_recover_frees_its_claims(
+    prefect_server, reference, tmp_path
+) -> None:
+    db, args = fresh_store(reference, tmp_path)
+    env = environment(prefect_server)
+    victim = start(["replay", *args, "--concurrency", "1"], tmp_path, env)
+    kill_when(victim, lambda: extraction_counts(db)["done"] >= 200)
+
+    listed = run(["runs", *args, "--running", "--json"], tmp_path, env)
+    assert listed.returncode == 0, listed.stderr
+    [view] = json.loads(listed.stdout)["runs"]
+    assert view["run"]["pid"] == victim.pid
+    assert "is gone" in view["dead"]
+
+    recovered = run(["recover", *args, "--json"], tmp_path, env)
+    assert recovered.returncode == 0, recovered.stderr
+    [closed] = json.loads(recovered.stdout)["recovered"]
+    assert closed["run_id"] == view["run"]["run_id"]
+    assert read(db, "SELECT count(*) FROM leases") == [(0,)]
+    assert read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("failed",)]
+
+
+def reembed_store(reference: dict, tmp_path: Path, env: dict) -> tuple[Path, list[str]]:
+    """The replayed store with its turns (stm) served by hashing-64."""
+    db = tmp_path / "memory.db"
+    copy_store(reference["folder"] / "replayed.db", db)
+    args = ["--store", f"sqlite:///{db}", "--config", str(reference["config"])]
+    first = run(["reembed", "--incremental", *args], tmp_path, env)
+    assert first.returncode == 0, first.stderr
+    return db, args
+
+
+def serving(db: Path) -> dict[str, str]:
+    return dict(
+        read(db, "SELECT collection, model_id FROM embedding_registry WHERE state = 'serving'")
+    )
+
+
+def vectors_of(db: Path, model: str) -> int:
+    tables = read(
+        db,
+        "SELECT vector_table FROM embedding_registry "
+        f"WHERE collection = 'stm' AND model_id = '{model}'",
+    )
+    return read(db, f"SELECT count(*) FROM {tables[0][0]}")[0][0] if tables else 0
+
+
+SLOW_MODEL = "openai:fake-embed:32"
+
+
+def test_a_killed_reembed_can_be_rolled_back_or_resumed_and_finalized_within_a_minute(
+    prefect_server, reference, tmp_path
+) -> None:
+    """The new model answers through the real ``openai`` client from a local endpoint that
+    takes its time, so the kill lands part-way."""
+    env = environment(prefect_server)
+    db, args = reembed_store(reference, tmp_path, env)
+    before = serving(db)
+    assert before["stm"] == "hashing-64"
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 32, delay=0.01)
+        slow = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        move = ["reembed", "--model", SLOW_MODEL, "--collections", "stm", "--batch-size", "8"]
+        move += args
+
+        victim = start(move, tmp_path, slow)
+        kill_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40)
+        killed_at = time.monotonic()
+        rolled = run(["reembed", "rollback", *args, "--json"], tmp_path, env)
+        assert rolled.returncode == 0, rolled.stderr
+        assert serving(db) == before, "the half-built move is dropped, nothing else changed"
+        assert vectors_of(db, SLOW_MODEL) == 0
+
+        victim = start(move, tmp_path, slow)
+        kill_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40)
+        assert serving(db) == before, "a killed re-embed switched nothing"
+        resumed = run([*move, "--json"], tmp_path, slow)
+        assert resumed.returncode == 0, resumed.stderr
+        assert json.loads(resumed.stdout)["switched"] is True
+        assert serving(db)["stm"] == SLOW_MODEL
+        finalized = run(["reembed", "finalize", *args, "--json"], tmp_path, env)
+        assert finalized.returncode == 0, finalized.stderr
+    assert time.monotonic() - killed_at < 120, "no lock of a dead run was waited out"
+    assert read(db, "SELECT count(*) FROM leases") == [(0,)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_reembed_to_an_unreachable_model_changes_nothing_and_names_the_cause(
+    prefect_server, reference, tmp_path
+) -> None:
+    env = environment(prefect_server)
+    _, args = reembed_store(reference, tmp_path, env)
+    models_before = run(["models", *args, "--json"], tmp_path, env).stdout
+    query = ["search", "home airport", "--source", "stm", "--mode", "semantic", *args, "--json"]
+    search_before = run(query, tmp_path, env).stdout
+
+    refused = run(
+        ["reembed", "--model", "openai:text-embedding-3-small", *args, "--json"],
+        tmp_path,
+        environment(
+            prefect_server,
+            MEMPIPE_LLM_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
+            OPENAI_API_KEY="test",
+        ),
+    )
+
+    assert refused.returncode == 1
+    document = json.loads(refused.stdout)
+    assert "refused" in document["error"].lower(), document
+    assert run(["models", *args, "--json"], tmp_path, env).stdout == models_before
+    assert run(query, tmp_path, env).stdout == search_before
+
+
+def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_path) -> None:
+    """Without a Prefect API the command starts a temporary server of its own."""
+    db, args = fresh_store(reference, tmp_path)
+    victim = start(["replay", *args, "--concurrency", "1"], tmp_path, environment(None))
+    started: set[int] = set()
+
+    def server_up() -> bool:
+        started.update(descendants(victim.pid))
+        return extraction_counts(db)["done"] > 0
+
+    kill_when(victim, server_up)
+    assert started, "the command had started processes of its own"
+    deadline = time.monotonic() + 60
+    while (alive := {p for p in started if Path(f"/proc/{p}").exists()}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert not alive, f"left behind: {alive}"
