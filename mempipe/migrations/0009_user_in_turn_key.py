@@ -25,8 +25,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS snapshot_key
 def sqlite(conn: Any) -> None:
     """SQLite cannot drop a table's constraint: each table is rebuilt without its old key (rows
     and rowids kept, so the text index and vector tables still point at them), then the new
-    keys are unique indexes. Foreign keys are checked at commit, once the rebuilt table is in."""
-    conn.execute("PRAGMA defer_foreign_keys = ON")
+    keys are unique indexes (the runner turns foreign keys off around it and checks them)."""
     for table, old_key in OLD_KEYS.items():
         (ddl,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)

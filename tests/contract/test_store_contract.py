@@ -63,6 +63,27 @@ def promote(store, handlers=("semantic",)) -> int:
     return len(store.save_snapshots(snapshots))
 
 
+def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
+    maya = [turn(seq, "support-118", f"maya {seq}", user="maya") for seq in range(3)]
+    bob = [turn(seq, "support-118", f"bob {seq}", user="bob") for seq in range(3)]
+    assert backend.insert_turns(maya, "r").inserted == 3
+    result = backend.insert_turns(bob, "r")
+    assert (result.inserted, result.duplicates, result.conflicts) == (3, 0, [])
+    again = backend.insert_turns([*maya, *bob], "r")
+    assert (again.inserted, again.duplicates, again.conflicts) == (0, 6, [])
+    assert promote(backend) == 4, "each user's session cut on its own (two turns a snapshot)"
+    assert backend.count_unpromoted_turns() == 0
+    stats = backend.stats()
+    assert (stats.turns, stats.sessions) == (6, 2)
+    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    seen = {
+        item.user_id: {line.content for line in backend.snapshot_content(item.snapshot_id).turns}
+        for item in work
+        if backend.snapshot_content(item.snapshot_id).turns[0].content.endswith(" 0")
+    }
+    assert seen == {"maya": {"maya 0", "maya 1"}, "bob": {"bob 0", "bob 1"}}
+
+
 def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
     first = backend.insert_turns([turn(0), turn(1)], "r1")
     again = backend.insert_turns([turn(0), turn(1, content="changed")], "r2")

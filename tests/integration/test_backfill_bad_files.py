@@ -181,3 +181,29 @@ def test_hidden_chatgpt_messages_are_counted_as_skipped(
     assert complete
     assert summary.skipped_empty > 0, "the fixture holds hidden context and empty nodes"
     accounted(summary)
+
+
+def test_two_users_archives_reusing_session_ids_are_both_loaded_whole(
+    prefect_server, store_url, tmp_path
+) -> None:
+    maya = tmp_path / "maya.jsonl"
+    maya.write_text("\n".join(turn_lines("support-118", 6, user="maya")) + "\n")
+    bob = tmp_path / "bob.jsonl"
+    bob.write_text(
+        "\n".join(
+            line.replace("weather in Lisbon", "rain in Oslo")
+            for line in turn_lines("support-118", 4, user="bob")
+        )
+        + "\n"
+    )
+    summary, complete = run([maya, bob], store_url, tmp_path)
+    assert complete
+    assert (summary.turns_inserted, summary.duplicates_skipped, summary.rejected) == (10, 0, 0)
+    assert summary.sessions == 2
+    again, _ = run([maya, bob], store_url, tmp_path)
+    assert (again.turns_inserted, again.duplicates_skipped, again.rejected) == (0, 10, 0)
+    store = open_store(store_url)
+    try:
+        assert store.stats().sessions == 2
+    finally:
+        store.close()

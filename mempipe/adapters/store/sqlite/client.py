@@ -101,18 +101,27 @@ class SqliteStore(
         return [row[0] for row in self._rows("SELECT id FROM _migrations ORDER BY id")]
 
     def apply_migration(self, migration: Migration) -> None:
+        """In one transaction, with foreign keys off and checked before the commit: SQLite's
+        procedure for rebuilding a table that others reference."""
+        where = f"{self.url} migration {migration.id}"
+        self._conn.execute("PRAGMA foreign_keys = OFF")
         try:
             with self._conn:
                 self._conn.execute(sql.MIGRATIONS_TABLE)
                 if hasattr(migration.module, "sqlite"):
                     migration.module.sqlite(self._conn)
+                broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise StoreError(f"{where}: foreign keys broken: {broken[:5]}")
                 self._conn.execute(
                     "INSERT INTO _migrations (id, description, applied_at) VALUES (?, ?, ?) "
                     "ON CONFLICT (id) DO NOTHING",
                     (migration.id, migration.description, now_text()),
                 )
         except apsw.Error as exc:
-            raise translate(exc, f"{self.url} migration {migration.id}") from exc
+            raise translate(exc, where) from exc
+        finally:
+            self._conn.execute("PRAGMA foreign_keys = ON")
 
     # -- turns ------------------------------------------------------------------------------
 

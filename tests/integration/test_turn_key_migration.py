@@ -1,0 +1,55 @@
+"""Migration 0009 on a store that grew under the old turn key: every turn, snapshot and
+extraction state is kept with its id (the text index and vectors still point at them), and
+afterwards another user's session with the same id goes in beside the first."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store import open_store
+from mempipe.migrations import all_migrations
+from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.search import ReadFilter, SearchMode
+from mempipe.services.promotion import promote_sessions
+from mempipe.services.reembed import embed_collection
+from mempipe.services.search import search
+from tests.contract.test_store_contract import turn
+
+LAST_OLD = "0008_run_liveness"
+TURNS = "SELECT id, user_id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id"
+EMBEDDER = HashingEmbedder(16)
+
+
+def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) -> None:
+    with closing(open_store(store_url, migrate=False)) as old:
+        for migration in all_migrations():
+            old.apply_migration(migration)
+            if migration.id == LAST_OLD:
+                break
+        assert old.applied_migrations()[-1] == LAST_OLD
+        old.load_declarations()
+        maya = [turn(seq, "1", f"maya says lisbon {seq}", user="maya") for seq in range(4)]
+        assert old.insert_turns(maya, "r").inserted == 4
+        promote_sessions(old, PromotionLimits(), ["semantic"], run_id="r")
+        embed_collection(
+            old, "stm", HashingEmbedder(16), run_id="r", batch_size=10, state="serving"
+        )
+        before = old._rows("SELECT id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id")
+        snapshots = old._rows("SELECT id FROM snapshots")
+
+    with closing(open_store(store_url)) as migrated:
+        assert migrated.applied_migrations()[-1] == all_migrations()[-1].id
+        after = migrated._rows(
+            "SELECT id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id"
+        )
+        assert after == before
+        assert migrated._rows("SELECT id FROM snapshots") == snapshots
+        assert migrated._rows("PRAGMA foreign_key_check") == []
+        bob = [turn(seq, "1", f"bob says oslo {seq}", user="bob") for seq in range(2)]
+        assert migrated.insert_turns(bob, "r").inserted == 2
+        assert migrated.insert_turns(bob, "r").duplicates == 2
+        scope = ReadFilter(user_id="maya")
+        for mode in (SearchMode.TEXT, SearchMode.SEMANTIC):
+            hits = search(migrated, lambda _: EMBEDDER, "lisbon", "stm", mode, scope, 5)
+            assert hits.hits, f"{mode}: the text index and the vectors still find maya's turns"
