@@ -26,7 +26,7 @@ def promote_sessions(
     summary = PromotionSummary()
     reasons: Counter[str] = Counter()
     pending: list[Snapshot] = []
-    last_session: tuple[str, str, str] | None = None
+    last_session: tuple[str, str, str, str] | None = None
 
     def flush() -> None:
         created = store.save_snapshots(pending)
@@ -40,7 +40,12 @@ def promote_sessions(
     with relaxed_gc(), track("promote sessions", total, "turns") as progress:
         seen = CountingIterator(store.iter_unpromoted_turns())
         for snapshot in cut_snapshots(seen, limits, handlers=handlers, run_id=run_id):
-            key = (snapshot.org_id, snapshot.project_id, snapshot.session_id)
+            key = (
+                snapshot.org_id,
+                snapshot.project_id,
+                snapshot.user_id or "",
+                snapshot.session_id,
+            )
             if key != last_session:
                 summary.sessions += 1
                 last_session = key
