@@ -13,14 +13,16 @@ Candidates are the active records of the same type and scope that share the memo
 * anything else is ADDED.
 
 REINFORCE from a snapshot already in the record's evidence changes nothing: the same snapshot
-counts once.
+counts once. An UPDATE from a snapshot older than the current fact's latest evidence is history
+(:func:`older_than_current`): kept as a superseded version, the current fact untouched.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,6 +102,15 @@ def decide(
         if verdict is Verdict.UPDATE:
             return Decision(ReconcileAction.UPDATE, nearest, similarity)
     return Decision(ReconcileAction.ADD, None, similarity)
+
+
+def older_than_current(snapshot_id: str, target: Candidate, times: Mapping[str, datetime]) -> bool:
+    """The snapshot happened before the latest evidence of the fact it would update: it is
+    history (a late backfill of older conversations, a retried older extraction), and must
+    never overwrite what is known now. Without times, time order cannot be told: not history."""
+    at = times.get(snapshot_id)
+    known = [times[s] for s in target.evidence if s in times]
+    return at is not None and bool(known) and at < max(known)
 
 
 def _reinforce(target: Candidate, snapshot_id: str | None) -> Decision:

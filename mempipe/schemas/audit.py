@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.identity import IdStr
 
@@ -36,3 +36,7 @@ class AuditRow(BaseModel):
     extractor: str | None = None
     embedding_model_id: str | None = None
     text: str
+    as_history: bool = Field(
+        default=False,
+        description="the snapshot is older than the current fact: kept as a superseded version",
+    )

@@ -20,13 +20,21 @@ from mempipe.adapters.store import Store
 from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
-from mempipe.domain.reconcile import Candidate, Judge, ReconcileThresholds, Verdict, decide
+from mempipe.domain.reconcile import (
+    Candidate,
+    Decision,
+    Judge,
+    ReconcileThresholds,
+    Verdict,
+    decide,
+    older_than_current,
+)
 from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
-from mempipe.schemas.memory import MEMORY_MODELS, MemoryType
+from mempipe.schemas.memory import MEMORY_MODELS, MemoryStatus, MemoryType
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.embedding import embed_texts
 
@@ -264,6 +272,10 @@ def reconcile_one(
             text,
             now,
         )
+    if decision.action is ReconcileAction.UPDATE and decision.target is not None:
+        times = store.snapshot_times([snapshot.snapshot_id, *decision.target.evidence])
+        if older_than_current(snapshot.snapshot_id, decision.target, times):
+            return _as_history(store, memory_type, memory, vector, snapshot, context, decision, now)
     superseded = decision.target.memory_id if decision.action is ReconcileAction.UPDATE else None
     version = 1
     if superseded is not None:
@@ -291,6 +303,44 @@ def reconcile_one(
         text,
         now,
     )
+
+
+def _as_history(
+    store: Store,
+    memory_type: MemoryType,
+    memory: Extracted,
+    vector: Vector | None,
+    snapshot: SnapshotContent,
+    context: ReplayContext,
+    decision: Decision,
+    now: datetime,
+) -> AuditRow:
+    """Older evidence than the current fact: stored as a superseded version of its own, found
+    in history, never served as current; the current fact is not touched."""
+    record = build_record(
+        memory_type,
+        memory,
+        snapshot,
+        version=1,
+        supersedes_id=None,
+        embedding_model_id=context.embedder.model_id if vector is not None else None,
+        has_embedding=vector is not None,
+        now=now,
+    ).model_copy(update={"status": MemoryStatus.SUPERSEDED})
+    store.add_memory(memory_type.value, record, vector)
+    row = _audit(
+        context,
+        snapshot,
+        memory_type,
+        ReconcileAction.ADD,
+        record.id,
+        1,
+        None,
+        decision.similarity,
+        searchable_text(memory),
+        now,
+    )
+    return row.model_copy(update={"as_history": True})
 
 
 def _audit(

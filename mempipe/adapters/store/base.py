@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -131,6 +131,11 @@ class Store(Protocol):
     def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]: ...
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
+
+    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each snapshot's conversation happened (its first turn's time, else when it was
+        cut); snapshots without a time are left out."""
+        ...
 
     def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]: ...
 

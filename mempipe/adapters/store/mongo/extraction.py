@@ -127,6 +127,11 @@ class MongoExtractionOps(MongoParts):
             "updated_at": now(),
         }
 
+    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
+        with self._errors("snapshots"):
+            found = self.db["snapshots"].find({"_id": {"$in": list(snapshot_ids)}}, {"order_at": 1})
+            return {d["_id"]: d["order_at"] for d in found if d.get("order_at") is not None}
+
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent:
         with self._errors("snapshots"):
             head = self.db["snapshots"].find_one({"_id": snapshot_id})

@@ -128,6 +128,19 @@ class SqliteExtractionOps:
             turns=[TurnLine(role=r, content=c, created_at=sql.parse_iso(t)) for r, c, t in turns],
         )
 
+    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
+        if not snapshot_ids:
+            return {}
+        marks = ", ".join("?" for _ in snapshot_ids)
+        return {
+            snapshot_id: sql.parse_iso(at)
+            for snapshot_id, at in self._rows(
+                f"SELECT id, coalesce(started_at, created_at) FROM snapshots WHERE id IN ({marks})",
+                list(snapshot_ids),
+            )
+            if at is not None
+        }
+
     def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]:
         """Those of the snapshots whose summary is still the deterministic one."""
         marks = ", ".join("?" for _ in snapshot_ids)
