@@ -13,9 +13,9 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.errors import IncompleteRunError
-from mempipe.flows.backfill import backfill
 from mempipe.schemas.run import RunStatus
 from mempipe.schemas.summaries import BackfillSummary
+from tests.integration.test_backfill_flow import run_backfill
 
 pytestmark = pytest.mark.prefect
 
@@ -51,14 +51,7 @@ def accounted(summary: BackfillSummary) -> None:
 
 def run(paths: list[Path], store_url: str, tmp_path: Path) -> tuple[BackfillSummary, bool]:
     try:
-        summary = backfill(
-            paths=[str(p) for p in paths],
-            store=store_url,
-            config=str(tmp_path / "project-config.yaml"),
-            rejects_dir=str(tmp_path / "rejects"),
-            org_id="acme",
-            project_id="support",
-        )
+        summary = run_backfill(None, store_url, paths, tmp_path)
     except IncompleteRunError as exc:
         incomplete: BackfillSummary = exc.summary  # type: ignore[assignment]
         return incomplete, False
