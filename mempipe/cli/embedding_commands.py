@@ -69,11 +69,14 @@ def reembed(
     With --incremental, embed only what the serving model lacks (the nightly job)."""
     if ctx.invoked_subcommand is not None:
         return
+    from mempipe.adapters.embedding import embedder_for
     from mempipe.bootstrap import load_context
     from mempipe.flows.reembed import reembed as reembed_flow
     from mempipe.progress import show_on_terminal
 
     context = load_context(store, config)
+    if model is not None:
+        embedder_for(model)
     context.open_store().close()
     with show_on_terminal():
         summary = reembed_flow(

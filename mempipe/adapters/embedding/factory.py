@@ -7,8 +7,8 @@ import re
 from mempipe.adapters.embedding.base import Embedder
 from mempipe.errors import ConfigError
 
-_HASHING = re.compile(r"^hashing-(\d+)$")
-_OPENAI = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>\d+))?$")
+_HASHING = re.compile(r"^hashing-([1-9]\d*)$")
+_OPENAI = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>[1-9]\d*))?$")
 
 
 def embedder_for(model_id: str) -> Embedder:

@@ -17,7 +17,9 @@ def translate(exc: apsw.Error, where: str) -> MempipeError:
     if isinstance(exc, apsw.NotADBError):
         return StoreError(f"{where}: not a SQLite database")
     if isinstance(exc, apsw.CantOpenError):
-        return StoreError(f"{where}: cannot open the database file (is its directory there and writable?)")
+        return StoreError(
+            f"{where}: cannot open the database file (is its directory there and writable?)"
+        )
     if isinstance(exc, apsw.ReadOnlyError):
         return StoreError(f"{where}: the database is read-only")
     return StoreError(f"{where}: {type(exc).__name__}: {exc}")
