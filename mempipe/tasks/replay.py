@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import time
 from contextlib import closing
 from pathlib import Path
 
-import orjson
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.factory import extractor_for
-from mempipe.adapters.store import Store, open_store
+from mempipe.adapters.store import open_store
 from mempipe.adapters.store.base import WorkItem
-from mempipe.domain.liveness import LEASE
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import write_audit
-from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
+from mempipe.services.owner_work import owners_of, replay_by_owner
+from mempipe.services.replay import ReplayContext
 from mempipe.services.replay_summary import BucketOutcome
-from mempipe.services.runs import recover_dead_runs
 from mempipe.tasks.policies import retry_if_transient
-
-BATCH = 64
-"""Extractions embedded together: big enough to batch the model, small enough to bound memory."""
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
@@ -68,40 +62,6 @@ def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
     return dealt
 
 
-OWNER_POLL_S = 2.0
-"""How often a replay looks again at owners another live replay holds."""
-
-
-def owner_lease(owner: tuple[str, str, str]) -> str:
-    return "replay-owner:" + orjson.dumps(list(owner)).decode()
-
-
-def owners_of(items: list[WorkItem]) -> dict[tuple[str, str, str], list[WorkItem]]:
-    owners: dict[tuple[str, str, str], list[WorkItem]] = {}
-    for item in items:
-        owners.setdefault(item.partition, []).append(item)
-    return owners
-
-
-def owner_work(
-    store: Store,
-    selection: SnapshotSelection,
-    handlers: list[str],
-    owner: tuple[str, str, str],
-    force: bool,
-) -> list[WorkItem]:
-    """The owner's runnable work as the store holds it now, in time order."""
-    org, project, user = owner
-    narrowed = selection.model_copy(update={"org_id": org, "project_id": project})
-    if user:
-        narrowed = narrowed.model_copy(update={"user_id": user})
-    return [
-        item
-        for item in store.extraction_work(narrowed, handlers, force=force)
-        if item.partition == owner
-    ]
-
-
 @task(
     name="replay-bucket",
     cache_policy=NO_CACHE,
@@ -118,12 +78,8 @@ def replay_bucket(
     selection: SnapshotSelection,
     handlers: list[str],
 ) -> BucketOutcome:
-    """Work is taken per owner: the run holds an owner's lease while it replays that owner,
-    and reads the owner's runnable snapshots again, in time order, once the lease is held. So
-    two replays never interleave one owner's history, and work another replay did meanwhile
-    is not done twice. An owner held by another live replay is waited for (its holder is
-    alive and will finish it, or dies and is closed by :func:`recover_dead_runs`): when this
-    task returns, every owner it was given has been replayed by someone."""
+    """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
+    returns, every owner it was given has been replayed, by this run or another."""
     context = ReplayContext(
         run_id=run_id,
         extractor=extractor_for(settings.extractor, settings.llm),
@@ -131,45 +87,14 @@ def replay_bucket(
         thresholds=settings.thresholds,
         retry=settings.retry,
     )
-    owners = owners_of(items)
-    results: list[ExtractionSummary] = []
-    elsewhere = 0
     with (
         closing(open_store(store_url, migrate=False)) as store,
         track("replay", len(items), "extractions") as bar,
     ):
-
-        def replay_owners(held: list[tuple[str, str, str]]) -> None:
-            nonlocal elsewhere
-            work: list[WorkItem] = []
-            for owner in held:
-                fresh = owner_work(store, selection, handlers, owner, force)
-                elsewhere += max(0, len(owners[owner]) - len(fresh))
-                work.extend(fresh)
-            try:
-                results.extend(replay_batch(store, work, context))
-            finally:
-                store.release_leases(run_id, [owner_lease(o) for o in held])
-            bar.update(len(results) + elsewhere)
-
-        waiting = list(owners)
-        while waiting:
-            held: list[tuple[str, str, str]] = []
-            busy: list[tuple[str, str, str]] = []
-            for owner in waiting:
-                if store.acquire_lease(owner_lease(owner), run_id, LEASE) is not None:
-                    busy.append(owner)
-                    continue
-                held.append(owner)
-                if sum(len(owners[o]) for o in held) >= BATCH:
-                    replay_owners(held)
-                    held = []
-            if held:
-                replay_owners(held)
-            if busy and len(busy) == len(waiting):
-                time.sleep(OWNER_POLL_S)
-                recover_dead_runs(store)
-            waiting = busy
+        outcome = replay_by_owner(
+            store, items, context, selection, handlers, force=force, progress=bar.update
+        )
+    results, elsewhere = outcome.results, outcome.done_elsewhere
     failed = [r for r in results if r.failure_class is not None]
     logger = get_run_logger()
     logger.info(
@@ -186,7 +111,7 @@ def replay_bucket(
             failure.failure_class,
             failure.error,
         )
-    return BucketOutcome(results=results, done_elsewhere=elsewhere)
+    return outcome
 
 
 @task(name="export-audit", cache_policy=NO_CACHE)

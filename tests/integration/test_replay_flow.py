@@ -20,7 +20,7 @@ from mempipe.flows.report import audit_report
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import scan_audit
-from mempipe.tasks.replay import owner_lease
+from mempipe.services.owner_work import owner_lease
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"

@@ -1,0 +1,103 @@
+"""Replay work taken per owner (org, project, user), so that each owner's snapshots are
+reconciled in time order whatever else runs.
+
+A run holds an owner's lease while it replays that owner, and reads the owner's runnable
+snapshots again, in time order, once the lease is held: two replays never interleave one
+owner's history, and work another replay did meanwhile is not done twice. An owner another
+live replay holds is waited for (its holder is alive and will finish it, or dies and is closed
+by :func:`recover_dead_runs`): when :func:`replay_by_owner` returns, every owner it was given
+has been replayed, by this run or another.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import orjson
+
+from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import WorkItem
+from mempipe.domain.liveness import LEASE
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.services.replay import ReplayContext, replay_batch
+from mempipe.services.replay_summary import BucketOutcome
+from mempipe.services.runs import recover_dead_runs
+
+Owner = tuple[str, str, str]
+BATCH = 64
+"""Extractions embedded together: big enough to batch the model, small enough to bound memory."""
+OWNER_POLL_S = 2.0
+"""How often a replay looks again at owners another live replay holds."""
+
+
+def owner_lease(owner: Owner) -> str:
+    return "replay-owner:" + orjson.dumps(list(owner)).decode()
+
+
+def owners_of(items: list[WorkItem]) -> dict[Owner, list[WorkItem]]:
+    owners: dict[Owner, list[WorkItem]] = {}
+    for item in items:
+        owners.setdefault(item.partition, []).append(item)
+    return owners
+
+
+def owner_work(
+    store: Store, selection: SnapshotSelection, handlers: list[str], owner: Owner, force: bool
+) -> list[WorkItem]:
+    """The owner's runnable work as the store holds it now, in time order."""
+    org, project, user = owner
+    narrowed = selection.model_copy(update={"org_id": org, "project_id": project})
+    if user:
+        narrowed = narrowed.model_copy(update={"user_id": user})
+    return [
+        item
+        for item in store.extraction_work(narrowed, handlers, force=force)
+        if item.partition == owner
+    ]
+
+
+def replay_by_owner(
+    store: Store,
+    items: list[WorkItem],
+    context: ReplayContext,
+    selection: SnapshotSelection,
+    handlers: list[str],
+    *,
+    force: bool,
+    progress: Callable[[int], object] = lambda _: None,
+) -> BucketOutcome:
+    owners = owners_of(items)
+    outcome = BucketOutcome(results=[])
+
+    def replay_held(held: list[Owner]) -> None:
+        work: list[WorkItem] = []
+        for owner in held:
+            fresh = owner_work(store, selection, handlers, owner, force)
+            outcome.done_elsewhere += max(0, len(owners[owner]) - len(fresh))
+            work.extend(fresh)
+        try:
+            outcome.results.extend(replay_batch(store, work, context))
+        finally:
+            store.release_leases(context.run_id, [owner_lease(o) for o in held])
+        progress(len(outcome.results) + outcome.done_elsewhere)
+
+    waiting = list(owners)
+    while waiting:
+        held: list[Owner] = []
+        busy: list[Owner] = []
+        for owner in waiting:
+            if store.acquire_lease(owner_lease(owner), context.run_id, LEASE) is not None:
+                busy.append(owner)
+                continue
+            held.append(owner)
+            if sum(len(owners[o]) for o in held) >= BATCH:
+                replay_held(held)
+                held = []
+        if held:
+            replay_held(held)
+        if busy and len(busy) == len(waiting):
+            time.sleep(OWNER_POLL_S)
+            recover_dead_runs(store)
+        waiting = busy
+    return outcome
