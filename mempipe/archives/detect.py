@@ -7,10 +7,11 @@ from typing import Any
 
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
-from mempipe.archives.streams import open_stream
+from mempipe.archives.streams import binary_head, open_stream
 from mempipe.schemas.archive import ArchiveFormat
 
 RECORDS_TO_SNIFF = 50
+BINARY = "binary data (NUL bytes in its first 8 KiB), not a text archive"
 
 
 class UnknownFormatError(ValueError):
@@ -41,6 +42,8 @@ def detect_format(path: Path) -> ArchiveFormat:
     if suffix in (".csv", ".tsv"):
         return ArchiveFormat.CSV
     with open_stream(path) as archive:
+        if binary_head(archive.stream):
+            raise UnknownFormatError(BINARY)
         records = iter_json_records(
             archive.stream, lines=suffix in LINE_SUFFIXES, tell=lambda: archive.bytes_read
         )

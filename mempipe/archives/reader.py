@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import zstandard
 
-from mempipe.archives.detect import UnknownFormatError, detect_format
+from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
 from mempipe.archives.drafts import Draft, Skipped, finish
 from mempipe.archives.formats import RecordParser
 from mempipe.archives.formats.chatgpt import ChatGPTExport
@@ -20,7 +20,7 @@ from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, par
 from mempipe.archives.formats.turns import CanonicalTurns
 from mempipe.archives.json_records import BrokenRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
-from mempipe.archives.streams import ArchiveStream, open_stream
+from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
@@ -93,6 +93,8 @@ class ArchiveReader:
                 return
             with open_stream(self.path) as stream:
                 self._stream = stream
+                if binary_head(stream.stream):
+                    raise UnknownFormatError(BINARY)
                 try:
                     if fmt is ArchiveFormat.CSV:
                         delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","

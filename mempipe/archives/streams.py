@@ -50,6 +50,17 @@ def open_stream(path: Path) -> Iterator[ArchiveStream]:
         yield ArchiveStream(stream=stream, raw=raw, size=path.stat().st_size)
 
 
+SNIFF_BYTES = 8192
+
+
+def binary_head(stream: BinaryIO) -> bool:
+    """The decompressed stream starts with a NUL byte somewhere in its first 8 KiB: binary data,
+    not a text archive (JSON and CSV never hold one). Reads nothing away (a peek)."""
+    peek = getattr(stream, "peek", None)
+    head = peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
+    return b"\x00" in head
+
+
 class GzipStream(io.RawIOBase):
     """Gzip (one or more members) decompressed as it is read. Unlike :class:`gzip.GzipFile`,
     every byte decompressed before a corrupt or truncated spot is handed out before the error

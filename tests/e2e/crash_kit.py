@@ -89,14 +89,9 @@ def start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mempipe", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    process = start(args, cwd, env)
+    out, err = process.communicate(timeout=600)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def read(db: Path, query: str) -> list[tuple]:

@@ -200,3 +200,17 @@ def test_two_users_archives_reusing_session_ids_are_both_loaded_whole(
         assert store.stats().sessions == 2
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("name", ["photo.jsonl", "photo.json", "photo.csv"])
+def test_a_binary_file_is_one_whole_file_reject_not_a_line_per_chunk(
+    prefect_server, store_url, tmp_path, name
+) -> None:
+    binary = tmp_path / name
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40)
+    summary, complete = run([binary], store_url, tmp_path)
+    assert not complete
+    [whole] = rejects(summary)
+    assert whole["whole_file"]
+    assert "binary data" in whole["reason"]
+    assert summary.rejected == 1
