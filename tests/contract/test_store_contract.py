@@ -84,6 +84,16 @@ def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
     assert seen == {"maya": {"maya 0", "maya 1"}, "bob": {"bob 0", "bob 1"}}
 
 
+def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
+    backend.insert_turns([turn(seq) for seq in range(4)], "r")
+    promote(backend)
+    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    ids = [item.snapshot_id for item in work]
+    times = backend.snapshot_times([*ids, "no-such-snapshot"])
+    assert sorted(times.values()) == [T0, T0 + timedelta(minutes=2)], "each one's first turn"
+    assert set(times) == set(ids)
+
+
 def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
     first = backend.insert_turns([turn(0), turn(1)], "r1")
     again = backend.insert_turns([turn(0), turn(1, content="changed")], "r2")
