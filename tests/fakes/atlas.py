@@ -3,7 +3,14 @@ search-index API and the ``$vectorSearch`` / ``$search`` / ``$rankFusion`` stage
 
 It runs the exact pipelines the adapter sends, and refuses what Atlas refuses: a filter on a
 path the index does not declare as a filter (or token) field, a query vector of the wrong
-length, a missing or unqueryable index, a search stage that is not first. Scores follow Atlas:
+length, a missing or unqueryable index, a search stage that is not first. Index lifecycle as
+Atlas reports it: ``$listSearchIndexes`` entries carry ``latestDefinition`` (last accepted) and
+``statusDetail[*].mainIndex`` (what serves, with a failure ``message``) and ``stagedIndex``
+(an update still building); an update serves the old definition for ``UPDATE_DELAY_S``; a drop
+leaves the index ``DELETING`` for ``DROP_DELAY_S`` (a second drop answers code 20); a duplicate
+create answers without a documented code. Not modelled: build times of new indexes (they are
+READY at once unless named in ``NEVER_QUERYABLE``), mongot's sync lag behind writes, sessions
+and transactions (mongomock has none). Scores follow Atlas:
 ``(1 + cosine) / 2`` for vectors. It also carries the small shim mongomock needs for the
 ``sort`` argument pymongo 4.11+ passes to its bulk builder.
 """
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +32,12 @@ RRF_K = 60
 NEVER_QUERYABLE: set[str] = set()
 """Names of indexes that stay in ``PENDING`` forever once created (a search node that never
 catches up)."""
+UPDATE_DELAY_S = 0.0
+"""How long (real seconds) an updated definition takes to build; until then the old one serves
+(``statusDetail[*].mainIndex``) and the new one is staged (``stagedIndex``), as on Atlas."""
+DROP_DELAY_S = 0.0
+"""How long a dropped index stays listed as ``DELETING`` (a second drop answers code 20)."""
+HOST = "fake-search-0"
 
 
 def _accept_sort(method: Any) -> Any:
@@ -39,14 +53,57 @@ def _indexes(collection: mongomock.Collection) -> dict[str, dict[str, Any]]:
     store = collection._store
     if not hasattr(store, "search_indexes"):
         store.search_indexes = {}
-    return store.search_indexes
+    indexes: dict[str, dict[str, Any]] = store.search_indexes
+    now = time.monotonic()
+    for name in [n for n, i in indexes.items() if i.get("gone_at", math.inf) <= now]:
+        del indexes[name]
+    for index in indexes.values():
+        staged = index.get("staged")
+        if staged is not None and staged["ready_at"] <= now:
+            index["serving"] = staged["definition"]
+            index["staged"] = None
+    return indexes
+
+
+def _listed(index: dict[str, Any]) -> dict[str, Any]:
+    """An index as ``$listSearchIndexes`` shows it: ``latestDefinition`` is the last accepted,
+    the serving one is ``statusDetail[*].mainIndex.definition``."""
+    main = {
+        "status": index["status"],
+        "queryable": index["queryable"],
+        "definition": index["serving"],
+    }
+    if index.get("message"):
+        main["message"] = index["message"]
+    detail: dict[str, Any] = {
+        "hostname": HOST,
+        "status": index["status"],
+        "queryable": index["queryable"],
+        "mainIndex": main,
+    }
+    if index.get("staged") is not None:
+        detail["stagedIndex"] = {
+            "status": "BUILDING",
+            "queryable": False,
+            "definition": index["staged"]["definition"],
+        }
+    return {
+        "id": index["id"],
+        "name": index["name"],
+        "type": index["type"],
+        "status": index["status"],
+        "queryable": index["queryable"],
+        "latestDefinition": index["latestDefinition"],
+        "statusDetail": [detail],
+    }
 
 
 def create_search_index(self: mongomock.Collection, model: SearchIndexModel | dict) -> str:
     document = model.document if isinstance(model, SearchIndexModel) else model
     name = document.get("name", "default")
     if name in _indexes(self):
-        raise OperationFailure(f"Index {name} already exists", code=68)
+        # Atlas's answer to a duplicate name carries no documented code: never rely on one.
+        raise OperationFailure(f"Duplicate Index: {name} already exists")
     _indexes(self)[name] = {
         "id": f"{self.name}-{name}",
         "name": name,
@@ -54,32 +111,50 @@ def create_search_index(self: mongomock.Collection, model: SearchIndexModel | di
         "status": "PENDING" if name in NEVER_QUERYABLE else "READY",
         "queryable": name not in NEVER_QUERYABLE,
         "latestDefinition": document["definition"],
+        "serving": document["definition"],
+        "staged": None,
     }
     return name
 
 
 def list_search_indexes(self: mongomock.Collection, name: str | None = None, **_: Any) -> Any:
-    found = [dict(i) for n, i in _indexes(self).items() if name is None or n == name]
+    found = [_listed(i) for n, i in _indexes(self).items() if name is None or n == name]
     return iter(found)
 
 
 def update_search_index(self: mongomock.Collection, name: str, definition: dict) -> None:
-    if name not in _indexes(self):
+    index = _indexes(self).get(name)
+    if index is None or index["status"] == "DELETING":
         raise OperationFailure(f"Index {name} not found", code=27)
-    _indexes(self)[name]["latestDefinition"] = definition
+    index["latestDefinition"] = definition
+    if UPDATE_DELAY_S <= 0:
+        index["serving"] = definition
+    else:
+        index["staged"] = {"definition": definition, "ready_at": time.monotonic() + UPDATE_DELAY_S}
 
 
 def drop_search_index(self: mongomock.Collection, name: str, **_: Any) -> None:
-    if name not in _indexes(self):
+    index = _indexes(self).get(name)
+    if index is None:
         raise OperationFailure(f"Index {name} not found", code=27)
-    del _indexes(self)[name]
+    if index["status"] == "DELETING":
+        raise OperationFailure(f"Index {name} is already being deleted", code=20)
+    if DROP_DELAY_S <= 0:
+        del _indexes(self)[name]
+        return
+    index.update(status="DELETING", queryable=False, gone_at=time.monotonic() + DROP_DELAY_S)
 
 
 def set_index_state(
-    collection: mongomock.Collection, name: str, status: str, queryable: bool
+    collection: mongomock.Collection,
+    name: str,
+    status: str,
+    queryable: bool,
+    message: str | None = None,
 ) -> None:
-    """Make an index look like one still building (or failed) to the adapter."""
-    _indexes(collection)[name].update(status=status, queryable=queryable)
+    """Make an index look like one still building (or failed, with Atlas's reason) to the
+    adapter."""
+    _indexes(collection)[name].update(status=status, queryable=queryable, message=message)
 
 
 def _value(document: dict[str, Any], path: str) -> Any:
@@ -108,7 +183,7 @@ def _usable_index(collection: mongomock.Collection, name: str, kind: str) -> dic
         raise OperationFailure(f"{kind} index {name!r} not found on {collection.name}", code=8)
     if not index["queryable"]:
         raise OperationFailure(f"index {name!r} is not queryable yet", code=8)
-    return index["latestDefinition"]
+    return index["serving"]
 
 
 def _vector_search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:

@@ -77,12 +77,12 @@ class MongoIndexOps(MongoParts):
         return added
 
     def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]:
-        """The filter fields the vector index really has (from the server's definition, not the
-        configuration), named as the search service checks them."""
+        """The filter fields the vector index serves now (from the server's serving definition,
+        not the configuration nor the latest accepted one), named as the search service checks
+        them."""
         entry = self._entry(collection, model_id)
         definition = (
-            self.search_indexes.definition(self._collection(collection), entry["vector_table"])
-            or {}
+            self.search_indexes.serving(self._collection(collection), entry["vector_table"]) or {}
         )
         return tuple(
             column_for(p.removeprefix(METADATA_PREFIX)) if p.startswith(METADATA_PREFIX) else p

@@ -34,19 +34,19 @@ class MongoSearchOps(MongoParts):
 
     def _check_text_filters(self, source: str, filters: ReadFilter) -> None:
         """Atlas answers ``equals`` on a path its index does not map with no results, not an
-        error: a partition key declared after the text index was built is refused here."""
+        error: a partition key the *serving* definition does not map (declared after the text
+        index was built, or while its update is still building) is refused here."""
         if not filters.metadata:
             return
         collection = collection_of(source)
-        definition = self.search_indexes.definition(
-            self._collection(collection), pipelines.TEXT_INDEX
-        )
+        definition = self.search_indexes.serving(self._collection(collection), pipelines.TEXT_INDEX)
         mapped = pipelines.token_paths(definition or {})
         missing = [path for path in filters.metadata if path not in mapped]
         if missing:
             raise StoreError(
-                f"the {source} text index does not cover {', '.join(missing)} yet (declared "
-                "after it was built): run `mempipe rebuild-indexes --force`"
+                f"the {source} text index does not serve {', '.join(missing)} yet (declared "
+                "after it was built, or its rebuild is still building): run `mempipe "
+                "rebuild-indexes --force`, which waits until the new definition serves"
             )
 
     def search_vector(
@@ -78,6 +78,7 @@ class MongoSearchOps(MongoParts):
                 self.search_vector(source, vector, model_id, filters, pool),
                 k,
             )
+        self._check_text_filters(source, filters)
         collection = collection_of(source)
         entry = self._entry(collection, model_id)
         pipeline = pipelines.rank_fusion_pipeline(

@@ -18,11 +18,43 @@ from pymongo.operations import SearchIndexModel
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.errors import StoreError
 
-INDEX_ALREADY_EXISTS = 68
+DELETING = "DELETING"
+DROP_IN_PROGRESS = 20
+"""A drop of an index that is already being dropped answers IllegalOperation (20)."""
+INDEX_NOT_FOUND = 27
 
 
 class IndexNotQueryableError(StoreError):
     """A search index did not become queryable in time (or its build failed)."""
+
+
+def failure_reason(index: dict[str, Any]) -> str:
+    """Why a build failed, where Atlas reports it: each search host's ``mainIndex`` and
+    ``stagedIndex`` in ``statusDetail`` (the top-level ``message`` on older deployments)."""
+    reasons = [
+        part["message"]
+        for detail in index.get("statusDetail") or []
+        for part in (detail.get("mainIndex") or {}, detail.get("stagedIndex") or {})
+        if part.get("message")
+    ]
+    if index.get("message"):
+        reasons.append(index["message"])
+    return "; ".join(dict.fromkeys(reasons)) or "no reason given"
+
+
+def serving_definition(index: dict[str, Any]) -> dict[str, Any] | None:
+    """The definition queries run against now: ``latestDefinition`` is only the last one
+    accepted, and during an update (or after a failed one) the previous definition keeps
+    serving, reported per host as ``statusDetail[*].mainIndex.definition``. Deployments that
+    report no ``statusDetail`` serve their latest definition."""
+    details = index.get("statusDetail")
+    if not details:
+        return index.get("latestDefinition")
+    for detail in details:
+        main = detail.get("mainIndex") or {}
+        if main.get("queryable") and main.get("definition") is not None:
+            return main["definition"]
+    return None
 
 
 class SearchIndexes:
@@ -41,7 +73,8 @@ class SearchIndexes:
         self._clock = clock
 
     def get(self, collection: Collection, name: str) -> dict[str, Any] | None:
-        """The index as the server reports it (``status``, ``queryable``, ``latestDefinition``)."""
+        """The index as the server reports it (``status``, ``queryable``, ``latestDefinition``,
+        ``statusDetail``)."""
         try:
             found = list(collection.list_search_indexes(name))
         except PyMongoError as exc:
@@ -49,30 +82,41 @@ class SearchIndexes:
         return found[0] if found else None
 
     def definition(self, collection: Collection, name: str) -> dict[str, Any] | None:
+        """The latest accepted definition: what drift is measured against."""
         index = self.get(collection, name)
         return None if index is None else index.get("latestDefinition", {})
+
+    def serving(self, collection: Collection, name: str) -> dict[str, Any] | None:
+        """The definition serving queries now: what query-time checks are made against."""
+        index = self.get(collection, name)
+        return None if index is None else serving_definition(index)
 
     def create(
         self, collection: Collection, name: str, kind: str, definition: dict[str, Any]
     ) -> bool:
-        """True when created; False when another worker created it meanwhile."""
+        """True when created; False when another worker created it meanwhile (told by looking,
+        not by an error code: Atlas documents none for a duplicate name)."""
         try:
             collection.create_search_index(
                 SearchIndexModel(definition=definition, name=name, type=kind)
             )
-        except OperationFailure as exc:
-            if exc.code == INDEX_ALREADY_EXISTS:
-                return False
-            raise translate(exc, f"{self.where}: creating {collection.name}.{name}") from exc
         except PyMongoError as exc:
+            existing = self.get(collection, name)
+            if existing is not None and existing.get("status") != DELETING:
+                return False
             raise translate(exc, f"{self.where}: creating {collection.name}.{name}") from exc
         return True
 
     def ensure(
         self, collection: Collection, name: str, kind: str, definition: dict[str, Any]
     ) -> bool:
-        """Create the index unless one of that name exists; True when created."""
-        if self.get(collection, name) is not None:
+        """Create the index unless one of that name exists; True when created. An index of that
+        name still being dropped is waited out first (it cannot be created over)."""
+        existing = self.get(collection, name)
+        if existing is not None and existing.get("status") == DELETING:
+            self.wait_gone(collection, name)
+            existing = None
+        if existing is not None:
             return False
         return self.create(collection, name, kind, definition)
 
@@ -83,12 +127,31 @@ class SearchIndexes:
             raise translate(exc, f"{self.where}: updating {collection.name}.{name}") from exc
 
     def drop(self, collection: Collection, name: str) -> None:
-        if self.get(collection, name) is None:
+        """Idempotent: an index absent or already being dropped is left to go."""
+        existing = self.get(collection, name)
+        if existing is None or existing.get("status") == DELETING:
             return
         try:
             collection.drop_search_index(name)
+        except OperationFailure as exc:
+            if exc.code in (DROP_IN_PROGRESS, INDEX_NOT_FOUND):
+                return
+            raise translate(exc, f"{self.where}: dropping {collection.name}.{name}") from exc
         except PyMongoError as exc:
             raise translate(exc, f"{self.where}: dropping {collection.name}.{name}") from exc
+
+    def wait_gone(self, collection: Collection, name: str) -> None:
+        """Return once a dropped index is no longer listed (Atlas lists it as ``DELETING`` until
+        its data is removed); bounded like every wait."""
+        deadline = self._clock() + self.timeout_s
+        while self.get(collection, name) is not None:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise IndexNotQueryableError(
+                    f"{self.where}: search index {collection.name}.{name} is still being dropped "
+                    f"after {self.timeout_s:g} s; raise MEMPIPE_MONGODB_INDEX_TIMEOUT or retry"
+                )
+            self._sleep(min(self.poll_s, left))
 
     def wait_queryable(self, collection: Collection, name: str) -> None:
         """Return once the index answers queries with its latest definition; raise
@@ -102,9 +165,13 @@ class SearchIndexes:
                 if status == "FAILED":
                     raise IndexNotQueryableError(
                         f"{self.where}: search index {collection.name}.{name} failed to build: "
-                        f"{index.get('message') or 'no reason given'}"
+                        f"{failure_reason(index)}"
                     )
-                if index.get("queryable") and status == "READY":
+                if (
+                    index.get("queryable")
+                    and status == "READY"
+                    and serving_definition(index) == index.get("latestDefinition")
+                ):
                     return
             left = deadline - self._clock()
             if left <= 0:
