@@ -318,6 +318,13 @@ def install() -> None:
     mongomock.Collection._atlas_fake = True
 
 
-def client() -> mongomock.MongoClient:
+def client(transactions: bool = False) -> mongomock.MongoClient:
+    """A fake Atlas client; with ``transactions``, its sessions run multi-document
+    transactions as a replica set does (:mod:`tests.fakes.transactions`)."""
     install()
-    return mongomock.MongoClient(tz_aware=True)
+    if not transactions:
+        return mongomock.MongoClient(tz_aware=True)
+    from tests.fakes import transactions as fake_transactions
+
+    fake_transactions.install()
+    return fake_transactions.TransactionalClient(tz_aware=True)

@@ -11,11 +11,11 @@ recovery rule).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pymongo import InsertOne, MongoClient, UpdateMany
+from pymongo import InsertOne, MongoClient, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, PyMongoError
 
 from mempipe.adapters.store.base import StoreCapabilities, conflict_reject, turn_reject
@@ -97,6 +97,29 @@ def detect_capabilities(client: MongoClient) -> StoreCapabilities:
         text_search=True,
         rank_fusion=version >= RANK_FUSION_SINCE,
     )
+
+
+T = TypeVar("T")
+TRANSACTION_BUDGET = 500
+"""Documents one transaction may write: MongoDB aborts a transaction after 60 s by default and
+advises modifying well under 1,000 documents in one ("Production considerations",
+transactionLifetimeLimitSeconds); large jobs are cut into chunks of this size."""
+
+
+def budgeted(items: Sequence[T], cost: Callable[[T], int], budget: int) -> Iterator[list[T]]:
+    """``items`` in order, cut into chunks whose costs add up to at most ``budget`` (a single
+    item over it is a chunk of its own)."""
+    chunk: list[T] = []
+    spent = 0
+    for item in items:
+        price = cost(item)
+        if chunk and spent + price > budget:
+            yield chunk
+            chunk, spent = [], 0
+        chunk.append(item)
+        spent += price
+    if chunk:
+        yield chunk
 
 
 class MongoStore(
@@ -235,41 +258,42 @@ class MongoStore(
                 return
 
     def save_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
-        """Snapshots first, then their turns marked promoted: without a transaction a crash
-        between the two leaves turns that the next promotion cuts into the same (deterministic)
-        snapshots again, which then only marks them."""
-        if not snapshots:
-            return set()
+        """Snapshots upserted (``$setOnInsert`` on the deterministic ``_id``: one already stored
+        is left as it is, and no duplicate-key error is raised, which inside a transaction
+        would abort it whatever ``ordered`` says), then their turns marked promoted. Each chunk
+        of about ``TRANSACTION_BUDGET`` documents is one transaction where the deployment has
+        them; without one, a crash between the two leaves turns that the next promotion cuts
+        into the same snapshots again, which then only marks them."""
+        created: set[str] = set()
+        for chunk in budgeted(snapshots, lambda s: 1 + s.turn_count, TRANSACTION_BUDGET):
+            created |= self._save_snapshot_chunk(chunk)
+        return created
+
+    def _save_snapshot_chunk(self, snapshots: Sequence[Snapshot]) -> set[str]:
         at = now()
-        requests = [InsertOne(documents.snapshot_document(s, at)) for s in snapshots]
-        with self.write_transaction(), self._errors("snapshots"):
-            try:
-                self.db["snapshots"].bulk_write(requests, ordered=False, session=self._session)
-                existing: set[str] = set()
-            except BulkWriteError as exc:
-                others = [e for e in exc.details["writeErrors"] if e["code"] != DUPLICATE_KEY]
-                if others:
-                    raise
-                existing = {snapshots[e["index"]].snapshot_id for e in exc.details["writeErrors"]}
-            self.db["turns"].bulk_write(
-                [
-                    UpdateMany(
-                        {
-                            "org_id": s.org_id,
-                            "project_id": s.project_id,
-                            "user_id": s.user_id,
-                            "session_id": s.session_id,
-                            "turn_seq": {"$gte": s.first_turn_seq, "$lte": s.last_turn_seq},
-                            "snapshot_id": None,
-                        },
-                        {"$set": {"snapshot_id": s.snapshot_id}},
-                    )
-                    for s in snapshots
-                ],
-                ordered=False,
-                session=self._session,
+        upserts = []
+        for snapshot in snapshots:
+            document = documents.snapshot_document(snapshot, at)
+            key = document.pop("_id")
+            upserts.append(UpdateOne({"_id": key}, {"$setOnInsert": document}, upsert=True))
+        marks = [
+            UpdateMany(
+                {
+                    "org_id": s.org_id,
+                    "project_id": s.project_id,
+                    "user_id": s.user_id,
+                    "session_id": s.session_id,
+                    "turn_seq": {"$gte": s.first_turn_seq, "$lte": s.last_turn_seq},
+                    "snapshot_id": None,
+                },
+                {"$set": {"snapshot_id": s.snapshot_id}},
             )
-        return {s.snapshot_id for s in snapshots} - existing
+            for s in snapshots
+        ]
+        with self.write_transaction(), self._errors("snapshots"):
+            result = self.db["snapshots"].bulk_write(upserts, session=self._session)
+            self.db["turns"].bulk_write(marks, session=self._session)
+        return set(result.upserted_ids.values())
 
     # -- runs -------------------------------------------------------------------------------
 

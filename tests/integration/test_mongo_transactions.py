@@ -1,0 +1,84 @@
+"""The MongoDB adapter inside real transaction semantics (the fake of
+:mod:`tests.fakes.transactions`): an error inside a transaction aborts it, and no transaction
+modifies more documents than the server allows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mempipe.adapters.store.factory import prepare
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.client import MongoStore
+from mempipe.adapters.store.mongo.factory import open_mongo_store
+from mempipe.domain.promotion import cut_snapshots
+from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.turn import SourceLocation, Turn
+from tests.fakes import atlas, transactions
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def replica_set() -> Iterator[MongoStore]:
+    client = atlas.client(transactions=True)
+    opened = prepare(open_mongo_store("mongodb://mongomock/txn", client=client))
+    assert isinstance(opened, MongoStore)
+    opened.capabilities = opened.capabilities.model_copy(update={"transactions": True})
+    yield opened
+    opened.close()
+
+
+def turns(sessions: int, per_session: int) -> list[Turn]:
+    return [
+        Turn(
+            org_id="o",
+            project_id="p",
+            user_id="u",
+            session_id=f"s{session}",
+            turn_seq=seq,
+            role="user" if seq % 2 == 0 else "assistant",
+            content=f"session {session} turn {seq}",
+            created_at=T0 + timedelta(minutes=seq),
+            source=SourceLocation(path="a.jsonl", line=session * per_session + seq + 1),
+        )
+        for session in range(sessions)
+        for seq in range(per_session)
+    ]
+
+
+def snapshots_of(store: MongoStore) -> list:
+    return list(
+        cut_snapshots(store.iter_unpromoted_turns(), PromotionLimits(), handlers=["semantic"])
+    )
+
+
+def test_a_snapshot_already_stored_does_not_abort_the_transaction_that_promotes_its_turns(
+    replica_set,
+) -> None:
+    """Two promotions racing, or one interrupted: a snapshot is stored, its turns are not yet
+    marked. Saving it again must mark them, not die on a duplicate key that aborted the
+    transaction (and then on NoSuchTransaction, on every retry)."""
+    replica_set.insert_turns(turns(3, 4), "r")
+    cut = snapshots_of(replica_set)
+    assert len(cut) == 3
+    replica_set.db["snapshots"].insert_one(
+        {**documents.snapshot_document(cut[1], T0), "_id": cut[1].snapshot_id}
+    )
+    created = replica_set.save_snapshots(cut)
+    assert created == {cut[0].snapshot_id, cut[2].snapshot_id}
+    assert replica_set.count_unpromoted_turns() == 0
+    assert replica_set.db["snapshots"].count_documents({}) == 3
+
+
+def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(replica_set) -> None:
+    replica_set.insert_turns(turns(400, 3), "r")
+    cut = snapshots_of(replica_set)
+    assert len(cut) == 400, "1,600 documents: more than one transaction may write"
+    client = replica_set._client
+    client.largest_transaction = 0
+    assert len(replica_set.save_snapshots(cut)) == 400
+    assert replica_set.count_unpromoted_turns() == 0
+    assert 0 < client.largest_transaction <= transactions.MAX_WRITES
