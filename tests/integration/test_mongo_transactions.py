@@ -11,6 +11,7 @@ import pytest
 
 from mempipe.adapters.store.factory import prepare
 from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import REGISTRY
 from mempipe.adapters.store.mongo.client import MongoStore
 from mempipe.adapters.store.mongo.factory import open_mongo_store
 from mempipe.domain.promotion import cut_snapshots
@@ -82,3 +83,79 @@ def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(replica
     assert len(replica_set.save_snapshots(cut)) == 400
     assert replica_set.count_unpromoted_turns() == 0
     assert 0 < client.largest_transaction <= transactions.MAX_WRITES
+
+
+RECORDS = 50_000
+OLD, NEW = "hashing-4", "hashing-8"
+UNEMBEDDABLE = {7, 25_000, 49_999}
+
+
+def loaded(store: MongoStore) -> str:
+    """50,000 semantic records served by OLD, each but three with a NEW vector beside it."""
+    store.register_model("semantic", OLD, 4, "serving")
+    store.register_model("semantic", NEW, 8, "building")
+    new_path = store._entry("semantic", NEW)["path"]
+    old_path = store._entry("semantic", OLD)["path"]
+    # mongomock checks unique indexes by scanning: without them 50,000 inserts take a second.
+    store.db["semantic"].drop_indexes()
+    store.db["semantic"].insert_many(
+        [
+            {
+                "_id": n,
+                "id": f"m{n}",
+                "text": f"fact {n}",
+                "label": f"fact_{n}",
+                "org_id": "o",
+                "project_id": "p",
+                "status": "active",
+                old_path: [1.0, 0.0, 0.0, 0.0],
+                **({} if n in UNEMBEDDABLE else {new_path: [0.0] * 7 + [1.0]}),
+                "has_embedding": True,
+                "embedding_model_id": OLD,
+            }
+            for n in range(1, RECORDS + 1)
+        ]
+    )
+    return new_path
+
+
+def stamps(store: MongoStore) -> dict[tuple[bool, str | None], int]:
+    found: dict[tuple[bool, str | None], int] = {}
+    for d in store.db["semantic"].find({}, {"has_embedding": 1, "embedding_model_id": 1}):
+        key = (d["has_embedding"], d["embedding_model_id"])
+        found[key] = found.get(key, 0) + 1
+    return found
+
+
+def test_a_switch_over_50000_records_runs_in_small_transactions_and_resumes_after_a_crash(
+    replica_set, monkeypatch
+) -> None:
+    from mempipe.adapters.store.mongo import embeddings
+
+    monkeypatch.setattr(embeddings, "STAMP_BATCH", 5_000)
+    loaded(replica_set)
+    client = replica_set._client
+    client.largest_transaction = 0
+    calls = {"n": 0}
+    original = type(replica_set.db["semantic"]).update_many
+
+    def crashing(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise KeyboardInterrupt("the process is killed mid-stamping")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(replica_set.db["semantic"]), "update_many", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        replica_set.switch_models(["semantic"], NEW)
+    monkeypatch.setattr(type(replica_set.db["semantic"]), "update_many", original)
+    assert replica_set.active_embedding("semantic") == (NEW, 8), "the switch itself committed"
+    partial = stamps(replica_set)
+    assert partial.get((True, OLD), 0) > 0, "the crash left records unstamped"
+
+    replica_set.switch_models(["semantic"], NEW)
+
+    expected = {(True, NEW): RECORDS - len(UNEMBEDDABLE), (False, None): len(UNEMBEDDABLE)}
+    assert stamps(replica_set) == expected, "the same end state as an uninterrupted switch"
+    assert replica_set.db[REGISTRY].count_documents({"stamping": True}) == 0, "pass finished"
+    assert 0 < client.largest_transaction <= 4, "only registry entries change in a transaction"

@@ -15,6 +15,9 @@ from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelState
 from mempipe.schemas.search import STM
 
+STAMP_BATCH = 1000
+"""Records one stamping update covers: a bounded unit of work however large the collection."""
+
 
 class MongoEmbeddingOps(MongoParts):
     def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
@@ -74,13 +77,20 @@ class MongoEmbeddingOps(MongoParts):
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """Wait until every new index is queryable, then switch: the new model starts serving
         (search answers with it from here) before the old one is demoted, so there is never a
-        moment without a serving model; in one transaction where the deployment has them."""
+        moment without a serving model; in one small transaction (registry entries only) where the
+        deployment has them. Each record's ``has_embedding`` / ``embedding_model_id`` then follow
+        in a stamping pass of bounded batches outside any transaction (MongoDB aborts a
+        transaction after 60 s and advises well under 1,000 modified documents in one): search
+        does not read the stamp (it queries the serving model's own vector field), and the pass
+        is idempotent, so a crash during it is finished by the next switch, rollback or
+        finalize (:meth:`finish_stamping`)."""
         for collection in collections:
             entry = self._entry(collection, model_id)
             self.search_indexes.wait_queryable(self._collection(collection), entry["vector_table"])
         with self.write_transaction():
             for collection in collections:
                 self._set_serving(collection, model_id, demote_to=ModelState.PREVIOUS)
+        self.finish_stamping()
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:
         """Restore the previous model where one is kept; the newer vectors and index go, and
@@ -96,6 +106,7 @@ class MongoEmbeddingOps(MongoParts):
             current = self._serving_model(collection)
             with self.write_transaction():
                 self._set_serving(collection, previous, demote_to=ModelState.BUILDING)
+            self.finish_stamping()
             if current is not None:
                 self._drop(collection, current)
             restored.append(collection)
@@ -103,6 +114,7 @@ class MongoEmbeddingOps(MongoParts):
 
     def finalize_models(self, collections: Sequence[str]) -> list[str]:
         """Drop the vectors and index of previous models: a rollback is no longer possible."""
+        self.finish_stamping()
         dropped = []
         for collection in collections:
             previous = self._model_in(collection, ModelState.PREVIOUS)
@@ -137,20 +149,42 @@ class MongoEmbeddingOps(MongoParts):
                     {"$set": {"state": demote_to.value, "serving_since": None}},
                     session=session,
                 )
-            if collection == STM:
-                return
-            records = self._collection(collection)
-            path = entry["path"]
-            records.update_many(
-                {path: {"$exists": True}},
-                {"$set": {"has_embedding": True, "embedding_model_id": model_id}},
-                session=session,
+            if collection != STM:
+                registry.update_one(
+                    {"_id": entry["_id"]}, {"$set": {"stamping": True}}, session=session
+                )
+
+    def finish_stamping(self) -> None:
+        """Stamp the records of every collection whose serving model changed and whose stamping
+        pass has not finished (this switch's, or one a crash interrupted)."""
+        with self._errors("registry"):
+            pending = list(
+                self.db[REGISTRY].find({"stamping": True, "state": ModelState.SERVING.value})
             )
-            records.update_many(
-                {path: {"$exists": False}},
-                {"$set": {"has_embedding": False, "embedding_model_id": None}},
-                session=session,
-            )
+        for entry in pending:
+            self._stamp(entry["collection"], entry["model_id"], entry["path"])
+            with self._errors("registry"):
+                self.db[REGISTRY].update_one({"_id": entry["_id"]}, {"$unset": {"stamping": ""}})
+
+    def _stamp(self, collection: str, model_id: str, path: str) -> None:
+        """Each record's ``has_embedding`` / ``embedding_model_id`` follow the serving model, in
+        ``_id`` ranges of ``STAMP_BATCH``; each update touches only records still unstamped."""
+        bounds = self.record_id_bounds(collection)
+        if bounds is None:
+            return
+        records = self._collection(collection)
+        low, high = bounds
+        for start in range(low - 1, high, STAMP_BATCH):
+            ids = {"$gt": start, "$lte": start + STAMP_BATCH}
+            with self._errors(collection):
+                records.update_many(
+                    {"_id": ids, path: {"$exists": True}, "embedding_model_id": {"$ne": model_id}},
+                    {"$set": {"has_embedding": True, "embedding_model_id": model_id}},
+                )
+                records.update_many(
+                    {"_id": ids, path: {"$exists": False}, "has_embedding": {"$ne": False}},
+                    {"$set": {"has_embedding": False, "embedding_model_id": None}},
+                )
 
     def _drop(self, collection: str, model_id: str) -> None:
         entry = self._entry(collection, model_id)
