@@ -18,3 +18,10 @@ def vector_problem(vector: Sequence[float]) -> str | None:
     if not values.any():
         return "all zeros"
     return None
+
+
+def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Cosine of two vectors; None when either has no direction."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return None if norms == 0 or x.shape != y.shape else float(x @ y / norms)

@@ -8,9 +8,10 @@ Atlas reports it: ``$listSearchIndexes`` entries carry ``latestDefinition`` (las
 ``statusDetail[*].mainIndex`` (what serves, with a failure ``message``) and ``stagedIndex``
 (an update still building); an update serves the old definition for ``UPDATE_DELAY_S``; a drop
 leaves the index ``DELETING`` for ``DROP_DELAY_S`` (a second drop answers code 20); a duplicate
-create answers without a documented code. Not modelled: build times of new indexes (they are
-READY at once unless named in ``NEVER_QUERYABLE``), mongot's sync lag behind writes, sessions
-and transactions (mongomock has none). Scores follow Atlas:
+create answers without a documented code. Search sees a document ``SYNC_DELAY_S`` after its
+last write. Not modelled here: build times of new indexes (READY at once unless named in
+``NEVER_QUERYABLE``); sessions and transactions are in
+:mod:`tests.fakes.transactions`. Scores follow Atlas:
 ``(1 + cosine) / 2`` for vectors. It also carries the small shim mongomock needs for the
 ``sort`` argument pymongo 4.11+ passes to its bulk builder.
 """
@@ -21,6 +22,7 @@ import math
 import re
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mongomock
@@ -35,6 +37,9 @@ catches up)."""
 UPDATE_DELAY_S = 0.0
 """How long (real seconds) an updated definition takes to build; until then the old one serves
 (``statusDetail[*].mainIndex``) and the new one is staged (``stagedIndex``), as on Atlas."""
+SYNC_DELAY_S = 0.0
+"""How far search lags writes: ``$vectorSearch`` and ``$search`` see a document only this long
+after its ``updated_at`` (mongot replicates from the change stream)."""
 DROP_DELAY_S = 0.0
 """How long a dropped index stays listed as ``DELETING`` (a second drop answers code 20)."""
 HOST = "fake-search-0"
@@ -187,9 +192,18 @@ def _usable_index(collection: mongomock.Collection, name: str, kind: str) -> dic
 
 
 def _vector_search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:
-    for required in ("index", "path", "queryVector", "numCandidates", "limit"):
+    exact = stage.get("exact", False)
+    for required in (
+        "index",
+        "path",
+        "queryVector",
+        "limit",
+        *(() if exact else ("numCandidates",)),
+    ):
         if required not in stage:
             raise OperationFailure(f"$vectorSearch requires {required!r}", code=9)
+    if exact and "numCandidates" in stage:
+        raise OperationFailure("numCandidates is not allowed with exact: true", code=9)
     definition = _usable_index(collection, stage["index"], "vectorSearch")
     fields = definition["fields"]
     vector_field = next(f for f in fields if f["type"] == "vector")
@@ -197,7 +211,7 @@ def _vector_search(collection: mongomock.Collection, stage: dict[str, Any]) -> l
         raise OperationFailure(f"Path {stage['path']!r} is not indexed as a vector", code=8)
     if len(stage["queryVector"]) != vector_field["numDimensions"]:
         raise OperationFailure("queryVector has the wrong number of dimensions", code=8)
-    if not stage["limit"] <= stage["numCandidates"] <= 10_000:
+    if not exact and not stage["limit"] <= stage["numCandidates"] <= 10_000:
         raise OperationFailure("numCandidates must be >= limit and <= 10000", code=8)
     declared = {f["path"] for f in fields if f["type"] == "filter"}
     query = stage.get("filter", {})
@@ -207,12 +221,27 @@ def _vector_search(collection: mongomock.Collection, stage: dict[str, Any]) -> l
     query_vector = stage["queryVector"]
     scored = []
     for document in collection.find({**query, stage["path"]: {"$exists": True}}):
+        if not _synced(document):
+            continue
         vector = document[stage["path"]]
         norm = math.sqrt(sum(a * a for a in vector)) * math.sqrt(sum(b * b for b in query_vector))
         cosine = sum(a * b for a, b in zip(vector, query_vector, strict=True)) / (norm or 1.0)
         scored.append((document, (1.0 + cosine) / 2.0))
     scored.sort(key=lambda pair: -pair[1])
     return [{**d, "__score": s} for d, s in scored[: stage["limit"]]]
+
+
+def _synced(document: dict[str, Any]) -> bool:
+    """Whether the search index has caught up with this document's last write (its
+    ``updated_at``, else ``created_at``): search sees writes only ``SYNC_DELAY_S`` later."""
+    if SYNC_DELAY_S <= 0:
+        return True
+    written = document.get("updated_at") or document.get("created_at")
+    if not isinstance(written, datetime):
+        return True
+    if written.tzinfo is None:
+        written = written.replace(tzinfo=UTC)
+    return datetime.now(UTC) - written >= timedelta(seconds=SYNC_DELAY_S)
 
 
 def _tokens(mappings: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -242,6 +271,8 @@ def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dic
     words = set(re.findall(r"\w+", must["text"]["query"].lower()))
     scored = []
     for document in collection.find(query):
+        if not _synced(document):
+            continue
         found = re.findall(r"\w+", str(_value(document, path) or "").lower())
         score = sum(1 for w in found if w in words)
         if score:

@@ -95,3 +95,37 @@ def _with_token(definition: dict, key: str) -> dict:
     metadata["fields"] = {**metadata.get("fields", {}), key: {"type": "token"}}
     fields["metadata"] = metadata
     return {**definition, "mappings": {**mappings, "fields": fields}}
+
+
+def test_a_memory_written_a_moment_ago_is_a_reconciliation_candidate_despite_index_lag(
+    mongo, monkeypatch
+) -> None:
+    """Search sees writes only after its sync delay: two restatements a moment apart must still
+    meet (the second REINFORCES), so recent writes are compared directly."""
+    from datetime import UTC, datetime
+
+    from mempipe.domain.scope import scope_of
+    from mempipe.schemas.identity import Visibility
+    from mempipe.schemas.memory import EpisodicMemory
+
+    monkeypatch.setattr(atlas, "SYNC_DELAY_S", 60.0)
+    mongo.ensure_vector_table("episodic", MODEL, 4)
+    now = datetime.now(UTC)
+    event = EpisodicMemory(
+        id="e1",
+        org_id="o",
+        project_id="p",
+        user_id="u",
+        text="User met Ana at the Lisbon office.",
+        has_embedding=True,
+        embedding_model_id=MODEL,
+        created_at=now,
+        updated_at=now,
+    )
+    with mongo.write_transaction():
+        mongo.add_memory("episodic", event, [1.0, 0.0, 0.0, 0.0])
+    scope = scope_of("o", "p", "u", None, Visibility.PRIVATE)
+    found = mongo.memory_candidates("episodic", scope, None, [1.0, 0.0, 0.0, 0.0], MODEL, 5)
+    assert [(c.memory_id, round(c.similarity or 0, 6)) for c in found] == [("e1", 1.0)]
+    elsewhere = scope_of("o", "p", "someone-else", None, Visibility.PRIVATE)
+    assert mongo.memory_candidates("episodic", elsewhere, None, [1.0, 0, 0, 0], MODEL, 5) == []

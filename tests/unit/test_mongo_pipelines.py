@@ -206,3 +206,11 @@ def test_a_failed_index_build_is_reported_with_its_reason() -> None:
     failed = FakeIndexes([{"status": "FAILED", "queryable": False, "message": "bad mapping"}])
     with pytest.raises(IndexNotQueryableError, match="failed to build: bad mapping"):
         indexes.wait_queryable(failed, "v")
+
+
+def test_vector_search_stays_within_atlas_bounds_and_runs_exact_when_asked() -> None:
+    wide = pipelines.vector_search_stage("v", "embedding", [0.5] * 8, 20_000, {})["$vectorSearch"]
+    assert wide["limit"] <= wide["numCandidates"] <= 10_000
+    exact = pipelines.vector_search_stage("v", "embedding", [0.5] * 8, 5, {}, exact=True)
+    assert exact["$vectorSearch"]["exact"] is True
+    assert "numCandidates" not in exact["$vectorSearch"], "Atlas refuses it with exact: true"

@@ -16,6 +16,7 @@ from pymongo.database import Database
 from pymongo.errors import PyMongoError
 
 from mempipe.adapters.store.base import StoreCapabilities
+from mempipe.adapters.store.mongo.configuration import MongoConfig
 from mempipe.adapters.store.mongo.documents import collection_name
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
@@ -31,6 +32,7 @@ def now() -> datetime:
 
 class MongoParts:
     url: str
+    config: MongoConfig
     capabilities: StoreCapabilities
     db: Database
     search_indexes: SearchIndexes

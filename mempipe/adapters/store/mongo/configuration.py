@@ -23,6 +23,11 @@ class MongoConfig(BaseModel):
         default=600.0, description="how long to wait for a search index to become queryable"
     )
     index_poll_s: float = Field(default=5.0, description="how often to look while waiting")
+    sync_window_s: float = Field(
+        default=120.0,
+        description="how far behind writes a search index may be: memories written this "
+        "recently are compared directly in reconciliation, not only through the index",
+    )
 
     @property
     def display_url(self) -> str:
@@ -33,7 +38,8 @@ class MongoConfig(BaseModel):
 def config_from_url(url: str) -> MongoConfig:
     """``mongodb://host/DB`` or ``mongodb+srv://host/DB``; without a database in the path,
     ``MEMPIPE_MONGODB_DATABASE`` or ``mempipe``. ``MEMPIPE_MONGODB_INDEX_TIMEOUT`` (seconds)
-    bounds every wait for a search index."""
+    bounds every wait for a search index; ``MEMPIPE_MONGODB_SYNC_WINDOW`` (seconds) is how far
+    the search index may lag writes."""
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise StoreError(f"{url!r}: a MongoDB URL starts with mongodb:// or mongodb+srv://")
@@ -44,9 +50,15 @@ def config_from_url(url: str) -> MongoConfig:
     )
     if re.search(r'[/\\. "$]', database):
         raise StoreError(f"{url!r}: {database!r} is not a valid MongoDB database name")
-    timeout = os.environ.get("MEMPIPE_MONGODB_INDEX_TIMEOUT")
-    try:
-        extra = {"index_timeout_s": float(timeout)} if timeout else {}
-    except ValueError as exc:
-        raise StoreError(f"MEMPIPE_MONGODB_INDEX_TIMEOUT={timeout!r} is not a number") from exc
+    extra: dict[str, float] = {}
+    for variable, field in (
+        ("MEMPIPE_MONGODB_INDEX_TIMEOUT", "index_timeout_s"),
+        ("MEMPIPE_MONGODB_SYNC_WINDOW", "sync_window_s"),
+    ):
+        value = os.environ.get(variable)
+        try:
+            if value:
+                extra[field] = float(value)
+        except ValueError as exc:
+            raise StoreError(f"{variable}={value!r} is not a number") from exc
     return MongoConfig(url=url, database=database, **extra)

@@ -18,6 +18,7 @@ from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
+from mempipe.domain.vectors import cosine_similarity
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
@@ -279,9 +280,11 @@ class MongoExtractionOps(MongoParts):
         model_id: str | None,
         k: int,
     ) -> list[Candidate]:
-        """By exact key inside the transaction; by nearest vector through ``$vectorSearch``
-        with the scope inside the stage (search indexes are not transactional: they see what
-        was committed, after the index's sync delay)."""
+        """By exact key inside the transaction; by nearest vector through an exact
+        ``$vectorSearch`` with the scope inside the stage; and, because a search index sees
+        writes only after its sync delay (it is not transactional), the records of the scope
+        written within ``sync_window_s`` are compared here directly, so two restatements a
+        moment apart still meet."""
         collection = self._collection(memory_type)
         key_field = documents.KEY_FIELD.get(memory_type)
         query = documents.scope_query(scope, memory_type)
@@ -297,7 +300,7 @@ class MongoExtractionOps(MongoParts):
                 entry = self._entry(memory_type, model_id)
                 stages = [
                     pipelines.vector_search_stage(
-                        entry["vector_table"], entry["path"], vector, k, query
+                        entry["vector_table"], entry["path"], vector, k, query, exact=True
                     ),
                     {"$project": {**fields, "score": {"$meta": "vectorSearchScore"}}},
                 ]
@@ -308,6 +311,28 @@ class MongoExtractionOps(MongoParts):
                         d["text"],
                         pipelines.cosine(d["score"]),
                         tuple(d.get("evidence") or ()),
+                    )
+                recent = collection.find(
+                    {
+                        **query,
+                        entry["path"]: {"$exists": True},
+                        "updated_at": {
+                            "$gte": now() - timedelta(seconds=self.config.sync_window_s)
+                        },
+                    },
+                    {**fields, entry["path"]: 1},
+                    session=self._session,
+                )
+                for d in recent:
+                    found.setdefault(
+                        d["id"],
+                        Candidate(
+                            d["id"],
+                            d.get(key_field) if key_field else None,
+                            d["text"],
+                            cosine_similarity(vector, d[entry["path"]]),
+                            tuple(d.get("evidence") or ()),
+                        ),
                     )
         return list(found.values())
 

@@ -93,17 +93,25 @@ def vector_field(definition: dict[str, Any]) -> dict[str, Any]:
 
 
 def vector_search_stage(
-    index: str, path: str, vector: list[float], k: int, query: dict[str, Any]
+    index: str,
+    path: str,
+    vector: list[float],
+    k: int,
+    query: dict[str, Any],
+    *,
+    exact: bool = False,
 ) -> dict[str, Any]:
     """``$vectorSearch`` with the read filter *inside* the stage: the k nearest are the k
-    nearest in scope, never the global k narrowed afterwards."""
-    stage: dict[str, Any] = {
-        "index": index,
-        "path": path,
-        "queryVector": list(vector),
-        "numCandidates": min(max(20 * k, 100), MAX_CANDIDATES),
-        "limit": k,
-    }
+    nearest in scope, never the global k narrowed afterwards. ``exact`` runs an exact (ENN)
+    search, which Atlas recommends when the filter is selective (one user's records): no
+    ``numCandidates`` then. Approximate search keeps ``limit <= numCandidates <= 10,000``."""
+    limit = min(k, MAX_CANDIDATES)
+    stage: dict[str, Any] = {"index": index, "path": path, "queryVector": list(vector)}
+    if exact:
+        stage["exact"] = True
+    else:
+        stage["numCandidates"] = min(max(20 * limit, 100), MAX_CANDIDATES)
+    stage["limit"] = limit
     if query:
         stage["filter"] = query
     return {"$vectorSearch": stage}
