@@ -133,7 +133,10 @@ def collection_report(
 def recall_gate_task(
     store_url: str, queries_path: str, model: str, min_ratio: float
 ) -> GateReport | None:
+    """Measured only once the new model's index answers and has caught up with the writes:
+    an index still building would score as a bad model."""
     with closing(open_store(store_url, migrate=False)) as store:
+        store.wait_searchable(["semantic"], model)
         return recall_gate(store, embedder_for, read_queries(Path(queries_path)), model, min_ratio)
 
 

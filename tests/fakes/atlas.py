@@ -9,9 +9,9 @@ Atlas reports it: ``$listSearchIndexes`` entries carry ``latestDefinition`` (las
 (an update still building); an update serves the old definition for ``UPDATE_DELAY_S``; a drop
 leaves the index ``DELETING`` for ``DROP_DELAY_S`` (a second drop answers code 20); a duplicate
 create answers without a documented code. Search sees a document ``SYNC_DELAY_S`` after its
-last write. Not modelled here: build times of new indexes (READY at once unless named in
-``NEVER_QUERYABLE``); sessions and transactions are in
-:mod:`tests.fakes.transactions`. Scores follow Atlas:
+last write (its ``updated_at``). A new index builds for ``BUILD_DELAY_S`` (``PENDING``,
+``BUILDING``, then ``READY``); one named in ``NEVER_QUERYABLE`` never gets there. Sessions
+and transactions are in :mod:`tests.fakes.transactions`. Scores follow Atlas:
 ``(1 + cosine) / 2`` for vectors. It also carries the small shim mongomock needs for the
 ``sort`` argument pymongo 4.11+ passes to its bulk builder.
 """
@@ -37,6 +37,9 @@ catches up)."""
 UPDATE_DELAY_S = 0.0
 """How long (real seconds) an updated definition takes to build; until then the old one serves
 (``statusDetail[*].mainIndex``) and the new one is staged (``stagedIndex``), as on Atlas."""
+BUILD_DELAY_S = 0.0
+"""How long a new index takes to build: ``PENDING``, then ``BUILDING`` (not queryable), then
+``READY``."""
 SYNC_DELAY_S = 0.0
 """How far search lags writes: ``$vectorSearch`` and ``$search`` see a document only this long
 after its ``updated_at`` (mongot replicates from the change stream)."""
@@ -63,6 +66,12 @@ def _indexes(collection: mongomock.Collection) -> dict[str, dict[str, Any]]:
     for name in [n for n, i in indexes.items() if i.get("gone_at", math.inf) <= now]:
         del indexes[name]
     for index in indexes.values():
+        ready_at = index.get("ready_at")
+        if ready_at is not None and index["status"] in ("PENDING", "BUILDING"):
+            if ready_at <= now:
+                index.update(status="READY", queryable=True, ready_at=None)
+            elif ready_at - now <= BUILD_DELAY_S / 2:
+                index["status"] = "BUILDING"
         staged = index.get("staged")
         if staged is not None and staged["ready_at"] <= now:
             index["serving"] = staged["definition"]
@@ -113,8 +122,11 @@ def create_search_index(self: mongomock.Collection, model: SearchIndexModel | di
         "id": f"{self.name}-{name}",
         "name": name,
         "type": document.get("type", "search"),
-        "status": "PENDING" if name in NEVER_QUERYABLE else "READY",
-        "queryable": name not in NEVER_QUERYABLE,
+        "status": "PENDING" if name in NEVER_QUERYABLE or BUILD_DELAY_S > 0 else "READY",
+        "queryable": name not in NEVER_QUERYABLE and BUILD_DELAY_S <= 0,
+        "ready_at": None
+        if name in NEVER_QUERYABLE or BUILD_DELAY_S <= 0
+        else time.monotonic() + BUILD_DELAY_S,
         "latestDefinition": document["definition"],
         "serving": document["definition"],
         "staged": None,

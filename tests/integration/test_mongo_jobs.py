@@ -6,6 +6,7 @@ machines); ``MEMPIPE_MONGODB_URI`` runs the contract suite against a real one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,41 @@ def test_an_index_that_never_becomes_queryable_fails_the_reembed_with_a_clear_er
     store = open_store(mongo_url)
     assert store.active_embedding("semantic") == ("hashing-128", 128), "nothing switched"
     store.close()
+
+
+def gate_queries(url: str, path: Path) -> Path:
+    """A labelled query per semantic memory: its own text should find it."""
+    store = open_store(url)
+    try:
+        hits = search(
+            store, hashing_embedder, "user", "semantic", SearchMode.TEXT, ReadFilter(), 50
+        )
+    finally:
+        store.close()
+    path.write_text(
+        "".join(
+            json.dumps({"query": h.text, "relevant_ids": [h.id], "user_id": h.user_id}) + "\n"
+            for h in hits.hits
+        )
+    )
+    return path
+
+
+def test_the_recall_gate_waits_for_the_new_index_and_agrees_with_sqlite(
+    prefect_server, mongo_url, tmp_path, monkeypatch
+) -> None:
+    """On Atlas a new vector index builds asynchronously: a gate measured on it before it
+    answers would refuse a good model (or fail). The gate waits, then gives SQLite's verdict."""
+    sqlite_url = f"sqlite:///{tmp_path / 'reference.db'}"
+    verdicts = {}
+    for name, url in (("sqlite", sqlite_url), ("mongo", mongo_url)):
+        backfill_and_replay(url, tmp_path, name)
+        queries = gate_queries(url, tmp_path / f"gate-{name}.jsonl")
+        if name == "mongo":
+            monkeypatch.setattr(atlas, "BUILD_DELAY_S", 1.0)
+            monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_TIMEOUT", "30")
+        summary = reembed(model="hashing-64", store=url, config=config(tmp_path), gate=str(queries))
+        assert summary.gate is not None
+        verdicts[name] = (summary.gate.queries, summary.gate.ratio, summary.gate.passed)
+        assert summary.switched
+    assert verdicts["mongo"] == verdicts["sqlite"]

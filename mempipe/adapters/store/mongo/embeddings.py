@@ -4,12 +4,13 @@ old field and index on finalize (or the new ones on rollback)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from pymongo import UpdateOne
 
-from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelState
@@ -73,6 +74,40 @@ class MongoEmbeddingOps(MongoParts):
         with self._errors(collection):
             records = self._collection(collection)
             return records.count_documents({}), records.count_documents({path: {"$exists": True}})
+
+    def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
+        """Each collection's index of ``model_id`` queryable, and caught up with the last
+        record written: an exact search with that record's own vector finds it (mongot applies
+        writes in order, so it has seen everything before it too). Bounded by the index
+        timeout."""
+        for collection in collections:
+            entry = self._entry(collection, model_id)
+            records = self._collection(collection)
+            self.search_indexes.wait_queryable(records, entry["vector_table"])
+            self._wait_caught_up(collection, entry)
+
+    def _wait_caught_up(self, collection: str, entry: dict[str, Any]) -> None:
+        records = self._collection(collection)
+        path = entry["path"]
+        with self._errors(collection):
+            last = records.find_one({path: {"$exists": True}}, {path: 1}, sort=[("_id", -1)])
+        if last is None:
+            return
+        stage = pipelines.vector_search_stage(
+            entry["vector_table"], path, last[path], 10, {}, exact=True
+        )
+        deadline = time.monotonic() + self.config.index_timeout_s
+        while True:
+            with self._errors(collection):
+                seen = {d["_id"] for d in records.aggregate([stage, {"$project": {"_id": 1}}])}
+            if last["_id"] in seen:
+                return
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{self.url}: the {collection} index {entry['vector_table']} has not caught up "
+                    f"with the last write after {self.config.index_timeout_s:g} s"
+                )
+            time.sleep(min(self.config.index_poll_s, 1.0))
 
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """Wait until every new index is queryable, then switch: the new model starts serving

@@ -89,6 +89,9 @@ class SqliteEmbeddingOps:
         vectors = self._rows(f"SELECT count(*) FROM {table}")[0][0]
         return records, vectors
 
+    def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
+        """Nothing to wait for: sqlite-vec tables are written and searched in one database."""
+
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """In one transaction, for every collection: the serving model becomes previous (kept),
         ``model_id`` starts serving, and each memory's ``has_embedding`` follows the new model.
