@@ -7,28 +7,15 @@ documented error code. (Atlas documentation: "Manage Atlas Search / Vector Searc
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from mempipe.adapters.store.factory import prepare
-from mempipe.adapters.store.mongo.client import MongoStore
-from mempipe.adapters.store.mongo.factory import open_mongo_store
 from mempipe.adapters.store.mongo.search_indexes import IndexNotQueryableError
 from mempipe.errors import StoreError
 from mempipe.schemas.search import ReadFilter
 from tests.fakes import atlas
 
 MODEL = "hashing-4"
-
-
-@pytest.fixture
-def mongo() -> Iterator[MongoStore]:
-    opened = prepare(open_mongo_store("mongodb://mongomock/lifecycle", client=atlas.client()))
-    assert isinstance(opened, MongoStore)
-    opened.search_indexes.poll_s = 0.05
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -16,14 +16,21 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pymongo import InsertOne, MongoClient, UpdateMany, UpdateOne
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.database import Database
+from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 
 from mempipe.adapters.store.base import StoreCapabilities, conflict_reject, turn_reject
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.adapters.store.mongo.configuration import MongoConfig
 from mempipe.adapters.store.mongo.embeddings import MongoEmbeddingOps
-from mempipe.adapters.store.mongo.exceptions import translate
+from mempipe.adapters.store.mongo.exceptions import (
+    NO_SEARCH_HINT,
+    SEARCH_NOT_ENABLED,
+    SearchUnavailableError,
+    StoreUnavailableError,
+    translate,
+)
 from mempipe.adapters.store.mongo.extraction import MongoExtractionOps
 from mempipe.adapters.store.mongo.indexes import MongoIndexOps
 from mempipe.adapters.store.mongo.leases import MongoLeaseOps
@@ -100,6 +107,10 @@ def detect_capabilities(client: MongoClient) -> StoreCapabilities:
 
 
 T = TypeVar("T")
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""MongoDB's BSON document size limit."""
+SIZE_CHECK_FROM = 1024 * 1024
+"""Turns with less text than this cannot reach the limit: only larger ones are measured."""
 TRANSACTION_BUDGET = 500
 """Documents one transaction may write: MongoDB aborts a transaction after 60 s by default and
 advises modifying well under 1,000 documents in one ("Production considerations",
@@ -122,6 +133,20 @@ def budgeted(items: Sequence[T], cost: Callable[[T], int], budget: int) -> Itera
         yield chunk
 
 
+def require_search(db: Database) -> None:
+    """Refuse, at connect time, a deployment without a search engine (a standalone server, or
+    a replica set without mongot): every job needs vector search (reconciliation's candidates,
+    re-embedding, search). Told by the error code, not its text."""
+    try:
+        list(db["_migrations"].list_search_indexes())
+    except OperationFailure as exc:
+        if exc.code == SEARCH_NOT_ENABLED:
+            raise SearchUnavailableError(
+                f"{db.name}: this MongoDB deployment has no search engine (SearchNotEnabled); "
+                f"{NO_SEARCH_HINT}"
+            ) from exc
+
+
 class MongoStore(
     MongoExtractionOps,
     MongoSearchOps,
@@ -137,6 +162,7 @@ class MongoStore(
         self.db = client.get_database(config.database)
         with self._errors("connecting"):
             self.capabilities = detect_capabilities(client)
+            require_search(self.db)
         self.search_indexes = SearchIndexes(self.url, config.index_timeout_s, config.index_poll_s)
 
     @contextmanager
@@ -187,29 +213,45 @@ class MongoStore(
         if not turns:
             return TurnWriteResult()
         ids = self._next_ids("turns", len(turns))
-        requests = [
-            InsertOne(documents.turn_document(i, t, run_id))
-            for i, t in zip(ids, turns, strict=True)
-        ]
+        oversize: list[Reject] = []
+        requests: list[InsertOne] = []
+        sent: list[Turn] = []
+        for i, turn in zip(ids, turns, strict=True):
+            document = documents.turn_document(i, turn, run_id)
+            size = documents.bson_size(document) if len(turn.content) > SIZE_CHECK_FROM else 0
+            if size > MAX_DOCUMENT_BYTES:
+                reason = f"{size:,} bytes: over MongoDB's 16 MiB document limit"
+                oversize.append(turn_reject(turn, reason))
+            else:
+                requests.append(InsertOne(document))
+                sent.append(turn)
         write_errors: list[dict[str, Any]] = []
+        inserted = 0
         try:
-            inserted = self.db["turns"].bulk_write(requests, ordered=False).inserted_count
+            if requests:
+                inserted = self.db["turns"].bulk_write(requests, ordered=False).inserted_count
         except BulkWriteError as exc:
+            if exc.details.get("writeConcernErrors"):
+                raise StoreUnavailableError(
+                    f"{self.url} turns: the write concern was not satisfied "
+                    f"({exc.details['writeConcernErrors'][0].get('errmsg', '')}); the batch is "
+                    "retried (turn writes are idempotent)"
+                ) from exc
             inserted = exc.details["nInserted"]
             write_errors = exc.details["writeErrors"]
         except PyMongoError as exc:
             raise translate(exc, f"{self.url} turns") from exc
-        duplicates = [turns[e["index"]] for e in write_errors if e["code"] == DUPLICATE_KEY]
+        duplicates = [sent[e["index"]] for e in write_errors if e["code"] == DUPLICATE_KEY]
         conflicts = self._conflicts(duplicates)
         failed = [
-            turn_reject(turns[e["index"]], f"write error {e['code']}: {e.get('errmsg', '')}")
+            turn_reject(sent[e["index"]], f"write error {e['code']}: {e.get('errmsg', '')}")
             for e in write_errors
             if e["code"] != DUPLICATE_KEY
         ]
         return TurnWriteResult(
             inserted=inserted,
             duplicates=len(duplicates) - len(conflicts),
-            conflicts=[*conflicts, *failed],
+            conflicts=[*conflicts, *failed, *oversize],
         )
 
     def _conflicts(self, duplicates: Sequence[Turn]) -> list[Reject]:

@@ -10,6 +10,8 @@ from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any
 
+import bson
+
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import AuditRow
@@ -87,6 +89,11 @@ def stamp_from_document(d: dict[str, Any]) -> TurnStamp:
         d.get("user_id"),
         d.get("agent_id"),
     )
+
+
+def bson_size(document: dict[str, Any]) -> int:
+    """Bytes the document takes as BSON (what the 16 MiB limit counts)."""
+    return len(bson.encode(document))
 
 
 TURN_KEY = ("org_id", "project_id", "user_id", "session_id", "turn_seq")

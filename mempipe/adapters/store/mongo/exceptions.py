@@ -15,6 +15,10 @@ class SearchUnavailableError(StoreError):
     """The deployment has no search engine (mongot): vector and text search cannot run."""
 
 
+SEARCH_NOT_ENABLED = 31082
+"""The deployment has no search engine (``SearchNotEnabled``)."""
+UNKNOWN_STAGE = 40324
+"""A server too old for ``$vectorSearch`` / ``$search`` (``Unrecognized pipeline stage``)."""
 NO_SEARCH_HINT = (
     "vector and text search need MongoDB Atlas or self-managed MongoDB 8.2+ with mongot "
     "(or the mongodb/mongodb-atlas-local image)"
@@ -29,7 +33,7 @@ def translate(exc: errors.PyMongoError, where: str) -> MempipeError:
         message = str(exc.details.get("errmsg", exc)) if exc.details else str(exc)
         if exc.has_error_label("TransientTransactionError"):
             return StoreUnavailableError(f"{where}: transient transaction error: {message}")
-        if "$vectorSearch" in message or "$search" in message or "mongot" in message:
+        if exc.code in (SEARCH_NOT_ENABLED, UNKNOWN_STAGE):
             return SearchUnavailableError(f"{where}: {message}; {NO_SEARCH_HINT}")
         if exc.code in (13, 18):
             return StoreError(f"{where}: not authorized: {message} (see the README's permissions)")

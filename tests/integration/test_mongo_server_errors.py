@@ -1,0 +1,79 @@
+"""What a real MongoDB server answers that mongomock does not: no search engine, write-concern
+errors, the 16 MiB document limit; told by error codes, not message text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import mongomock
+import pytest
+from pymongo.errors import BulkWriteError, OperationFailure
+
+from mempipe.adapters.store.mongo.exceptions import (
+    SearchUnavailableError,
+    StoreUnavailableError,
+    translate,
+)
+from mempipe.adapters.store.mongo.factory import open_mongo_store
+from mempipe.schemas.turn import SourceLocation, Turn
+from tests.fakes import atlas
+
+
+def test_a_deployment_without_a_search_engine_is_refused_at_connect_time(monkeypatch) -> None:
+    client = atlas.client()
+
+    def no_search(self, *args, **kwargs):
+        raise OperationFailure("Using Atlas Search requires mongot", code=31082)
+
+    monkeypatch.setattr(mongomock.Collection, "list_search_indexes", no_search)
+    with pytest.raises(SearchUnavailableError, match="no search engine"):
+        open_mongo_store("mongodb://standalone/db", client=client)
+
+
+def test_search_errors_are_told_by_code_not_by_message_text() -> None:
+    named = OperationFailure("$search failed: a field is not indexed as token", code=8)
+    assert not isinstance(translate(named, "here"), SearchUnavailableError)
+    assert isinstance(translate(OperationFailure("x", code=31082), "here"), SearchUnavailableError)
+    unknown = OperationFailure("Unrecognized pipeline stage name: '$vectorSearch'", code=40324)
+    assert isinstance(translate(unknown, "here"), SearchUnavailableError)
+
+
+def turn(seq: int, content: str) -> Turn:
+    return Turn(
+        org_id="o",
+        project_id="p",
+        user_id="u",
+        session_id="s",
+        turn_seq=seq,
+        role="user",
+        content=content,
+        created_at=datetime(2024, 1, 1, tzinfo=UTC),
+        source=SourceLocation(path="big.jsonl", line=seq + 1),
+    )
+
+
+def test_a_write_concern_error_is_not_counted_as_success(mongo, monkeypatch) -> None:
+    """``w: majority`` not satisfied in time: the writes may not be durable. pymongo reports it
+    in the BulkWriteError's ``writeConcernErrors``, with no write error at all."""
+
+    def unacknowledged(self, requests, *args, **kwargs):
+        raise BulkWriteError(
+            {
+                "writeErrors": [],
+                "writeConcernErrors": [{"code": 64, "errmsg": "waiting for replication timed out"}],
+                "nInserted": len(requests),
+            }
+        )
+
+    monkeypatch.setattr(mongomock.Collection, "bulk_write", unacknowledged)
+    with pytest.raises(StoreUnavailableError, match="waiting for replication timed out"):
+        mongo.insert_turns([turn(0, "hello"), turn(1, "there")], "r")
+
+
+def test_a_turn_over_16_mib_is_one_reject_and_the_batch_goes_in(mongo) -> None:
+    huge = "x" * (17 * 1024 * 1024)
+    result = mongo.insert_turns([turn(0, "hello"), turn(1, huge), turn(2, "bye")], "r")
+    assert result.inserted == 2
+    [reject] = result.conflicts
+    assert reject.line == 2
+    assert "16 MiB" in reject.reason
