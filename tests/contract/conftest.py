@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def mongomock_store(tmp_path: Path) -> Store:
     return prepare(open_mongo_store("mongodb://mongomock/contract", client=atlas.client()))
 
 
+def atlas_strict_store(tmp_path: Path) -> Store:
+    """The Atlas fake as strict as Atlas: a replica set with transactions, indexes that build,
+    update and drop over time, search that lags writes (:func:`atlas.strict` is on)."""
+    store = open_mongo_store("mongodb://mongomock/strict", client=atlas.client(transactions=True))
+    store.search_indexes.poll_s = 0.02
+    return prepare(store)
+
+
 def mongodb_store(tmp_path: Path) -> Store:
     """A fresh database on the real server named by ``MEMPIPE_MONGODB_URI``."""
     if not MONGODB_URI:
@@ -44,9 +53,10 @@ def mongodb_store(tmp_path: Path) -> Store:
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": sqlite_store,
     "mongomock": mongomock_store,
+    "atlas-strict": atlas_strict_store,
     "mongodb": mongodb_store,
 }
-DEFAULT = "sqlite,mongomock" + (",mongodb" if MONGODB_URI else "")
+DEFAULT = "sqlite,mongomock,atlas-strict" + (",mongodb" if MONGODB_URI else "")
 SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", DEFAULT).split(",")]
 
 
@@ -54,8 +64,9 @@ SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", DEFAU
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param not in BACKENDS:
         pytest.fail(f"no contract factory for backend {request.param!r}")
-    store = BACKENDS[request.param](tmp_path)
-    yield store
+    with atlas.strict() if request.param == "atlas-strict" else nullcontext():
+        store = BACKENDS[request.param](tmp_path)
+        yield store
     if request.param == "mongodb":
         store._client.drop_database(store.db.name)
     store.close()
@@ -67,12 +78,12 @@ def searchable(backend: Store) -> Callable[[], None]:
     with the writes (mongot syncs asynchronously); the embedded and mocked stores are at once."""
 
     def wait() -> None:
-        if not backend.url.startswith("mongodb") or "mongomock" in backend.url:
+        if not backend.url.startswith("mongodb") or "mongomock/contract" in backend.url:
             return
         for status in backend.index_status():
             backend.search_indexes.wait_queryable(
                 backend._collection(status.collection), status.name
             )
-        time.sleep(SEARCH_SYNC_S)
+        time.sleep(atlas.SYNC_DELAY_S if "mongomock" in backend.url else SEARCH_SYNC_S)
 
     return wait

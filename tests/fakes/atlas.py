@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -359,6 +360,23 @@ def install() -> None:
     mongomock.Collection.drop_search_index = drop_search_index
     mongomock.Collection.aggregate = aggregate
     mongomock.Collection._atlas_fake = True
+
+
+STRICT = {"BUILD_DELAY_S": 0.05, "UPDATE_DELAY_S": 0.05, "DROP_DELAY_S": 0.05, "SYNC_DELAY_S": 0.2}
+"""Delays for tests that run against the fake as strictly as Atlas behaves (small, so a suite
+stays fast; the adapter must wait for each one)."""
+
+
+@contextmanager
+def strict() -> Iterator[None]:
+    """Indexes that take time to build, update and drop, and search that lags writes, for the
+    duration of the block."""
+    saved = {name: globals()[name] for name in STRICT}
+    globals().update(STRICT)
+    try:
+        yield
+    finally:
+        globals().update(saved)
 
 
 def client(transactions: bool = False) -> mongomock.MongoClient:

@@ -151,11 +151,28 @@ def install() -> None:
     mongomock.Collection._transactions_fake = True
 
 
+class _Admin:
+    """The admin database as a replica-set member answers ``hello``."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+
+    def command(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if name == "hello":
+            return {"isWritablePrimary": True, "setName": "fake-rs", "ok": 1.0}
+        return self._database.command(name, *args, **kwargs)
+
+
 class TransactionalClient(mongomock.MongoClient):
-    """A mongomock client whose sessions run transactions (see the module docstring)."""
+    """A mongomock client whose sessions run transactions (see the module docstring), and
+    that says it is a replica set, so the adapter uses them."""
 
     transactions_run = 0
     largest_transaction = 0
+
+    def get_database(self, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        database = super().get_database(name, *args, **kwargs)
+        return _Admin(database) if name == "admin" else database
 
     def start_session(self, *_: Any, **__: Any) -> FakeSession:  # type: ignore[override]
         return FakeSession(self)

@@ -30,9 +30,14 @@ SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
 
 @pytest.fixture
 def mongo_url(monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every store opened on this URL talks to one mongomock server with the Atlas fake."""
-    server = atlas.client()
+    """Every store opened on this URL talks to one mongomock server with the Atlas fake, as
+    strict as Atlas: a replica set with transactions, indexes that build, update and drop over
+    time, search that lags writes."""
+    server = atlas.client(transactions=True)
     monkeypatch.setattr(factory, "MongoClient", lambda url, **options: server)
+    for name, delay in atlas.STRICT.items():
+        monkeypatch.setattr(atlas, name, delay)
+    monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_POLL", "0.02")
     return "mongodb://mongomock:27017/jobs"
 
 

@@ -39,6 +39,7 @@ class MongoParts:
     partition_keys: tuple[str, ...] = ()
     custom_types: tuple[str, ...] = ()
     _session: ClientSession | None = None
+    _queryable: set[tuple[str, str]]
     _undo: list[Callable[[], Any]] | None = None
 
     @contextmanager

@@ -159,6 +159,7 @@ class MongoStore(
         self.config = config
         self.url = config.display_url
         self._client = client
+        self._queryable = set()
         self.db = client.get_database(config.database)
         with self._errors("connecting"):
             self.capabilities = detect_capabilities(client)

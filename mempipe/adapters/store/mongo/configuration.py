@@ -54,6 +54,7 @@ def config_from_url(url: str) -> MongoConfig:
     for variable, field in (
         ("MEMPIPE_MONGODB_INDEX_TIMEOUT", "index_timeout_s"),
         ("MEMPIPE_MONGODB_SYNC_WINDOW", "sync_window_s"),
+        ("MEMPIPE_MONGODB_INDEX_POLL", "index_poll_s"),
     ):
         value = os.environ.get(variable)
         try:

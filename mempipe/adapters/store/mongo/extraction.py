@@ -217,7 +217,8 @@ class MongoExtractionOps(MongoParts):
     def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str:
         """The vector index new memories of a collection are written for. The first model of a
         collection starts serving it; any other model than the serving one is refused, naming
-        both (a model change goes through ``mempipe reembed``)."""
+        both (a model change goes through ``mempipe reembed``). Returns once the index answers
+        queries (checked once per store object)."""
         with self._errors("registry"):
             serving = self.db[REGISTRY].find_one(
                 {"collection": memory_type, "state": "serving"}, sort=[("serving_since", -1)]
@@ -228,9 +229,16 @@ class MongoExtractionOps(MongoParts):
                 f"dimensions); refusing vectors of {model_id} ({dimensions} dimensions): change "
                 f"models with `mempipe reembed --model {model_id}`"
             )
-        if not serving:
-            return self.register_model(memory_type, model_id, dimensions, "serving")
-        return serving["vector_table"]
+        name = (
+            self.register_model(memory_type, model_id, dimensions, "serving")
+            if not serving
+            else serving["vector_table"]
+        )
+        if (memory_type, name) not in self._queryable:
+            # Reconciliation searches this index at once: one just created is still building.
+            self.search_indexes.wait_queryable(self._collection(memory_type), name)
+            self._queryable.add((memory_type, name))
+        return name
 
     def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
         """Register (collection, model) with its own vector field and create its vector search
