@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from mempipe.archives.formats.registry import TABLE_FORMATS, classify
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import binary_head, open_stream
@@ -18,29 +18,10 @@ class UnknownFormatError(ValueError):
     """The first records match no known format: the whole file is rejected."""
 
 
-def classify(record: Any) -> ArchiveFormat | None:
-    """The format a JSON record belongs to, from the keys each format is known by."""
-    if not isinstance(record, dict):
-        return None
-    if "mapping" in record and "current_node" in record:
-        return ArchiveFormat.CHATGPT
-    if "chat_messages" in record:
-        return ArchiveFormat.CLAUDE
-    if isinstance(record.get("conversations"), list):
-        return ArchiveFormat.SHAREGPT
-    if isinstance(record.get("messages"), list):
-        return ArchiveFormat.OPENAI
-    if "role" in record and ("content" in record or "session_id" in record):
-        return ArchiveFormat.TURNS
-    return None
-
-
 def detect_format(path: Path) -> ArchiveFormat:
     suffix = logical_suffix(path)
-    if suffix == ".parquet":
-        return ArchiveFormat.PARQUET
-    if suffix in (".csv", ".tsv"):
-        return ArchiveFormat.CSV
+    if suffix in TABLE_FORMATS:
+        return TABLE_FORMATS[suffix]
     with open_stream(path) as archive:
         if binary_head(archive.stream):
             raise UnknownFormatError(BINARY)

@@ -12,12 +12,8 @@ import zstandard
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
 from mempipe.archives.drafts import Draft, Skipped, finish
 from mempipe.archives.formats import RecordParser
-from mempipe.archives.formats.chatgpt import ChatGPTExport
-from mempipe.archives.formats.claude import ClaudeExport
-from mempipe.archives.formats.openai import OpenAIChat
-from mempipe.archives.formats.sharegpt import ShareGPT
+from mempipe.archives.formats.registry import JSON_PARSERS
 from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
-from mempipe.archives.formats.turns import CanonicalTurns
 from mempipe.archives.json_records import BrokenRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
@@ -26,15 +22,6 @@ from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import Turn
-
-JSON_PARSERS: dict[ArchiveFormat, type] = {
-    ArchiveFormat.TURNS: CanonicalTurns,
-    ArchiveFormat.OPENAI: OpenAIChat,
-    ArchiveFormat.CHATGPT: ChatGPTExport,
-    ArchiveFormat.CLAUDE: ClaudeExport,
-    ArchiveFormat.SHAREGPT: ShareGPT,
-}
-
 
 UNREADABLE = (OSError, EOFError, zlib.error, zstandard.ZstdError)
 """What a corrupt or truncated compressed stream, or a failing disk, raises while being read."""

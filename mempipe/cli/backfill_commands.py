@@ -13,6 +13,7 @@ from mempipe.cli.options import (
     store_options,
 )
 from mempipe.errors import IncompleteRunError
+from mempipe.schemas.archive import ArchiveFormat
 
 
 @click.command()
@@ -20,9 +21,7 @@ from mempipe.errors import IncompleteRunError
 @click.option(
     "--format",
     "archive_format",
-    type=click.Choice(
-        ["auto", "turns", "openai", "chatgpt", "claude", "sharegpt", "csv", "parquet"]
-    ),
+    type=click.Choice([f.value for f in ArchiveFormat]),
     default="auto",
     show_default=True,
     help="Archive format; auto detects it per file.",

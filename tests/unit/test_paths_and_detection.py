@@ -58,3 +58,12 @@ def test_the_logical_suffix_ignores_compression() -> None:
 )
 def test_records_are_classified_by_their_keys(record, expected) -> None:
     assert classify(record) is expected
+
+
+def test_every_format_is_in_the_registry_once_and_detection_reads_it() -> None:
+    from mempipe.archives.formats.registry import JSON_FORMATS, JSON_PARSERS, TABLE_FORMATS
+    from mempipe.schemas.archive import ArchiveFormat
+
+    registered = {parser.format for parser in JSON_FORMATS} | set(TABLE_FORMATS.values())
+    assert registered == set(ArchiveFormat) - {ArchiveFormat.AUTO}
+    assert len(JSON_PARSERS) == len(JSON_FORMATS), "one parser per JSON format"

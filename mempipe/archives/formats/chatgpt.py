@@ -18,6 +18,7 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 NOT_TURNS = frozenset(
@@ -61,6 +62,12 @@ def path_to_current(conversation: dict[str, Any]) -> list[dict[str, Any]] | str:
 
 
 class ChatGPTExport:
+    format = ArchiveFormat.CHATGPT
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return "mapping" in record and "current_node" in record
+
     def __init__(self, path: str) -> None:
         self.path = path
 

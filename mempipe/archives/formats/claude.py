@@ -14,6 +14,7 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 
@@ -39,6 +40,12 @@ def tool_uses(message: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 class ClaudeExport:
+    format = ArchiveFormat.CLAUDE
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return "chat_messages" in record
+
     def __init__(self, path: str) -> None:
         self.path = path
 

@@ -14,10 +14,17 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 
 class OpenAIChat:
+    format = ArchiveFormat.OPENAI
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return isinstance(record.get("messages"), list)
+
     def __init__(self, path: str) -> None:
         self.path = path
 

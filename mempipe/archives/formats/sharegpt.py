@@ -14,10 +14,17 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 
 class ShareGPT:
+    format = ArchiveFormat.SHAREGPT
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return isinstance(record.get("conversations"), list)
+
     def __init__(self, path: str) -> None:
         self.path = path
 

@@ -7,17 +7,24 @@ them, counting rejected records too, so that a repaired record later takes its o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from mempipe.archives.drafts import Draft, reject
 from mempipe.archives.formats.conversation import record_source
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import TURN_FIELDS
+from mempipe.schemas.archive import TURN_FIELDS, ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 _KNOWN = frozenset(TURN_FIELDS)
 
 
 class CanonicalTurns:
+    format = ArchiveFormat.TURNS
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return "role" in record and ("content" in record or "session_id" in record)
+
     def __init__(self, path: str) -> None:
         self.path = path
         self._next_seq: dict[tuple[object, object, object], int] = {}
