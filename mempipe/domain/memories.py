@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mempipe.adapters.llm.base import SnapshotContent
 from mempipe.domain.ids import stable_id
 from mempipe.domain.reconcile import normalize
 from mempipe.schemas.extraction import (
@@ -28,6 +27,7 @@ from mempipe.schemas.memory import (
     SemanticMemory,
     TaxonomicMemory,
 )
+from mempipe.schemas.transcript import SnapshotContent
 
 
 def memory_id(memory_type: MemoryType, extracted: Extracted, snapshot: SnapshotContent) -> str:

@@ -17,14 +17,14 @@ from collections.abc import Callable
 import orjson
 
 from mempipe.adapters.store import Store
-from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.liveness import LEASE
+from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkItem
 from mempipe.services.replay import ReplayContext, replay_batch
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
 
-Owner = tuple[str, str, str]
 BATCH = 64
 """Extractions embedded together: big enough to batch the model, small enough to bound memory."""
 OWNER_POLL_S = 2.0
@@ -33,13 +33,6 @@ OWNER_POLL_S = 2.0
 
 def owner_lease(owner: Owner) -> str:
     return "replay-owner:" + orjson.dumps(list(owner)).decode()
-
-
-def owners_of(items: list[WorkItem]) -> dict[Owner, list[WorkItem]]:
-    owners: dict[Owner, list[WorkItem]] = {}
-    for item in items:
-        owners.setdefault(item.partition, []).append(item)
-    return owners
 
 
 def owner_work(

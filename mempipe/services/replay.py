@@ -15,9 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.embedding import Embedder, Vector
-from mempipe.adapters.llm.base import Extractor, SnapshotContent
+from mempipe.adapters.llm.base import Extractor
 from mempipe.adapters.store import Store
-from mempipe.adapters.store.base import WorkItem
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import (
@@ -36,6 +35,8 @@ from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.memory import MEMORY_MODELS, MemoryStatus, MemoryType
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent
+from mempipe.schemas.work import WorkItem
 from mempipe.services.embedding import embed_texts
 
 

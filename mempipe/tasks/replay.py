@@ -11,12 +11,13 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.factory import extractor_for
 from mempipe.adapters.store import open_store
-from mempipe.adapters.store.base import WorkItem
+from mempipe.domain.partitioning import partition
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkItem
 from mempipe.services.audit import write_audit
-from mempipe.services.owner_work import owners_of, replay_by_owner
+from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.replay import ReplayContext
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.tasks.policies import retry_if_transient
@@ -32,34 +33,6 @@ def select_work(
     parts = partition(items, buckets)
     get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
     return parts
-
-
-def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
-    """By project, then by ranges of owner ids: each project's owners, in id order, are cut
-    into contiguous ranges of about equal work (a project gets ranges in proportion to its
-    share), and the ranges are dealt, largest first, into at most ``buckets`` partitions. An
-    owner's work is never split: it runs in time order, in one partition."""
-    owners = owners_of(items)
-    projects: dict[tuple[str, str], list[list[WorkItem]]] = {}
-    for key in sorted(owners):
-        projects.setdefault(key[:2], []).append(owners[key])
-    ranges: list[list[WorkItem]] = []
-    for project_owners in projects.values():
-        size = sum(len(work) for work in project_owners)
-        cuts = max(1, min(len(project_owners), round(buckets * size / len(items))))
-        target = size / cuts
-        current: list[WorkItem] = []
-        for work in project_owners:
-            current.extend(work)
-            if len(current) >= target:
-                ranges.append(current)
-                current = []
-        if current:
-            ranges.append(current)
-    dealt: list[list[WorkItem]] = [[] for _ in range(min(buckets, len(ranges)))]
-    for work in sorted(ranges, key=len, reverse=True):
-        min(dealt, key=len).extend(work)
-    return dealt
 
 
 @task(

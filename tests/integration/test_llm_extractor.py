@@ -7,11 +7,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from mempipe.adapters.llm.base import SnapshotContent, TurnLine
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.domain.failures import ContentError, EnvironmentalError, FailureKind, RetryPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from tests.fakes.openai_server import Answer, completion, error, fake_openai, memories
 
 SNAPSHOT = SnapshotContent(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mempipe.adapters.llm.base import SnapshotContent, TurnLine
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
 
 AT = datetime(2024, 6, 2, 14, 0, tzinfo=UTC)
 

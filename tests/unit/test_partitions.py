@@ -3,9 +3,9 @@ ranges."""
 
 from __future__ import annotations
 
-from mempipe.adapters.store.base import WorkItem
+from mempipe.domain.partitioning import partition
+from mempipe.schemas.work import WorkItem
 from mempipe.services.reembed import id_ranges
-from mempipe.tasks.replay import partition
 
 
 def work(project: str, user: str, n: int) -> list[WorkItem]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -10,31 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.memory import MemoryType
-
-
-class TurnLine(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    role: str
-    content: str
-    created_at: datetime | None = None
-
-
-class SnapshotContent(BaseModel):
-    """What a handler reads: the snapshot's turns in order."""
-
-    model_config = ConfigDict(frozen=True)
-
-    snapshot_id: str
-    org_id: str
-    project_id: str
-    user_id: str | None = None
-    agent_id: str | None = None
-    session_id: str
-    turns: list[TurnLine]
-
-    def transcript(self) -> str:
-        return "\n".join(f"{t.role}: {t.content}" for t in self.turns)
+from mempipe.schemas.transcript import SnapshotContent
 
 
 class ExtractorCapabilities(BaseModel):

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from mempipe.adapters.llm.base import ExtractorCapabilities, SnapshotContent, TurnLine
+from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.schemas.extraction import (
     Extracted,
@@ -34,6 +34,7 @@ from mempipe.schemas.extraction import (
     ExtractedTerm,
 )
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
 
 NAME = "offline-rules-v1"
 

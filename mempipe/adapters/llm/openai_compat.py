@@ -15,7 +15,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ValidationError, create_model
 
-from mempipe.adapters.llm.base import ExtractorCapabilities, SnapshotContent
+from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.domain.failures import ContentError, FailureKind, failure_error
@@ -25,6 +25,7 @@ from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.transcript import SnapshotContent
 
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 

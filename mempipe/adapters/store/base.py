@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from mempipe.adapters.llm.base import SnapshotContent
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
@@ -25,28 +24,12 @@ from mempipe.schemas.search import Hit, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
+from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.turn import Turn
+from mempipe.schemas.work import WorkItem
 
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
-
-
-class WorkItem(BaseModel):
-    """One extraction to run: a snapshot and one handler, with the owner it is reconciled for."""
-
-    model_config = ConfigDict(frozen=True)
-
-    snapshot_id: str
-    handler: str
-    attempts: int = 0
-    org_id: str
-    project_id: str
-    user_id: str | None = None
-
-    @property
-    def partition(self) -> tuple[str, str, str]:
-        """Work of one owner runs in time order, one item after another; owners in parallel."""
-        return (self.org_id, self.project_id, self.user_id or "")
 
 
 def turn_reject(turn: Turn, reason: str) -> Reject:

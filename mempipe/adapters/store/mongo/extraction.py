@@ -12,8 +12,6 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from mempipe.adapters.llm.base import SnapshotContent, TurnLine
-from mempipe.adapters.store.base import WorkItem
 from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.reconcile import Candidate
@@ -25,6 +23,8 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
+from mempipe.schemas.work import WorkItem
 
 log = logging.getLogger(__name__)
 RUNNABLE = [ExtractionStatus.PENDING.value, ExtractionStatus.FAILED_RETRYABLE.value]

@@ -12,8 +12,6 @@ import apsw
 import numpy as np
 import orjson
 
-from mempipe.adapters.llm.base import SnapshotContent, TurnLine
-from mempipe.adapters.store.base import WorkItem
 from mempipe.adapters.store.sqlite import memory_sql, search_sql, sql
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.domain.reconcile import Candidate
@@ -25,6 +23,8 @@ from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.search import ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
+from mempipe.schemas.work import WorkItem
 
 
 def now_text() -> str:

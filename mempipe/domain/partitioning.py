@@ -1,0 +1,44 @@
+"""How replay work is cut into partitions that can run side by side: an owner's work is never
+split (it runs in time order, in one partition)."""
+
+from __future__ import annotations
+
+from mempipe.schemas.work import WorkItem
+
+Owner = tuple[str, str, str]
+
+
+def owners_of(items: list[WorkItem]) -> dict[Owner, list[WorkItem]]:
+    """Each owner's items, in the order given (time order)."""
+    owners: dict[Owner, list[WorkItem]] = {}
+    for item in items:
+        owners.setdefault(item.partition, []).append(item)
+    return owners
+
+
+def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
+    """By project, then by ranges of owner ids: each project's owners, in id order, are cut
+    into contiguous ranges of about equal work (a project gets ranges in proportion to its
+    share), and the ranges are dealt, largest first, into at most ``buckets`` partitions. An
+    owner's work is never split: it runs in time order, in one partition."""
+    owners = owners_of(items)
+    projects: dict[tuple[str, str], list[list[WorkItem]]] = {}
+    for key in sorted(owners):
+        projects.setdefault(key[:2], []).append(owners[key])
+    ranges: list[list[WorkItem]] = []
+    for project_owners in projects.values():
+        size = sum(len(work) for work in project_owners)
+        cuts = max(1, min(len(project_owners), round(buckets * size / len(items))))
+        target = size / cuts
+        current: list[WorkItem] = []
+        for work in project_owners:
+            current.extend(work)
+            if len(current) >= target:
+                ranges.append(current)
+                current = []
+        if current:
+            ranges.append(current)
+    dealt: list[list[WorkItem]] = [[] for _ in range(min(buckets, len(ranges)))]
+    for work in sorted(ranges, key=len, reverse=True):
+        min(dealt, key=len).extend(work)
+    return dealt
