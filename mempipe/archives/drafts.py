@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from mempipe.archives.json_records import JsonRecord
 from mempipe.schemas.errors import describe
-from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.identity import IDENTITY_FIELDS, IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import Turn
 
@@ -37,8 +37,6 @@ ROLE_ALIASES: dict[str, str] = {
     "observation": "tool",
     "function_response": "tool",
 }
-
-IDENTITY_FIELDS = ("org_id", "project_id", "user_id", "agent_id")
 
 
 class Location(TypedDict):

@@ -6,7 +6,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-COLLECTIONS = ("stm", "semantic", "episodic", "procedural", "taxonomic", "custom")
+from mempipe.schemas.memory import MEMORY_COLLECTIONS
+
+COLLECTIONS = ("stm", *MEMORY_COLLECTIONS)
 """Everything that carries vectors: the turns, and each long-term memory collection."""
 
 

@@ -24,3 +24,9 @@ class IdentityDefaults(BaseModel):
     project_id: IdStr | None = None
     user_id: IdStr | None = None
     agent_id: IdStr | None = None
+
+
+IDENTITY_FIELDS: tuple[str, ...] = tuple(IdentityDefaults.model_fields)
+"""The identity every record carries: org, project, user, agent."""
+SESSION_IDENTITY_FIELDS: tuple[str, ...] = (*IDENTITY_FIELDS, "session_id")
+"""The identity of turns and snapshots, whose session is part of it."""

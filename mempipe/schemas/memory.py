@@ -35,6 +35,9 @@ class MemoryRecord(BaseModel):
 
     memory_type: ClassVar[str]
     default_visibility: ClassVar[Visibility] = Visibility.PRIVATE
+    key_field: ClassVar[str | None] = None
+    """The field a memory is matched by exactly in reconciliation (one active record per key and
+    scope); None where only similarity matches."""
 
     id: str
     org_id: IdStr
@@ -60,6 +63,7 @@ class MemoryRecord(BaseModel):
 
 class SemanticMemory(MemoryRecord):
     memory_type: ClassVar[str] = MemoryType.SEMANTIC
+    key_field: ClassVar[str | None] = "label"
     label: str | None = None
 
 
@@ -71,6 +75,7 @@ class EpisodicMemory(MemoryRecord):
 
 class ProceduralMemory(MemoryRecord):
     memory_type: ClassVar[str] = MemoryType.PROCEDURAL
+    key_field: ClassVar[str | None] = "name"
     name: str
     steps: list[str] = Field(default_factory=list)
     when_to_use: str | None = None
@@ -78,6 +83,7 @@ class ProceduralMemory(MemoryRecord):
 
 class TaxonomicMemory(MemoryRecord):
     memory_type: ClassVar[str] = MemoryType.TAXONOMIC
+    key_field: ClassVar[str | None] = "term"
     default_visibility: ClassVar[Visibility] = Visibility.ORG
     visibility: Visibility = Visibility.ORG
     term: str
@@ -99,3 +105,12 @@ MEMORY_MODELS: dict[str, type[MemoryRecord]] = {
     MemoryType.PROCEDURAL: ProceduralMemory,
     MemoryType.TAXONOMIC: TaxonomicMemory,
 }
+
+KEY_FIELDS: dict[str, str] = {
+    str(memory_type): model.key_field
+    for memory_type, model in MEMORY_MODELS.items()
+    if model.key_field is not None
+}
+"""Memory type → the field it is matched by exactly (semantic label, procedure name, term)."""
+MEMORY_COLLECTIONS: tuple[str, ...] = (*map(str, MEMORY_MODELS), CustomMemory.memory_type)
+"""One collection per long-term memory type, and one for every declared custom type."""

@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.identity import Visibility
+from mempipe.schemas.memory import MemoryType
 
 
 class SearchMode(StrEnum):
@@ -16,7 +17,7 @@ class SearchMode(StrEnum):
 
 
 STM = "stm"
-BUILT_IN_MEMORY_TYPES = frozenset({"semantic", "episodic", "procedural", "taxonomic"})
+BUILT_IN_MEMORY_TYPES = frozenset(map(str, MemoryType))
 
 
 def collection_of(source: str) -> str:

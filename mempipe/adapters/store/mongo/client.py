@@ -37,7 +37,7 @@ from mempipe.adapters.store.mongo.leases import MongoLeaseOps
 from mempipe.adapters.store.mongo.search import MongoSearchOps
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
 from mempipe.domain.promotion import TurnStamp
-from mempipe.schemas.embedding import COLLECTIONS
+from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 DUPLICATE_KEY = 11000
 RANK_FUSION_SINCE = (8, 1)
-MEMORY_COLLECTIONS = [c for c in COLLECTIONS if c != "stm"]
 
 SNAPSHOT_STATES = [
     {

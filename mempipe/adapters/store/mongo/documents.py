@@ -15,6 +15,7 @@ import bson
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.identity import SESSION_IDENTITY_FIELDS
 from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
 from mempipe.schemas.search import STM, Hit, ReadFilter, collection_of
 from mempipe.schemas.selection import SnapshotSelection
@@ -22,8 +23,7 @@ from mempipe.schemas.snapshot import Snapshot
 from mempipe.schemas.turn import Turn
 
 TURNS = "turns"
-KEY_FIELD = {"semantic": "label", "procedural": "name", "taxonomic": "term"}
-IDENTITY_FIELDS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
+IDENTITY_FIELDS = SESSION_IDENTITY_FIELDS
 MEMORY_FILTER_FIELDS = (*IDENTITY_FIELDS, "visibility")
 MEMORY_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f for f in model.model_fields if f != "embedding")

@@ -20,7 +20,7 @@ from mempipe.domain.vectors import cosine_similarity
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
@@ -294,7 +294,7 @@ class MongoExtractionOps(MongoParts):
         written within ``sync_window_s`` are compared here directly, so two restatements a
         moment apart still meet."""
         collection = self._collection(memory_type)
-        key_field = documents.KEY_FIELD.get(memory_type)
+        key_field = KEY_FIELDS.get(memory_type)
         query = documents.scope_query(scope, memory_type)
         found: dict[str, Candidate] = {}
         fields = {"id": 1, "text": 1, "evidence": 1, **({key_field: 1} if key_field else {})}

@@ -20,7 +20,7 @@ from mempipe.adapters.store.sqlite.leases import SqliteLeaseOps
 from mempipe.adapters.store.sqlite.search import SqliteSearchOps
 from mempipe.domain.promotion import TurnStamp
 from mempipe.errors import StoreError
-from mempipe.schemas.embedding import COLLECTIONS
+from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
@@ -29,8 +29,6 @@ from mempipe.schemas.turn import Turn
 
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
-
-MEMORY_COLLECTIONS = [c for c in COLLECTIONS if c != "stm"]
 
 
 def _is_mempipe_store(conn: apsw.Connection) -> bool:

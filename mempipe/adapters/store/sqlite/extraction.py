@@ -19,7 +19,7 @@ from mempipe.domain.scope import Scope
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
 from mempipe.schemas.search import ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
@@ -247,7 +247,7 @@ class SqliteExtractionOps:
         k: int,
     ) -> list[Candidate]:
         table = memory_sql.table(memory_type)
-        key_column = memory_sql.KEY_COLUMN.get(memory_type)
+        key_column = KEY_FIELDS.get(memory_type)
         filters = ReadFilter(**scope.model_dump())
         where, values = search_sql.read_where(filters, search_sql.MEMORY_FIELDS, "m")
         found: dict[str, Candidate] = {}

@@ -8,7 +8,7 @@ from typing import Any
 
 from mempipe.adapters.store.sqlite.sql import to_sql
 from mempipe.domain.declarations import column_for
-from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
 
 COMMON = (
     "id",
@@ -32,13 +32,10 @@ COMMON = (
     "updated_at",
 )
 SPECIFIC: dict[str, tuple[str, ...]] = {
-    "semantic": ("label",),
-    "episodic": ("participants", "occurred_at"),
-    "procedural": ("name", "steps", "when_to_use"),
-    "taxonomic": ("term", "definition", "domain"),
-    "custom": ("type_name", "tags"),
+    str(memory_type): tuple(f for f in model.model_fields if f not in MemoryRecord.model_fields)
+    for memory_type, model in {**MEMORY_MODELS, "custom": CustomMemory}.items()
 }
-KEY_COLUMN = {"semantic": "label", "procedural": "name", "taxonomic": "term"}
+"""Each type's own columns, from its model (the fields its model adds to every memory's)."""
 VECTOR_FILTERS = (
     "org_id",
     "project_id",
