@@ -191,7 +191,7 @@ def _end_move(
     url = load_context(store, config).store_url
     run_id = str(flow_run.id)
     chosen = collections or list(COLLECTIONS)
-    record_run_start(url, run_id, f"reembed-{step.name.split('-')[0]}", {"collections": chosen})
+    record_run_start(url, run_id, flow_run.flow_name, {"collections": chosen})
     with keep_alive(url, run_id), store_lock("reembed", url, run_id, lock_wait_s):
         done = step(url, chosen)
     record_run_end(url, run_id, {"collections": len(done)})

@@ -21,7 +21,6 @@ from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import (
     Candidate,
-    Decision,
     Judge,
     ReconcileThresholds,
     Verdict,
@@ -273,11 +272,19 @@ def reconcile_one(
             text,
             now,
         )
-    if decision.action is ReconcileAction.UPDATE and decision.target is not None:
-        times = store.snapshot_times([snapshot.snapshot_id, *decision.target.evidence])
-        if older_than_current(snapshot.snapshot_id, decision.target, times):
-            return _as_history(store, memory_type, memory, vector, snapshot, context, decision, now)
-    superseded = decision.target.memory_id if decision.action is ReconcileAction.UPDATE else None
+    # An UPDATE from a snapshot older than the fact's latest evidence is history: stored as a
+    # superseded version of its own and audited as such; the current fact is not touched.
+    history = (
+        decision.action is ReconcileAction.UPDATE
+        and decision.target is not None
+        and older_than_current(
+            snapshot.snapshot_id,
+            decision.target,
+            store.snapshot_times([snapshot.snapshot_id, *decision.target.evidence]),
+        )
+    )
+    updating = decision.action is ReconcileAction.UPDATE and not history
+    superseded = decision.target.memory_id if updating and decision.target else None
     version = 1
     if superseded is not None:
         version = store.supersede_memory(memory_type.value, superseded) + 1
@@ -291,12 +298,14 @@ def reconcile_one(
         has_embedding=vector is not None,
         now=now,
     )
+    if history:
+        record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
     store.add_memory(memory_type.value, record, vector)
-    return _audit(
+    row = _audit(
         context,
         snapshot,
         memory_type,
-        decision.action,
+        ReconcileAction.ADD if history else decision.action,
         record.id,
         version,
         superseded,
@@ -304,44 +313,7 @@ def reconcile_one(
         text,
         now,
     )
-
-
-def _as_history(
-    store: Store,
-    memory_type: MemoryType,
-    memory: Extracted,
-    vector: Vector | None,
-    snapshot: SnapshotContent,
-    context: ReplayContext,
-    decision: Decision,
-    now: datetime,
-) -> AuditRow:
-    """Older evidence than the current fact: stored as a superseded version of its own, found
-    in history, never served as current; the current fact is not touched."""
-    record = build_record(
-        memory_type,
-        memory,
-        snapshot,
-        version=1,
-        supersedes_id=None,
-        embedding_model_id=context.embedder.model_id if vector is not None else None,
-        has_embedding=vector is not None,
-        now=now,
-    ).model_copy(update={"status": MemoryStatus.SUPERSEDED})
-    store.add_memory(memory_type.value, record, vector)
-    row = _audit(
-        context,
-        snapshot,
-        memory_type,
-        ReconcileAction.ADD,
-        record.id,
-        1,
-        None,
-        decision.similarity,
-        searchable_text(memory),
-        now,
-    )
-    return row.model_copy(update={"as_history": True})
+    return row.model_copy(update={"as_history": True}) if history else row
 
 
 def _audit(

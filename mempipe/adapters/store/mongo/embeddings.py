@@ -4,7 +4,6 @@ old field and index on finalize (or the new ones on rollback)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,18 +95,19 @@ class MongoEmbeddingOps(MongoParts):
         stage = pipelines.vector_search_stage(
             entry["vector_table"], path, last[path], 10, {}, exact=True
         )
-        deadline = time.monotonic() + self.config.index_timeout_s
-        while True:
+
+        def caught_up() -> bool:
             with self._errors(collection):
-                seen = {d["_id"] for d in records.aggregate([stage, {"$project": {"_id": 1}}])}
-            if last["_id"] in seen:
-                return
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"{self.url}: the {collection} index {entry['vector_table']} has not caught up "
-                    f"with the last write after {self.config.index_timeout_s:g} s"
-                )
-            time.sleep(min(self.config.index_poll_s, 1.0))
+                found = records.aggregate([stage, {"$project": {"_id": 1}}])
+                return last["_id"] in {d["_id"] for d in found}
+
+        self.search_indexes.wait_until(
+            caught_up,
+            lambda: (
+                f"{self.url}: the {collection} index {entry['vector_table']} has not caught "
+                f"up with the last write after {self.search_indexes.timeout_s:g} s"
+            ),
+        )
 
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """Wait until every new index is queryable, then switch: the new model starts serving

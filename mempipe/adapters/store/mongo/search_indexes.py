@@ -140,44 +140,55 @@ class SearchIndexes:
         except PyMongoError as exc:
             raise translate(exc, f"{self.where}: dropping {collection.name}.{name}") from exc
 
-    def wait_gone(self, collection: Collection, name: str) -> None:
-        """Return once a dropped index is no longer listed (Atlas lists it as ``DELETING`` until
-        its data is removed); bounded like every wait."""
+    def wait_until(self, done: Callable[[], bool], late: Callable[[], str]) -> None:
+        """Poll ``done`` every ``poll_s`` until it holds; after ``timeout_s`` raise
+        :class:`IndexNotQueryableError` with ``late()``'s message. Every wait on the search
+        engine is this one, bounded."""
         deadline = self._clock() + self.timeout_s
-        while self.get(collection, name) is not None:
+        while not done():
             left = deadline - self._clock()
             if left <= 0:
-                raise IndexNotQueryableError(
-                    f"{self.where}: search index {collection.name}.{name} is still being dropped "
-                    f"after {self.timeout_s:g} s; raise MEMPIPE_MONGODB_INDEX_TIMEOUT or retry"
-                )
+                raise IndexNotQueryableError(late())
             self._sleep(min(self.poll_s, left))
+
+    def wait_gone(self, collection: Collection, name: str) -> None:
+        """Return once a dropped index is no longer listed (Atlas lists it as ``DELETING`` until
+        its data is removed)."""
+        self.wait_until(
+            lambda: self.get(collection, name) is None,
+            lambda: (
+                f"{self.where}: search index {collection.name}.{name} is still being dropped "
+                f"after {self.timeout_s:g} s; raise MEMPIPE_MONGODB_INDEX_TIMEOUT or retry"
+            ),
+        )
 
     def wait_queryable(self, collection: Collection, name: str) -> None:
         """Return once the index answers queries with its latest definition; raise
         :class:`IndexNotQueryableError` when the build fails or the timeout passes."""
-        deadline = self._clock() + self.timeout_s
         status = "absent"
-        while True:
+
+        def ready() -> bool:
+            nonlocal status
             index = self.get(collection, name)
-            if index is not None:
-                status = index.get("status", "unknown")
-                if status == "FAILED":
-                    raise IndexNotQueryableError(
-                        f"{self.where}: search index {collection.name}.{name} failed to build: "
-                        f"{failure_reason(index)}"
-                    )
-                if (
-                    index.get("queryable")
-                    and status == "READY"
-                    and serving_definition(index) == index.get("latestDefinition")
-                ):
-                    return
-            left = deadline - self._clock()
-            if left <= 0:
+            if index is None:
+                return False
+            status = index.get("status", "unknown")
+            if status == "FAILED":
                 raise IndexNotQueryableError(
-                    f"{self.where}: search index {collection.name}.{name} is not queryable after "
-                    f"{self.timeout_s:g} s (status {status}); raise MEMPIPE_MONGODB_INDEX_TIMEOUT "
-                    "or check the search nodes / mongot, then run `mempipe rebuild-indexes`"
+                    f"{self.where}: search index {collection.name}.{name} failed to build: "
+                    f"{failure_reason(index)}"
                 )
-            self._sleep(min(self.poll_s, left))
+            return bool(
+                index.get("queryable")
+                and status == "READY"
+                and serving_definition(index) == index.get("latestDefinition")
+            )
+
+        self.wait_until(
+            ready,
+            lambda: (
+                f"{self.where}: search index {collection.name}.{name} is not queryable after "
+                f"{self.timeout_s:g} s (status {status}); raise MEMPIPE_MONGODB_INDEX_TIMEOUT "
+                "or check the search nodes / mongot, then run `mempipe rebuild-indexes`"
+            ),
+        )
