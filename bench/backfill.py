@@ -57,10 +57,10 @@ def write_archive(path: Path, turns: int, turns_per_session: int = 10) -> None:
 
 
 def end_to_end(archive: Path, store_url: str, work: Path) -> tuple[float, dict]:
-    from mempipe.flows.backfill import backfill
+    from mempipe.flows.backfill import backfill_flow
 
     started = time.perf_counter()
-    summary = backfill(
+    summary = backfill_flow(
         paths=[str(archive)],
         org_id="bench",
         project_id="bench",

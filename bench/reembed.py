@@ -73,14 +73,14 @@ def fill(store_url: str, count: int, model: str) -> list[str]:
 
 def move(work: Path, name: str, count: int, target: str) -> None:
     from mempipe.adapters.embedding import embedder_for
-    from mempipe.flows.reembed import reembed
+    from mempipe.flows.reembed import reembed_flow
 
     store_url = f"sqlite:///{work / f'{name}.db'}"
     corpus = fill(store_url, count, "hashing-256")
     embedder = embedder_for(target)
     embedder.embed(["warm up"])
     started = time.perf_counter()
-    summary = reembed(
+    summary = reembed_flow(
         model=target,
         collections=["semantic"],
         batch_size=BATCH,

@@ -71,7 +71,7 @@ def main() -> None:
 
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
-    from mempipe.flows.replay import replay
+    from mempipe.flows.replay import replay_flow
     from mempipe.schemas.archive import ArchiveFormat
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
@@ -103,7 +103,7 @@ def main() -> None:
     migrate_flow(store=store_url, config=str(config))
 
     started = time.perf_counter()
-    summary = replay(
+    summary = replay_flow(
         store=store_url,
         config=str(config),
         audit_dir=str(work / "audit"),

@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--model", default="hashing-256")
     args = parser.parse_args()
 
-    from mempipe.flows.replay import replay
+    from mempipe.flows.replay import replay_flow
     from mempipe.services.audit import scan_audit
 
     work = Path(tempfile.mkdtemp(prefix="mempipe-scaleout-bench-"))
@@ -75,7 +75,7 @@ def main() -> None:
     for runner in ("threads", "dask"):
         url = load(work, runner, archive)
         started = time.perf_counter()
-        summary = replay(
+        summary = replay_flow(
             store=url,
             config=str(config),
             audit_dir=str(work / f"audit-{runner}"),

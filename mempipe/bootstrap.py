@@ -5,6 +5,7 @@ Flows and the CLI call these; nothing is built at import time.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,14 +27,16 @@ class AppContext:
     def store_url(self) -> str:
         return self.settings.store
 
-    def open_store(self, *, migrate: bool = True, read_only: bool = False) -> Store:
-        """The store, with this project's declarations recorded (write-once) when a project
-        configuration file is present. ``read_only``: an existing mempipe store, unchanged."""
-        store = open_store(self.store_url, migrate=migrate, read_only=read_only)
-        if migrate and not read_only and self.settings.config.exists():
-            memory = self.config.memory
-            store.declare(memory.metadata_partition_keys, memory.custom_types)
-        return store
+    def prepare_store(self) -> None:
+        """Migrate the store and record this project's declarations (write-once) when a project
+        configuration file is present: the one step before a job writes."""
+        declared = self.config if self.settings.config.exists() else None
+        prepare_store(self.store_url, declared)
+
+    def open_store(self, *, read_only: bool = False) -> Store:
+        """The store as it is (prepared by :meth:`prepare_store`); ``read_only``: an existing
+        mempipe store with every migration applied, left unchanged."""
+        return open_store(self.store_url, migrate=False, read_only=read_only)
 
     def identity_defaults(
         self,
@@ -52,6 +55,14 @@ class AppContext:
             user_id=user_id,
             agent_id=agent_id,
         )
+
+
+def prepare_store(url: str, config: ProjectConfig | None) -> None:
+    """Apply pending migrations, then record ``config``'s partition keys and custom types
+    (write-once: a removal or a change is refused before any work starts)."""
+    with closing(open_store(url, migrate=True)) as store:
+        if config is not None:
+            store.declare(config.memory.metadata_partition_keys, config.memory.custom_types)
 
 
 def load_context(store: str | None = None, config: str | Path | None = None) -> AppContext:

@@ -65,13 +65,13 @@ def backfill(
     into snapshots. Bad records go to a rejects file; re-running adds nothing."""
     from mempipe.archives import expand_paths
     from mempipe.bootstrap import load_context
-    from mempipe.flows.backfill import backfill as backfill_flow
+    from mempipe.flows.backfill import backfill_flow
     from mempipe.progress import show_on_terminal
 
     column_map = pairs(columns, "--column")
     context = load_context(store, config)
     expand_paths(paths)
-    context.open_store().close()
+    context.prepare_store()
     incomplete: IncompleteRunError | None = None
     with show_on_terminal():
         try:
@@ -123,7 +123,7 @@ def promote(store: str | None, config: str | None, as_json: bool) -> None:
     from mempipe.progress import show_on_terminal
 
     context = load_context(store, config)
-    context.open_store().close()
+    context.prepare_store()
     with show_on_terminal():
         summary = promote_flow(store=context.store_url, config=str(context.settings.config))
 

@@ -71,13 +71,13 @@ def reembed(
         return
     from mempipe.adapters.embedding import embedder_for
     from mempipe.bootstrap import load_context
-    from mempipe.flows.reembed import reembed as reembed_flow
+    from mempipe.flows.reembed import reembed_flow
     from mempipe.progress import show_on_terminal
 
     context = load_context(store, config)
     if model is not None:
         embedder_for(model)
-    context.open_store().close()
+    context.prepare_store()
     with show_on_terminal():
         summary = reembed_flow(
             model=model,
@@ -133,7 +133,7 @@ def reembed_finalize(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
-    from mempipe.flows.reembed import reembed_finalize as finalize_flow
+    from mempipe.flows.reembed import reembed_finalize_flow as finalize_flow
 
     dropped = _end_move(finalize_flow, collections, store, config)
     emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
@@ -148,7 +148,7 @@ def reembed_rollback(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
-    from mempipe.flows.reembed import reembed_rollback as rollback_flow
+    from mempipe.flows.reembed import reembed_rollback_flow as rollback_flow
 
     restored = _end_move(rollback_flow, collections, store, config)
     emit(
@@ -187,11 +187,11 @@ def rebuild_indexes_command(
     fields including the declared partition keys) with what exists; create what is absent;
     report drift; rebuild drifted indexes only with --force."""
     from mempipe.bootstrap import load_context
-    from mempipe.flows.indexes import rebuild_indexes
+    from mempipe.flows.indexes import rebuild_indexes_flow
 
     context = load_context(store, config)
-    context.open_store().close()
-    report = rebuild_indexes(
+    context.prepare_store()
+    report = rebuild_indexes_flow(
         force=force, store=context.store_url, config=str(context.settings.config)
     )
 

@@ -72,11 +72,11 @@ def replay(
     """Replay snapshot extraction: every selected handler on every selected snapshot,
     reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
     from mempipe.bootstrap import load_context
-    from mempipe.flows.replay import replay as replay_flow
+    from mempipe.flows.replay import replay_flow
     from mempipe.progress import show_on_terminal
 
     context = load_context(store, config)
-    context.open_store().close()
+    context.prepare_store()
     with show_on_terminal():
         summary = replay_flow(
             org_id=org_id,
@@ -141,11 +141,11 @@ def report(
     """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
     and summarise it by memory type and action, with failures by class."""
     from mempipe.bootstrap import load_context
-    from mempipe.flows.report import audit_report
+    from mempipe.flows.report import audit_report_flow
 
     context = load_context(store, config)
     context.open_store(read_only=True).close()
-    summary = audit_report(
+    summary = audit_report_flow(
         run_id=run_id,
         since=since.date() if since else None,
         until=until.date() if until else None,

@@ -91,7 +91,9 @@ def recover(store: str | None, config: str | None, as_json: bool) -> None:
     from mempipe.bootstrap import load_context
     from mempipe.services.runs import recover_dead_runs
 
-    with closing(load_context(store, config).open_store()) as opened:
+    context = load_context(store, config)
+    context.prepare_store()
+    with closing(context.open_store()) as opened:
         result = Recovery(store=opened.url, recovered=recover_dead_runs(opened))
 
     def human() -> None:

@@ -25,7 +25,7 @@ def migrate(store: str | None, config: str | None, as_json: bool, pending: bool)
     from mempipe.schemas.summaries import MigrationReport
 
     context = load_context(store, config)
-    opened = context.open_store(migrate=False)
+    opened = context.open_store()
     try:
         if pending:
             report = MigrationReport(

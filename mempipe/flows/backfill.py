@@ -16,13 +16,13 @@ from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 from mempipe.services.backfill import run_counts, summarize_backfill
+from mempipe.tasks import backfill as tasks
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.backfill import ingest_archive, promote, resolve_archives
-from mempipe.tasks.runs import record_run_end, record_run_start
+from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def backfill(
+def backfill_flow(
     paths: Annotated[list[str], Field(min_length=1)],
     format: ArchiveFormat = ArchiveFormat.AUTO,
     org_id: str | None = None,
@@ -41,17 +41,17 @@ def backfill(
     context = load_context(store, config)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+    prepare_store(context.store_url, config)
     record_run_start(
         context.store_url,
         run_id,
         "backfill",
         {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
-        config=config,
     )
     rejects_file = rejects_path(rejects_dir, run_id)
-    files = resolve_archives(paths)
+    files = tasks.resolve_archives(paths)
     ingested = [
-        ingest_archive(
+        tasks.ingest_archive(
             context.store_url,
             path,
             format,
@@ -64,7 +64,7 @@ def backfill(
         for path in files
     ]
     promotion = (
-        promote(
+        tasks.promote_sessions(
             context.store_url,
             context.config.memory.promotion,
             [t.value for t in context.config.memory.extraction.enabled],

@@ -14,7 +14,7 @@ def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
     parameters = flow_run.parameters or {}
     try:
         context = load_context(parameters.get("store"), parameters.get("config"))
-        store = context.open_store(migrate=False)
+        store = context.open_store()
     except MempipeError:
         return  # the store itself was the problem; the run's own error says so
     try:

@@ -8,15 +8,17 @@ from prefect import flow
 from mempipe.bootstrap import load_context
 from mempipe.schemas.indexes import IndexReport, IndexState
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.indexes import rebuild_indexes_task
+from mempipe.tasks.indexes import repair_indexes
+from mempipe.tasks.runs import prepare_store
 
 
 @flow(name="rebuild-indexes")
-def rebuild_indexes(
+def rebuild_indexes_flow(
     force: bool = False, store: str | None = None, config: str | None = None
 ) -> IndexReport:
     context = load_context(store, config)
-    statuses = rebuild_indexes_task(context.store_url, config, force)
+    prepare_store(context.store_url, config)
+    statuses = repair_indexes(context.store_url, force)
     report = IndexReport(
         store=context.store_url,
         indexes=statuses,

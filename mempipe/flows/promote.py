@@ -9,16 +9,17 @@ from prefect.runtime import flow_run
 from mempipe.bootstrap import load_context
 from mempipe.flows.hooks import record_failed_run
 from mempipe.schemas.summaries import PromotionSummary
-from mempipe.tasks.backfill import promote
-from mempipe.tasks.runs import record_run_end, record_run_start
+from mempipe.tasks.backfill import promote_sessions
+from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="promote", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def promote_flow(store: str | None = None, config: str | None = None) -> PromotionSummary:
     context = load_context(store, config)
     run_id = str(flow_run.id)
-    record_run_start(context.store_url, run_id, "promote", {}, config=config)
-    summary = promote(
+    prepare_store(context.store_url, config)
+    record_run_start(context.store_url, run_id, "promote", {})
+    summary = promote_sessions(
         context.store_url,
         context.config.memory.promotion,
         [t.value for t in context.config.memory.extraction.enabled],

@@ -19,20 +19,20 @@ from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.embedding import COLLECTIONS, ModelState, ReembedSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
-    collection_report,
+    count_vectors,
     embed_range,
     finalize_models,
     plan_embedding,
     probe_model,
-    recall_gate_task,
+    recall_gate,
     rollback_models,
     switch_models,
 )
-from mempipe.tasks.runs import record_run_end, record_run_start
+from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="reembed", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def reembed(
+def reembed_flow(
     model: str | None = None,
     dimensions: Annotated[int, Field(ge=1)] | None = None,
     collections: list[str] | None = None,
@@ -68,12 +68,12 @@ def reembed(
     unknown = set(chosen) - set(COLLECTIONS)
     if unknown:
         raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
+    prepare_store(context.store_url, config)
     record_run_start(
         context.store_url,
         run_id,
         "reembed",
         {"model": model_id, "collections": chosen, "incremental": incremental},
-        config=config,
     )
     with (
         keep_alive(context.store_url, run_id),
@@ -102,7 +102,7 @@ def reembed(
         )
         done = iter(parts)
         reports = [
-            collection_report(context.store_url, plan, [next(done) for _ in plan.ranges])
+            count_vectors(context.store_url, plan, [next(done) for _ in plan.ranges])
             for plan in plans
         ]
         summary = ReembedSummary(
@@ -117,9 +117,7 @@ def reembed(
         building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
         if not incremental:
             summary.gate = (
-                recall_gate_task(context.store_url, gate, model_id, min_recall_ratio)
-                if gate
-                else None
+                recall_gate(context.store_url, gate, model_id, min_recall_ratio) if gate else None
             )
             if incomplete:
                 summary.reason = f"records without a new vector in {', '.join(incomplete)}"
@@ -159,7 +157,7 @@ def reembed(
 
 
 @flow(name="reembed-finalize", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def reembed_finalize(
+def reembed_finalize_flow(
     collections: list[str] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
@@ -170,7 +168,7 @@ def reembed_finalize(
 
 
 @flow(name="reembed-rollback", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def reembed_rollback(
+def reembed_rollback_flow(
     collections: list[str] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
@@ -191,6 +189,7 @@ def _end_move(
     url = load_context(store, config).store_url
     run_id = str(flow_run.id)
     chosen = collections or list(COLLECTIONS)
+    prepare_store(url, config)
     record_run_start(url, run_id, flow_run.flow_name, {"collections": chosen})
     with keep_alive(url, run_id), store_lock("reembed", url, run_id, lock_wait_s):
         done = step(url, chosen)

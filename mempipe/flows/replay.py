@@ -19,8 +19,13 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
 from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.replay import export_audit, replay_bucket, select_work
-from mempipe.tasks.runs import record_run_end, record_run_start, recover_dead_runs_task
+from mempipe.tasks.replay import export_audit, replay_bucket, select_extraction_work
+from mempipe.tasks.runs import (
+    prepare_store,
+    record_run_end,
+    record_run_start,
+    recover_dead_runs,
+)
 
 COUNTS = {
     "snapshots",
@@ -39,7 +44,7 @@ COUNTS = {
 
 
 @flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def replay(
+def replay_flow(
     org_id: str | None = None,
     project_id: str | None = None,
     user_id: str | None = None,
@@ -80,6 +85,7 @@ def replay(
         since=since,
         until=until,
     )
+    prepare_store(context.store_url, config)
     record_run_start(
         context.store_url,
         run_id,
@@ -90,11 +96,10 @@ def replay(
             "extractor": extractor.value,
             "force": force,
         },
-        config=config,
     )
     with keep_alive(context.store_url, run_id):
-        recover_dead_runs_task(context.store_url)
-        buckets = select_work(context.store_url, selection, enabled, force, concurrency)
+        recover_dead_runs(context.store_url)
+        buckets = select_extraction_work(context.store_url, selection, enabled, force, concurrency)
         outcomes = run_partitions(
             replay_bucket,
             [

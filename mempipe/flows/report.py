@@ -17,7 +17,7 @@ from mempipe.tasks.report import summarize_audit
 
 
 @flow(name="audit-report")
-def audit_report(
+def audit_report_flow(
     run_id: str | None = None,
     since: date | None = None,
     until: date | None = None,

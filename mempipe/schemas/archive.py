@@ -14,23 +14,3 @@ class ArchiveFormat(StrEnum):
     SHAREGPT = "sharegpt"
     CSV = "csv"
     PARQUET = "parquet"
-
-
-TURN_FIELDS: tuple[str, ...] = (
-    "org_id",
-    "project_id",
-    "user_id",
-    "agent_id",
-    "session_id",
-    "turn_seq",
-    "role",
-    "content",
-    "created_at",
-    "message_id",
-    "name",
-    "model",
-    "tool_calls",
-    "tool_call_id",
-    "metadata",
-)
-"""The fields of the canonical turn format, in documentation order."""

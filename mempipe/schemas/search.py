@@ -25,6 +25,15 @@ def collection_of(source: str) -> str:
     return source if source in BUILT_IN_MEMORY_TYPES or source == STM else "custom"
 
 
+class Near(BaseModel):
+    """A query vector and the model that made it: a vector means nothing without its model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    vector: list[float]
+    model_id: str
+
+
 class ReadFilter(BaseModel):
     """The identity a read is scoped to. Every field supplied is ANDed into the database query;
     an omitted (None) field leaves that dimension unconstrained. There is no OR: shared and

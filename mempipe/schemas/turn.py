@@ -34,7 +34,7 @@ class SourceLocation(BaseModel):
 
 
 class Turn(BaseModel):
-    """A conversation turn as stored. Unique on (org_id, project_id, session_id, turn_seq)."""
+    """A conversation turn as stored. Unique on :data:`TURN_KEY`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -68,3 +68,13 @@ class Turn(BaseModel):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+TURN_FIELDS: tuple[str, ...] = tuple(
+    f for f in Turn.model_fields if f not in ("snapshot_id", "source")
+)
+"""A turn's own fields, in model order: the canonical archive format's fields, and the store's
+turn columns before where the turn was read from."""
+
+TURN_KEY: tuple[str, ...] = ("org_id", "project_id", "user_id", "session_id", "turn_seq")
+"""A turn's identity: two users may reuse a session id, so the user is part of it."""

@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store import Store
 from mempipe.schemas.search import Hit, ReadFilter, SearchMode
-from mempipe.services.search import SearchError, search
+from mempipe.services.search import Searchable, SearchError, search
 
 RESERVE_TOKENS = 500
 NEAR_DUPLICATE = 0.9
@@ -50,7 +49,7 @@ def near_duplicate(a: str, b: str) -> bool:
 
 
 def build_context(
-    store: Store,
+    store: Searchable,
     embedder_for: Callable[[str], Embedder],
     query: str,
     sources: Sequence[str] = DEFAULT_SOURCES,

@@ -13,10 +13,7 @@ from mempipe.errors import MempipeError
 
 
 def embed_texts(
-    embedder: Embedder,
-    texts: Sequence[str],
-    retry: RetryPolicy,
-    sleep: Callable[[float], Any],
+    embedder: Embedder, texts: Sequence[str], retry: RetryPolicy, sleep: Callable[[float], Any]
 ) -> tuple[list[Vector | None], list[tuple[int, MempipeError]]]:
     """Vectors (None where missing) and the errors that left them missing, by position. An
     environmental failure that outlasts the retries leaves the whole batch without vectors."""

@@ -9,11 +9,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store import Store
 from mempipe.errors import ConfigError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.search import search
+from mempipe.services.search import Searchable, search
 
 
 class EvalQuery(BaseModel):
@@ -60,7 +59,7 @@ def read_queries(path: Path) -> list[EvalQuery]:
 
 
 def evaluate(
-    store: Store,
+    store: Searchable,
     embedder_for: Callable[[str], Embedder],
     queries: Iterable[EvalQuery],
     source: str,

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import Turns
 from mempipe.archives import ArchiveReader
 from mempipe.archives.drafts import Skipped
 from mempipe.gc_tuning import relaxed_gc
@@ -25,7 +25,7 @@ from mempipe.schemas.turn import Turn
 
 
 def ingest_file(
-    store: Store,
+    store: Turns,
     path: Path,
     archive_format: ArchiveFormat,
     defaults: IdentityDefaults,
@@ -78,5 +78,5 @@ def _batches(
         )
 
 
-def _write(store: Store, turns: list[Turn], run_id: str | None) -> TurnWriteResult:
-    return store.insert_turns(turns, run_id) if turns else TurnWriteResult()
+def _write(store: Turns, turns: list[Turn], run_id: str | None) -> TurnWriteResult:
+    return store.add_turns(turns, run_id) if turns else TurnWriteResult()

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import orjson
 
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import Leases, RunLog
 from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
-from mempipe.services.replay import ReplayContext, replay_batch
+from mempipe.services.replay import ReplayContext, ReplayStore, replay_batch
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
 
@@ -31,12 +32,20 @@ OWNER_POLL_S = 2.0
 """How often a replay looks again at owners another live replay holds."""
 
 
+class OwnerWorkStore(ReplayStore, RunLog, Leases, Protocol):
+    """Replay work taken under owner leases, dead holders closed."""
+
+
 def owner_lease(owner: Owner) -> str:
     return "replay-owner:" + orjson.dumps(list(owner)).decode()
 
 
 def owner_work(
-    store: Store, selection: SnapshotSelection, handlers: list[str], owner: Owner, force: bool
+    store: OwnerWorkStore,
+    selection: SnapshotSelection,
+    handlers: list[str],
+    owner: Owner,
+    force: bool,
 ) -> list[WorkItem]:
     """The owner's runnable work as the store holds it now, in time order."""
     org, project, user = owner
@@ -51,7 +60,7 @@ def owner_work(
 
 
 def replay_by_owner(
-    store: Store,
+    store: OwnerWorkStore,
     items: list[WorkItem],
     context: ReplayContext,
     selection: SnapshotSelection,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import Turns
 from mempipe.domain.promotion import TurnStamp, cut_snapshots
 from mempipe.gc_tuning import relaxed_gc
 from mempipe.progress import track
@@ -15,7 +15,7 @@ from mempipe.schemas.summaries import PromotionSummary
 
 
 def promote_sessions(
-    store: Store,
+    store: Turns,
     limits: PromotionLimits,
     handlers: Iterable[str],
     *,
@@ -29,7 +29,7 @@ def promote_sessions(
     last_session: tuple[str, str, str, str] | None = None
 
     def flush() -> None:
-        created = store.save_snapshots(pending)
+        created = store.add_snapshots(pending)
         for snapshot in pending:
             if snapshot.snapshot_id in created:
                 summary.snapshots_created += 1

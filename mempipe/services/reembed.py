@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import AuditLog, Registry, RunLog, Vectors
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.progress import track
 from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
@@ -23,9 +23,14 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import EvalQuery, evaluate
+from mempipe.services.search import Searchable
 
 IdRange = tuple[int, int | None]
 """Record ids ``(after, until]``; ``until`` None is open-ended (records added meanwhile too)."""
+
+
+class ReembedStore(Vectors, Registry, RunLog, AuditLog, Protocol):
+    """What filling a model's vectors reads and writes."""
 
 
 def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
@@ -38,7 +43,7 @@ def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
     return [(a, b) for a, b in zip(starts, [*starts[1:], None], strict=True)]
 
 
-def target_state(store: Store, collection: str, model_id: str, *, incremental: bool) -> str:
+def target_state(store: ReembedStore, collection: str, model_id: str, *, incremental: bool) -> str:
     """Incremental fills the serving model's missing vectors; everything else (a move, and a
     collection's first model) is built beside what serves and switched to once complete, so a
     half-filled index never serves."""
@@ -49,7 +54,7 @@ def target_state(store: Store, collection: str, model_id: str, *, incremental: b
 
 
 def embed_collection(
-    store: Store,
+    store: ReembedStore,
     collection: str,
     embedder: Embedder,
     *,
@@ -85,7 +90,7 @@ def embed_collection(
 
 @dataclass
 class _Filler:
-    store: Store
+    store: ReembedStore
     collection: str
     embedder: Embedder
     run_id: str
@@ -107,13 +112,11 @@ class _Filler:
             after = batch[-1][0]
             texts = [text or "" for _, text in batch]
             found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
-            pairs = [
-                (rowid, v) for (rowid, _), v in zip(batch, found, strict=True) if v is not None
-            ]
-            report.embedded_now += self.store.store_vectors(self.collection, model, pairs)
+            pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
+            report.embedded_now += self.store.set_vectors(self.collection, model, pairs)
             report.unembeddable += len(batch) - len(pairs)
             for _, error in errors[:1]:
-                self.store.record_failure(
+                self.store.add_failure(
                     Failure(
                         run_id=self.run_id,
                         step=f"reembed:{self.collection}",
@@ -125,13 +128,13 @@ class _Filler:
                     )
                 )
             if checkpoint is not None:
-                self.store.save_checkpoint(self.run_id, checkpoint, after)
+                self.store.set_checkpoint(self.run_id, checkpoint, after)
             self.done += len(batch)
             progress.update(self.done)
 
 
 def recall_gate(
-    store: Store,
+    store: Searchable,
     embedder_for: Callable[[str], Embedder],
     queries: list[EvalQuery],
     new_model: str,

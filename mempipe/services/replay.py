@@ -2,7 +2,9 @@
 
 Everything one extraction changes (new versions, reinforcements, audit rows, its state set to
 done) is written in one transaction, so a run killed at any point leaves each extraction either
-wholly done or still pending: the next run finishes the rest and redoes nothing.
+wholly done or still pending: the next run finishes the rest and redoes nothing. A write that
+fails transiently (a busy store) is retried whole under the run's retry policy; one that still
+fails is recorded as the extraction's failure, never dropped.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.llm.base import Extractor
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import AuditLog, Memories, WorkQueue
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import (
@@ -33,10 +35,15 @@ from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.memory import MEMORY_MODELS, MemoryStatus, MemoryType
-from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.search import Near
+from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import WorkItem
 from mempipe.services.embedding import embed_texts
+
+
+class ReplayStore(WorkQueue, Memories, AuditLog, Protocol):
+    """What replaying an extraction reads and writes."""
 
 
 class ExtractionSummary(BaseModel):
@@ -61,24 +68,24 @@ class ReplayContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run_id: str
-    extractor: Any
-    embedder: Any
+    extractor: Extractor
+    embedder: Embedder
     thresholds: ReconcileThresholds = ReconcileThresholds()
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], Any] = time.sleep
 
 
-def replay_one(store: Store, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
+def replay_one(store: ReplayStore, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
     return replay_batch(store, [item], context)[0]
 
 
 def replay_batch(
-    store: Store, items: Sequence[WorkItem], context: ReplayContext
+    store: ReplayStore, items: Sequence[WorkItem], context: ReplayContext
 ) -> list[ExtractionSummary]:
     """Extract every item, embed all their memories in one batch (a model encodes a batch far
     faster than the same texts one call at a time), then reconcile and write each item in its
     own transaction, in the items' order."""
-    extractor: Extractor = context.extractor
+    extractor = context.extractor
     extracted: list[tuple[int, WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
     snapshots = {i.snapshot_id: store.snapshot_content(i.snapshot_id) for i in items}
@@ -108,7 +115,7 @@ def replay_batch(
 
 
 def _write(
-    store: Store,
+    store: ReplayStore,
     item: WorkItem,
     snapshot: SnapshotContent,
     extracted: list[Extracted],
@@ -125,20 +132,31 @@ def _write(
         attempts=item.attempts + 1,
     )
     verdicts = prejudge(store, memory_type, extracted, vectors, snapshot, context)
-    with store.write_transaction():
-        rows = [
-            row
-            for memory, vector in zip(extracted, vectors, strict=True)
-            if (
-                row := reconcile_one(
-                    store, memory_type, memory, vector, snapshot, context, verdicts
+
+    def write() -> list[AuditRow]:
+        with store.write_transaction():
+            rows = [
+                row
+                for memory, vector in zip(extracted, vectors, strict=True)
+                if (
+                    row := reconcile_one(
+                        store, memory_type, memory, vector, snapshot, context, verdicts
+                    )
                 )
+            ]
+            store.add_audit(rows)
+            store.set_extraction_state(
+                item.snapshot_id,
+                ExtractionState(
+                    handler=item.handler, status=ExtractionStatus.DONE, attempts=summary.attempts
+                ),
             )
-        ]
-        store.insert_audit(rows)
-        store.set_extraction_state(
-            item.snapshot_id, item.handler, ExtractionStatus.DONE, summary.attempts
-        )
+        return rows
+
+    try:
+        rows = context.retry.run(write, sleep=context.sleep)
+    except MempipeError as exc:
+        return _failed(store, item, snapshot, context, exc, step="write")
     summary.added = sum(r.action is ReconcileAction.ADD for r in rows)
     summary.updated = sum(r.action is ReconcileAction.UPDATE for r in rows)
     summary.reinforced = sum(r.action is ReconcileAction.REINFORCE for r in rows)
@@ -146,7 +164,7 @@ def _write(
 
 
 def embed_each(
-    store: Store,
+    store: ReplayStore,
     context: ReplayContext,
     memories: Sequence[tuple[SnapshotContent, MemoryType, Extracted]],
 ) -> list[Vector | None]:
@@ -155,7 +173,7 @@ def embed_each(
     left without one is still stored, and the next re-embed run retries it."""
     if not memories:
         return []
-    embedder: Embedder = context.embedder
+    embedder = context.embedder
     texts = [searchable_text(m) for _, _, m in memories]
     vectors, errors = embed_texts(embedder, texts, context.retry, context.sleep)
     for position, error in errors:
@@ -166,10 +184,10 @@ def embed_each(
     return vectors
 
 
-def summarize(store: Store, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
+def summarize(store: ReplayStore, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
     """Replace the deterministic summaries with the extractor's; a failure keeps the old one and
     is recorded."""
-    extractor: Extractor = context.extractor
+    extractor = context.extractor
     for snapshot in snapshots:
         try:
             text = context.retry.run(lambda s=snapshot: extractor.summarize(s), sleep=context.sleep)
@@ -183,7 +201,7 @@ Verdicts = dict[tuple[str, str], Verdict]
 
 
 def prejudge(
-    store: Store,
+    store: ReplayStore,
     memory_type: MemoryType,
     extracted: Sequence[Extracted],
     vectors: Sequence[Vector | None],
@@ -193,7 +211,7 @@ def prejudge(
     """Ask the judge about ambiguous pairs before the write transaction, so that no lock is held
     while an LLM thinks. Inside the transaction a pair without a verdict (the candidates changed
     meanwhile) is added: nothing is overwritten on a guess."""
-    extractor: Extractor = context.extractor
+    extractor = context.extractor
     verdicts: Verdicts = {}
     if not extractor.capabilities.judge:
         return verdicts
@@ -204,7 +222,11 @@ def prejudge(
         text = searchable_text(memory)
         scope = scope_for(memory_type, snapshot)
         for candidate in store.memory_candidates(
-            memory_type.value, scope, None, vector, context.embedder.model_id, 1
+            memory_type.value,
+            scope,
+            None,
+            Near(vector=vector, model_id=context.embedder.model_id),
+            1,
         ):
             if candidate.similarity is not None and band[0] <= candidate.similarity < band[1]:
                 try:
@@ -224,7 +246,7 @@ def scope_for(memory_type: MemoryType, snapshot: SnapshotContent) -> Scope:
 
 
 def reconcile_one(
-    store: Store,
+    store: ReplayStore,
     memory_type: MemoryType,
     memory: Extracted,
     vector: Vector | None,
@@ -238,13 +260,13 @@ def reconcile_one(
     if store.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot)) is not None:
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
+    near = Near(vector=vector, model_id=model_id) if vector is not None and model_id else None
     text, key = searchable_text(memory), key_of(memory)
     candidates = store.memory_candidates(
         memory_type.value,
         scope_for(memory_type, snapshot),
         key,
-        vector,
-        model_id,
+        near,
         context.thresholds.candidates,
     )
 
@@ -350,20 +372,25 @@ def _audit(
 
 
 def _failed(
-    store: Store,
+    store: ReplayStore,
     item: WorkItem,
     snapshot: SnapshotContent,
     context: ReplayContext,
     error: MempipeError,
+    step: str = "extract",
 ) -> ExtractionSummary:
-    failure = _record(store, context, snapshot, MemoryType(item.handler), "extract", error)
+    """The extraction failed at ``step``: recorded, and its state says whether to retry."""
+    failure = _record(store, context, snapshot, MemoryType(item.handler), step, error)
     status = (
         ExtractionStatus.FAILED_RETRYABLE
         if failure.failure_class is FailureClass.ENVIRONMENTAL
         else ExtractionStatus.FAILED_CONTENT
     )
     attempts = item.attempts + failure.attempts
-    store.set_extraction_state(item.snapshot_id, item.handler, status, attempts, str(error))
+    state = ExtractionState(
+        handler=item.handler, status=status, attempts=attempts, last_error=str(error)
+    )
+    store.set_extraction_state(item.snapshot_id, state)
     return ExtractionSummary(
         snapshot_id=item.snapshot_id,
         handler=item.handler,
@@ -375,7 +402,7 @@ def _failed(
 
 
 def _record(
-    store: Store,
+    store: ReplayStore,
     context: ReplayContext,
     snapshot: SnapshotContent,
     memory_type: MemoryType | None,
@@ -395,5 +422,5 @@ def _record(
         handler=memory_type.value if memory_type else None,
         at=datetime.now(UTC),
     )
-    store.record_failure(failure)
+    store.add_failure(failure)
     return failure

@@ -4,12 +4,17 @@ claims and locks freed, so that nothing waits an hour for a process that is gone
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import Leases, RunLog
 from mempipe.domain.liveness import death
 from mempipe.schemas.run import RunRecord, RunStatus
+
+
+class RunStore(RunLog, Leases, Protocol):
+    """Runs and the leases they hold."""
 
 
 class RecoveredRun(BaseModel):
@@ -23,7 +28,7 @@ class RecoveredRun(BaseModel):
     leases: list[str]
 
 
-def recover_dead_runs(store: Store, now: datetime | None = None) -> list[RecoveredRun]:
+def recover_dead_runs(store: RunStore, now: datetime | None = None) -> list[RecoveredRun]:
     """Close every run recorded as running whose process is dead; idempotent."""
     at = now or datetime.now(UTC)
     holders = store.lease_holders()
@@ -46,7 +51,7 @@ def recover_dead_runs(store: Store, now: datetime | None = None) -> list[Recover
     return recovered
 
 
-def describe_holder(store: Store, run_id: str) -> str:
+def describe_holder(store: RunStore, run_id: str) -> str:
     """The run holding a lock, as an operator needs it to decide: which run, where, since when."""
     run: RunRecord | None = store.get_run(run_id)
     if run is None:

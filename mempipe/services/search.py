@@ -9,9 +9,10 @@ part of every query.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store import Store
+from mempipe.adapters.store.base import Registry, Schema, Search, Vectors
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.domain.vectors import vector_problem
@@ -19,6 +20,7 @@ from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
     STM,
+    Near,
     ReadFilter,
     SearchMode,
     SearchResult,
@@ -29,12 +31,16 @@ SOURCES = (STM, *(t.value for t in MemoryType))
 CANDIDATES = 50
 
 
+class Searchable(Search, Registry, Vectors, Schema, Protocol):
+    """What a search reads: the indexes, which model serves them, the declared filters."""
+
+
 class SearchError(TerminalError):
     """A read that cannot be answered as asked (never an empty result instead)."""
 
 
 def search(
-    store: Store,
+    store: Searchable,
     embedder_for: Callable[[str], Embedder],
     query: str,
     source: str,
@@ -63,14 +69,14 @@ def search(
             model_id,
             required=mode is SearchMode.SEMANTIC,
         )
-        vector, index_model = found if found else (None, None)
+        near = Near(vector=found[0], model_id=found[1]) if found else None
         if mode is SearchMode.HYBRID:
             pool = max(top_k, CANDIDATES)
-            hits = store.search_hybrid(source, query, vector, index_model, filters, top_k, pool)
-        elif vector is None or index_model is None:
+            hits = store.search_hybrid(source, query, near, filters, top_k, pool)
+        elif near is None:
             hits = []
         else:
-            hits = store.search_vector(source, vector, index_model, filters, top_k)
+            hits = store.search_vector(source, near, filters, top_k)
     return SearchResult(query=query, source=source, mode=mode, hits=hits)
 
 
@@ -88,7 +94,7 @@ def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> No
 
 
 def _query_vector(
-    store: Store,
+    store: Searchable,
     embedder_for: Callable[[str], Embedder],
     query: str,
     source: str,

@@ -14,8 +14,8 @@ from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.summaries import IngestSummary, PromotionSummary
+from mempipe.services import promotion
 from mempipe.services.ingest import ingest_file
-from mempipe.services.promotion import promote_sessions
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -74,12 +74,12 @@ def ingest_archive(
     retry_delay_seconds=[2, 10],
     retry_condition_fn=retry_if_transient,
 )
-def promote(
+def promote_sessions(
     store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
     with closing(open_store(store_url, migrate=False)) as store:
-        summary = promote_sessions(store, limits, handlers, run_id=run_id)
+        summary = promotion.promote_sessions(store, limits, handlers, run_id=run_id)
     get_run_logger().info(
         "promoted %d turns of %d sessions into %d snapshots %s",
         summary.turns_promoted,

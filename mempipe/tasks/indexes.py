@@ -7,13 +7,13 @@ from contextlib import closing
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.bootstrap import load_context
+from mempipe.adapters.store import open_store
 from mempipe.schemas.indexes import IndexState, IndexStatus
 
 
-@task(name="rebuild-indexes", cache_policy=NO_CACHE)
-def rebuild_indexes_task(store_url: str, config: str | None, force: bool) -> list[IndexStatus]:
-    with closing(load_context(store_url, config).open_store()) as store:
+@task(name="repair-indexes", cache_policy=NO_CACHE)
+def repair_indexes(store_url: str, force: bool) -> list[IndexStatus]:
+    with closing(open_store(store_url, migrate=False)) as store:
         statuses = store.rebuild_indexes(force)
     logger = get_run_logger()
     for status in statuses:

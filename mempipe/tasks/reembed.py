@@ -14,14 +14,9 @@ from mempipe.adapters.store import open_store
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.schemas.embedding import CollectionReport, GateReport
+from mempipe.services import reembed as reembedding
 from mempipe.services.evaluation import read_queries
-from mempipe.services.reembed import (
-    IdRange,
-    embed_collection,
-    id_ranges,
-    recall_gate,
-    target_state,
-)
+from mempipe.services.reembed import IdRange, embed_collection, id_ranges, target_state
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -80,11 +75,7 @@ def plan_embedding(
     retry_condition_fn=retry_if_transient,
 )
 def embed_range(
-    store_url: str,
-    plan: EmbeddingPlan,
-    id_range: IdRange,
-    batch_size: int,
-    run_id: str,
+    store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
     """Idempotent: only the vectors still missing in the range are written."""
     with closing(open_store(store_url, migrate=False)) as store:
@@ -100,7 +91,7 @@ def embed_range(
 
 
 @task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-def collection_report(
+def count_vectors(
     store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
     """The ranges' work added up, with the collection's counts read once all are done."""
@@ -130,14 +121,16 @@ def collection_report(
 
 
 @task(name="recall-gate", cache_policy=NO_CACHE)
-def recall_gate_task(
+def recall_gate(
     store_url: str, queries_path: str, model: str, min_ratio: float
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
     with closing(open_store(store_url, migrate=False)) as store:
         store.wait_searchable(["semantic"], model)
-        return recall_gate(store, embedder_for, read_queries(Path(queries_path)), model, min_ratio)
+        return reembedding.recall_gate(
+            store, embedder_for, read_queries(Path(queries_path)), model, min_ratio
+        )
 
 
 @task(name="switch-models", cache_policy=NO_CACHE)

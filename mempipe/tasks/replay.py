@@ -24,7 +24,7 @@ from mempipe.tasks.policies import retry_if_transient
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
-def select_work(
+def select_extraction_work(
     store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""

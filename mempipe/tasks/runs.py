@@ -14,23 +14,23 @@ from mempipe.adapters.store import open_store
 from mempipe.bootstrap import load_context
 from mempipe.domain.liveness import this_process
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.services.runs import RecoveredRun, recover_dead_runs
+from mempipe.services import runs as run_service
+from mempipe.services.runs import RecoveredRun
 from mempipe.tasks.policies import retry_if_transient
+
+
+@task(name="prepare-store", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient)
+def prepare_store(store_url: str, config: str | None = None) -> None:
+    """Migrations applied and the project's declarations recorded, before any work starts."""
+    load_context(store_url, config).prepare_store()
 
 
 @task(
     name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
-def record_run_start(
-    store_url: str,
-    run_id: str,
-    flow: str,
-    parameters: dict[str, Any],
-    config: str | None = None,
-) -> None:
-    """Also records the project's declarations (write-once) before any work starts."""
+def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
     now = datetime.now(UTC)
-    with closing(load_context(store_url, config).open_store()) as store:
+    with closing(open_store(store_url, migrate=False)) as store:
         store.start_run(
             RunRecord(
                 run_id=run_id,
@@ -55,9 +55,9 @@ def record_run_end(
 
 
 @task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-def recover_dead_runs_task(store_url: str) -> list[RecoveredRun]:
+def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
     with closing(open_store(store_url, migrate=False)) as store:
-        recovered = recover_dead_runs(store)
+        recovered = run_service.recover_dead_runs(store)
     logger = get_run_logger()
     for run in recovered:
         logger.warning(

@@ -8,16 +8,16 @@ import pytest
 
 from mempipe.domain.promotion import cut_snapshots
 from mempipe.domain.scope import scope_of
-from mempipe.errors import ConfigError
+from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.search import Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.turn import SourceLocation, Turn
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -60,16 +60,16 @@ def promote(store, handlers=("semantic",)) -> int:
             run_id="r",
         )
     )
-    return len(store.save_snapshots(snapshots))
+    return len(store.add_snapshots(snapshots))
 
 
 def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
     maya = [turn(seq, "support-118", f"maya {seq}", user="maya") for seq in range(3)]
     bob = [turn(seq, "support-118", f"bob {seq}", user="bob") for seq in range(3)]
-    assert backend.insert_turns(maya, "r").inserted == 3
-    result = backend.insert_turns(bob, "r")
+    assert backend.add_turns(maya, "r").inserted == 3
+    result = backend.add_turns(bob, "r")
     assert (result.inserted, result.duplicates, result.conflicts) == (3, 0, [])
-    again = backend.insert_turns([*maya, *bob], "r")
+    again = backend.add_turns([*maya, *bob], "r")
     assert (again.inserted, again.duplicates, again.conflicts) == (0, 6, [])
     assert promote(backend) == 4, "each user's session cut on its own (two turns a snapshot)"
     assert backend.count_unpromoted_turns() == 0
@@ -85,7 +85,7 @@ def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
 
 
 def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
-    backend.insert_turns([turn(seq) for seq in range(4)], "r")
+    backend.add_turns([turn(seq) for seq in range(4)], "r")
     promote(backend)
     work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
     ids = [item.snapshot_id for item in work]
@@ -95,17 +95,15 @@ def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
 
 
 def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
-    first = backend.insert_turns([turn(0), turn(1)], "r1")
-    again = backend.insert_turns([turn(0), turn(1, content="changed")], "r2")
+    first = backend.add_turns([turn(0), turn(1)], "r1")
+    again = backend.add_turns([turn(0), turn(1, content="changed")], "r2")
     assert (first.inserted, first.duplicates) == (2, 0)
     assert (again.inserted, again.duplicates, len(again.conflicts)) == (0, 1, 1)
     assert backend.stats().turns == 2
 
 
 def test_unpromoted_turns_come_in_key_order_and_promotion_is_final(backend) -> None:
-    backend.insert_turns(
-        [turn(1, "b"), turn(0, "b"), turn(0, "a"), turn(2, "a"), turn(1, "a")], "r"
-    )
+    backend.add_turns([turn(1, "b"), turn(0, "b"), turn(0, "a"), turn(2, "a"), turn(1, "a")], "r")
     keys = [(t.session_id, t.turn_seq) for t in backend.iter_unpromoted_turns(page_size=2)]
     assert keys == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
     assert backend.count_unpromoted_turns() == 5
@@ -129,8 +127,8 @@ def test_runs_are_recorded_with_their_outcome(backend) -> None:
 
 def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
     backend.start_run(RunRecord(run_id="r1", flow="reembed", started_at=T0))
-    backend.save_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 400)
-    backend.save_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 800)
+    backend.set_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 400)
+    backend.set_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 800)
     backend.start_run(RunRecord(run_id="r2", flow="reembed", started_at=T0 + timedelta(hours=1)))
     assert backend.resume_point("reembed", "embed:semantic:all-MiniLM-L6-v2", "r2") == 800
     assert backend.resume_point("reembed", "embed:stm:all-MiniLM-L6-v2", "r2") is None
@@ -142,7 +140,7 @@ def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
 
 
 def test_extraction_work_states_and_failures(backend) -> None:
-    backend.insert_turns([turn(0), turn(1), turn(2)], "r")
+    backend.add_turns([turn(0), turn(1), turn(2)], "r")
     promote(backend, handlers=("semantic",))
     work = backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
     assert len(work) == 4, "a handler enabled later gets pending states too"
@@ -150,9 +148,15 @@ def test_extraction_work_states_and_failures(backend) -> None:
     content = backend.snapshot_content(first.snapshot_id)
     assert [t.content for t in content.turns] == ["turn 0", "turn 1"]
     backend.set_extraction_state(
-        first.snapshot_id, first.handler, ExtractionStatus.FAILED_CONTENT, 1, "x"
+        first.snapshot_id,
+        ExtractionState(
+            handler=first.handler,
+            status=ExtractionStatus.FAILED_CONTENT,
+            attempts=1,
+            last_error="x",
+        ),
     )
-    backend.record_failure(
+    backend.add_failure(
         Failure(
             run_id="r",
             step="extract:semantic",
@@ -240,10 +244,12 @@ def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchab
             "semantic", memory("x1", "home airport OSL", "home_airport", user="other"), None
         )
     mine = scope_of("o", "p", "u", None, Visibility.PRIVATE)
-    by_key = backend.memory_candidates("semantic", mine, "home_airport", None, None, 5)
+    by_key = backend.memory_candidates("semantic", mine, "home_airport", None, 5)
     assert [c.memory_id for c in by_key] == ["m1"], "another user's record is out of scope"
     searchable()
-    by_vector = backend.memory_candidates("semantic", mine, None, [0.9, 0.1, 0.0, 0.0], model, 5)
+    by_vector = backend.memory_candidates(
+        "semantic", mine, None, Near(vector=[0.9, 0.1, 0.0, 0.0], model_id=model), 5
+    )
     assert [c.memory_id for c in by_vector] == ["m1"]
     assert by_vector[0].similarity > 0.9
     with backend.write_transaction():
@@ -296,13 +302,13 @@ def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
         text="x",
     )
     with backend.write_transaction():
-        backend.insert_audit([row, row.model_copy(update={"run_id": "r2"})])
+        backend.add_audit([row, row.model_copy(update={"run_id": "r2"})])
     assert [r.run_id for r in backend.audit_rows(run_id="r")] == ["r"]
     assert len(list(backend.audit_rows(since="2024-01-01", until="2024-01-01"))) == 2
     assert list(backend.audit_rows(since="2024-01-02")) == []
 
 
-def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
+def _one_embedded_memory(backend) -> None:
     backend.ensure_vector_table("semantic", "hashing-4", 4)
     with backend.write_transaction():
         backend.add_memory(
@@ -310,17 +316,55 @@ def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
             memory("m1", "a", "a", has_embedding=True, embedding_model_id="hashing-4"),
             [1.0, 0, 0, 0],
         )
+
+
+def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
+    _one_embedded_memory(backend)
     backend.register_model("semantic", "hashing-8", 8, "building")
     missing = backend.records_missing_vectors("semantic", "hashing-8", 0, 10)
     assert len(missing) == 1
-    assert backend.store_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 1
-    assert backend.store_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 0
+    assert backend.set_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 1
+    assert backend.set_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 0
     assert backend.vector_counts("semantic", "hashing-8") == (1, 1)
     backend.switch_models(["semantic"], "hashing-8")
     assert backend.active_embedding("semantic") == ("hashing-8", 8)
     assert backend.get_memory("semantic", "m1")["embedding_model_id"] == "hashing-8"
     assert backend.rollback_models(["semantic"]) == ["semantic"]
     assert backend.active_embedding("semantic") == ("hashing-4", 4)
+
+
+def _states(backend) -> dict[str, str]:
+    return {e.model_id: e.state.value for e in backend.registry() if e.collection == "semantic"}
+
+
+def test_a_switch_to_a_model_without_vectors_is_refused_and_changes_nothing(backend) -> None:
+    _one_embedded_memory(backend)
+    with pytest.raises(StoreError, match="no vectors of hashing-9 to switch to"):
+        backend.switch_models(["semantic"], "hashing-9")
+    assert _states(backend) == {"hashing-4": "serving"}
+
+
+def test_no_move_drops_the_serving_model(backend) -> None:
+    """The blue/green rules are one domain plan on both backends: after a finalize there is
+    nothing to roll back to, and a rollback then leaves the serving model and its vectors."""
+    _one_embedded_memory(backend)
+    backend.register_model("semantic", "hashing-8", 8, "building")
+    backend.set_vectors(
+        "semantic", "hashing-8", [(backend.record_id_bounds("semantic")[0], [1.0] * 8)]
+    )
+    backend.switch_models(["semantic"], "hashing-8")
+    assert backend.finalize_models(["semantic"]) == ["semantic:hashing-4"]
+    assert backend.rollback_models(["semantic"]) == []
+    assert _states(backend) == {"hashing-8": "serving"}
+    assert backend.vector_counts("semantic", "hashing-8") == (1, 1)
+
+
+def test_a_rollback_of_a_move_that_never_switched_drops_only_the_building_vectors(backend) -> None:
+    _one_embedded_memory(backend)
+    backend.register_model("semantic", "hashing-8", 8, "building")
+    assert backend.rollback_models(["semantic"]) == ["semantic"]
+    assert _states(backend) == {"hashing-4": "serving"}
+    assert backend.vector_counts("semantic", "hashing-4") == (1, 1)
 
 
 def test_search_filters_are_anded_inside_the_query(backend, searchable) -> None:
@@ -342,7 +386,7 @@ def test_search_filters_are_anded_inside_the_query(backend, searchable) -> None:
     searchable()
     text = backend.search_text("semantic", "refund", ReadFilter(user_id="v"), 5)
     vector = backend.search_vector(
-        "semantic", [1.0, 0, 0, 0], "hashing-4", ReadFilter(user_id="v"), 1
+        "semantic", Near(vector=[1.0, 0, 0, 0], model_id="hashing-4"), ReadFilter(user_id="v"), 1
     )
     assert [h.id for h in text] == ["m1"]
     assert [h.id for h in vector] == ["m1"]

@@ -11,7 +11,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
 from mempipe.adapters.store import open_store
-from mempipe.flows.backfill import backfill
+from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.migrate import migrate_flow
 from mempipe.flows.promote import promote_flow
 from mempipe.migrations import all_migrations
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.prefect
 
 
 def run_backfill(prefect_server, store_url, paths, tmp_path, **params):
-    return backfill(
+    return backfill_flow(
         paths=[str(p) for p in paths],
         store=store_url,
         config=str(tmp_path / "project-config.yaml"),

@@ -13,7 +13,7 @@ from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store import open_store
 from mempipe.domain.liveness import machine_id
 from mempipe.errors import ConfigError, JobBusyError
-from mempipe.flows.reembed import reembed, reembed_rollback
+from mempipe.flows.reembed import reembed_flow, reembed_rollback_flow
 from mempipe.locks import store_lock
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
@@ -51,12 +51,12 @@ def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_holder(
         with pytest.raises(
             JobBusyError, match=r"another reembed of .* reembed run holder on this-box \(pid \d+\)"
         ):
-            reembed(model="hashing-32", store=store_url, lock_wait_s=1)
+            reembed_flow(model="hashing-32", store=store_url, lock_wait_s=1)
         with pytest.raises(JobBusyError):
-            reembed_rollback(store=store_url, lock_wait_s=0.5)
+            reembed_rollback_flow(store=store_url, lock_wait_s=0.5)
         other = f"sqlite:///{tmp_path / 'other.db'}"
-        assert reembed(model="hashing-32", store=other, lock_wait_s=1).switched
-    assert reembed(model="hashing-32", store=store_url, lock_wait_s=1).switched, (
+        assert reembed_flow(model="hashing-32", store=other, lock_wait_s=1).switched
+    assert reembed_flow(model="hashing-32", store=store_url, lock_wait_s=1).switched, (
         "free once the first one ended"
     )
 
@@ -69,7 +69,7 @@ def test_a_lock_whose_holder_process_is_gone_is_taken_at_once(prefect_server, st
     holder_run(store_url, "dead", gone.pid)
     with closing(open_store(store_url)) as store:
         assert store.acquire_lease("reembed", "dead", timedelta(hours=1)) is None
-    summary = reembed(model="hashing-32", store=store_url, lock_wait_s=0)
+    summary = reembed_flow(model="hashing-32", store=store_url, lock_wait_s=0)
     assert summary.switched
     with closing(open_store(store_url)) as store:
         dead = store.get_run("dead")

@@ -12,10 +12,14 @@ import pytest
 
 from mempipe.adapters.store.mongo.search_indexes import IndexNotQueryableError
 from mempipe.errors import StoreError
-from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.search import Near, ReadFilter
 from tests.fakes import atlas
 
 MODEL = "hashing-4"
+
+
+def near(vector: list[float]) -> Near:
+    return Near(vector=vector, model_id=MODEL)
 
 
 @pytest.fixture
@@ -70,7 +74,7 @@ def test_query_time_checks_use_the_serving_definition_during_an_update(mongo, mo
     mongo.capabilities = mongo.capabilities.model_copy(update={"rank_fusion": True})
     mongo.ensure_vector_table("semantic", MODEL, 4)
     with pytest.raises(StoreError, match=r"does not serve metadata\.engagement_id yet"):
-        mongo.search_hybrid("semantic", "refund", [1.0, 0.0, 0.0, 0.0], MODEL, scoped, 5, 20)
+        mongo.search_hybrid("semantic", "refund", near([1.0, 0.0, 0.0, 0.0]), scoped, 5, 20)
     mongo.search_indexes.wait_queryable(semantic, "text")
     assert mongo.search_text("semantic", "refund", scoped, 5) == []
 
@@ -112,7 +116,7 @@ def test_a_memory_written_a_moment_ago_is_a_reconciliation_candidate_despite_ind
     with mongo.write_transaction():
         mongo.add_memory("episodic", event, [1.0, 0.0, 0.0, 0.0])
     scope = scope_of("o", "p", "u", None, Visibility.PRIVATE)
-    found = mongo.memory_candidates("episodic", scope, None, [1.0, 0.0, 0.0, 0.0], MODEL, 5)
+    found = mongo.memory_candidates("episodic", scope, None, near([1.0, 0.0, 0.0, 0.0]), 5)
     assert [(c.memory_id, round(c.similarity or 0, 6)) for c in found] == [("e1", 1.0)]
     elsewhere = scope_of("o", "p", "someone-else", None, Visibility.PRIVATE)
-    assert mongo.memory_candidates("episodic", elsewhere, None, [1.0, 0, 0, 0], MODEL, 5) == []
+    assert mongo.memory_candidates("episodic", elsewhere, None, near([1.0, 0, 0, 0]), 5) == []

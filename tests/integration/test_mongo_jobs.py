@@ -14,11 +14,11 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.mongo import factory
 from mempipe.errors import StoreError
-from mempipe.flows.backfill import backfill
-from mempipe.flows.indexes import rebuild_indexes
-from mempipe.flows.reembed import reembed, reembed_finalize, reembed_rollback
-from mempipe.flows.replay import replay
-from mempipe.flows.report import audit_report
+from mempipe.flows.backfill import backfill_flow
+from mempipe.flows.indexes import rebuild_indexes_flow
+from mempipe.flows.reembed import reembed_finalize_flow, reembed_flow, reembed_rollback_flow
+from mempipe.flows.replay import replay_flow
+from mempipe.flows.report import audit_report_flow
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
 from tests.fakes import atlas
@@ -52,7 +52,7 @@ def config(tmp_path: Path, extra: str = "") -> str:
 
 def backfill_and_replay(url: str, tmp_path: Path, name: str) -> tuple[object, Path]:
     cfg = config(tmp_path)
-    backfill(
+    backfill_flow(
         paths=[str(SAMPLE)],
         user_id="maya",
         store=url,
@@ -60,7 +60,7 @@ def backfill_and_replay(url: str, tmp_path: Path, name: str) -> tuple[object, Pa
         rejects_dir=str(tmp_path / f"rejects-{name}"),
     )
     audit_dir = tmp_path / f"audit-{name}"
-    summary = replay(store=url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
+    summary = replay_flow(store=url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
     return summary, audit_dir
 
 
@@ -78,7 +78,7 @@ def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
         on_sqlite.reinforced,
     )
     assert audit_actions(mongo_audit) == audit_actions(sqlite_audit)
-    report = audit_report(run_id=on_mongo.run_id, out=str(mongo_audit), store=mongo_url)
+    report = audit_report_flow(run_id=on_mongo.run_id, out=str(mongo_audit), store=mongo_url)
     assert report.rows == on_mongo.added + on_mongo.updated + on_mongo.reinforced
     store = open_store(mongo_url)
     stats = store.stats()
@@ -105,7 +105,7 @@ def test_reembed_switches_models_with_search_answering_then_rolls_back_and_final
     )
     assert before.hits, "the serving model answers before the move"
 
-    summary = reembed(model="hashing-64", store=mongo_url, config=cfg)
+    summary = reembed_flow(model="hashing-64", store=mongo_url, config=cfg)
     assert summary.switched
     assert store.active_embedding("semantic") == ("hashing-64", 64)
     after = search(
@@ -117,12 +117,12 @@ def test_reembed_switches_models_with_search_answering_then_rolls_back_and_final
         "hashing-64",
     }
 
-    assert "semantic" in reembed_rollback(store=mongo_url, config=cfg)
+    assert "semantic" in reembed_rollback_flow(store=mongo_url, config=cfg)
     assert store.active_embedding("semantic") == ("hashing-128", 128)
     assert store.db["semantic"].count_documents({"embedding_hashing_64": {"$exists": True}}) == 0
 
-    reembed(model="hashing-64", store=mongo_url, config=cfg)
-    dropped = reembed_finalize(store=mongo_url, config=cfg)
+    reembed_flow(model="hashing-64", store=mongo_url, config=cfg)
+    dropped = reembed_finalize_flow(store=mongo_url, config=cfg)
     assert "semantic:hashing-128" in dropped
     assert store.db["semantic"].count_documents({"embedding": {"$exists": True}}) == 0
     names = [i["name"] for i in store.db["semantic"].list_search_indexes()]
@@ -135,13 +135,13 @@ def test_an_added_partition_key_drifts_the_indexes_until_a_forced_rebuild(
 ) -> None:
     backfill_and_replay(mongo_url, tmp_path, "mongo")
     keyed = config(tmp_path, "  metadata_partition_keys: [engagement_id]\n")
-    report = rebuild_indexes(store=mongo_url, config=keyed)
+    report = rebuild_indexes_flow(store=mongo_url, config=keyed)
     assert report.drift > 0
     assert report.rebuilt == 0
     assert any("metadata.engagement_id" in d for s in report.indexes for d in s.differences)
-    forced = rebuild_indexes(force=True, store=mongo_url, config=keyed)
+    forced = rebuild_indexes_flow(force=True, store=mongo_url, config=keyed)
     assert forced.rebuilt == report.drift
-    assert rebuild_indexes(store=mongo_url, config=keyed).drift == 0
+    assert rebuild_indexes_flow(store=mongo_url, config=keyed).drift == 0
 
 
 def test_an_index_that_never_becomes_queryable_fails_the_reembed_with_a_clear_error(
@@ -151,7 +151,7 @@ def test_an_index_that_never_becomes_queryable_fails_the_reembed_with_a_clear_er
     monkeypatch.setattr(atlas, "NEVER_QUERYABLE", {"vector_hashing_64"})
     monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_TIMEOUT", "0.3")
     with pytest.raises(StoreError, match=r"vector_hashing_64 is not queryable after 0.3 s"):
-        reembed(model="hashing-64", store=mongo_url, config=config(tmp_path))
+        reembed_flow(model="hashing-64", store=mongo_url, config=config(tmp_path))
     store = open_store(mongo_url)
     assert store.active_embedding("semantic") == ("hashing-128", 128), "nothing switched"
     store.close()
@@ -188,7 +188,9 @@ def test_the_recall_gate_waits_for_the_new_index_and_agrees_with_sqlite(
         if name == "mongo":
             monkeypatch.setattr(atlas, "BUILD_DELAY_S", 1.0)
             monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_TIMEOUT", "30")
-        summary = reembed(model="hashing-64", store=url, config=config(tmp_path), gate=str(queries))
+        summary = reembed_flow(
+            model="hashing-64", store=url, config=config(tmp_path), gate=str(queries)
+        )
         assert summary.gate is not None
         verdicts[name] = (summary.gate.queries, summary.gate.ratio, summary.gate.passed)
         assert summary.switched

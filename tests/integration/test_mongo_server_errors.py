@@ -67,12 +67,12 @@ def test_a_write_concern_error_is_not_counted_as_success(mongo, monkeypatch) -> 
 
     monkeypatch.setattr(mongomock.Collection, "bulk_write", unacknowledged)
     with pytest.raises(StoreUnavailableError, match="waiting for replication timed out"):
-        mongo.insert_turns([turn(0, "hello"), turn(1, "there")], "r")
+        mongo.add_turns([turn(0, "hello"), turn(1, "there")], "r")
 
 
 def test_a_turn_over_16_mib_is_one_reject_and_the_batch_goes_in(mongo) -> None:
     huge = "x" * (17 * 1024 * 1024)
-    result = mongo.insert_turns([turn(0, "hello"), turn(1, huge), turn(2, "bye")], "r")
+    result = mongo.add_turns([turn(0, "hello"), turn(1, huge), turn(2, "bye")], "r")
     assert result.inserted == 2
     [reject] = result.conflicts
     assert reject.line == 2

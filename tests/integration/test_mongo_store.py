@@ -14,14 +14,19 @@ from mempipe.adapters.store.mongo.factory import open_mongo_store
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.memory import SemanticMemory
-from mempipe.schemas.search import ReadFilter
+from mempipe.schemas.search import Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.turn import SourceLocation, Turn
 from tests.fakes import atlas
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MODEL = "hashing-4"
+DONE = ExtractionState(handler="semantic", status=ExtractionStatus.DONE, attempts=1)
+
+
+def near(vector: list[float]) -> Near:
+    return Near(vector=vector, model_id=MODEL)
 
 
 @pytest.fixture
@@ -74,7 +79,7 @@ def fill(store, records) -> None:
 def test_the_k_nearest_are_the_k_nearest_in_scope(store, sent) -> None:
     others = [vectored(n, "other", f"refund {n}", [1.0, 0.0, 0.0, 0.01 * n]) for n in range(20)]
     fill(store, [*others, vectored(99, "me", "refund mine", [0.0, 1.0, 0.0, 0.0])])
-    hits = store.search_vector("semantic", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="me"), 1)
+    hits = store.search_vector("semantic", near([1.0, 0.0, 0.0, 0.0]), ReadFilter(user_id="me"), 1)
     assert [h.id for h in hits] == ["m99"]
     stage = sent[-1][0]["$vectorSearch"]
     assert stage["filter"]["user_id"] == {"$eq": "me"}
@@ -91,7 +96,7 @@ def test_hybrid_runs_as_rank_fusion_in_a_server_that_has_it(store, sent) -> None
     )
     store.capabilities = store.capabilities.model_copy(update={"rank_fusion": True})
     hits = store.search_hybrid(
-        "semantic", "refund", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="u"), 5, 20
+        "semantic", "refund", near([1.0, 0.0, 0.0, 0.0]), ReadFilter(user_id="u"), 5, 20
     )
     assert "$rankFusion" in sent[-1][0]
     assert {h.id for h in hits} == {"m1", "m2"}, "one found by vector only, one by text only"
@@ -101,7 +106,7 @@ def test_hybrid_fuses_here_where_the_server_has_no_rank_fusion(store, sent) -> N
     fill(store, [vectored(1, "u", "refund policy", [1.0, 0.0, 0.0, 0.0])])
     assert not store.capabilities.rank_fusion, "mongomock reports a 5.0 server"
     hits = store.search_hybrid(
-        "semantic", "refund", [1.0, 0.0, 0.0, 0.0], MODEL, ReadFilter(user_id="u"), 5, 20
+        "semantic", "refund", near([1.0, 0.0, 0.0, 0.0]), ReadFilter(user_id="u"), 5, 20
     )
     assert [h.id for h in hits] == ["m1"]
     assert [next(iter(p[0])) for p in sent[-2:]] == ["$search", "$vectorSearch"]
@@ -134,7 +139,7 @@ def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
         lambda: store.supersede_memory("semantic", "m1"),
         lambda: store.add_memory("semantic", memory(3, "u", "home airport LIS"), None),
         lambda: store.reinforce_memory("semantic", "m2", "snap"),
-        lambda: store.insert_audit([row]),
+        lambda: store.add_audit([row]),
     ]
     with pytest.raises(RuntimeError, match="crash"):
         crash_after(store, steps)
@@ -150,9 +155,7 @@ def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
         {"_id": "s1", "extraction": {"semantic": {"status": "pending", "attempts": 0}}}
     )
     with pytest.raises(RuntimeError, match="crash"):
-        crash_after(
-            store, [lambda: store.set_extraction_state("s1", "semantic", ExtractionStatus.DONE, 1)]
-        )
+        crash_after(store, [lambda: store.set_extraction_state("s1", DONE)])
     state = store.db["snapshots"].find_one({"_id": "s1"})["extraction"]["semantic"]
     assert state["status"] == "pending"
 
@@ -219,7 +222,7 @@ def test_a_write_error_other_than_a_duplicate_comes_back_as_a_reject(store, monk
         )
         for n in range(3)
     ]
-    store.insert_turns(turns[:1], "r")
+    store.add_turns(turns[:1], "r")
     original = mongomock.Collection.bulk_write
 
     def refuses_the_third(self, requests, **kwargs):
@@ -233,7 +236,7 @@ def test_a_write_error_other_than_a_duplicate_comes_back_as_a_reject(store, monk
         raise AssertionError(f"the first turn is a duplicate: {result}")
 
     monkeypatch.setattr(mongomock.Collection, "bulk_write", refuses_the_third)
-    result = store.insert_turns(turns, "r")
+    result = store.add_turns(turns, "r")
     assert (result.inserted, result.duplicates) == (1, 1)
     (reject,) = result.conflicts
     assert (reject.path, reject.line) == ("a.jsonl", 3)

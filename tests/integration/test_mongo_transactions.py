@@ -62,25 +62,25 @@ def test_a_snapshot_already_stored_does_not_abort_the_transaction_that_promotes_
     """Two promotions racing, or one interrupted: a snapshot is stored, its turns are not yet
     marked. Saving it again must mark them, not die on a duplicate key that aborted the
     transaction (and then on NoSuchTransaction, on every retry)."""
-    replica_set.insert_turns(turns(3, 4), "r")
+    replica_set.add_turns(turns(3, 4), "r")
     cut = snapshots_of(replica_set)
     assert len(cut) == 3
     replica_set.db["snapshots"].insert_one(
         {**documents.snapshot_document(cut[1], T0), "_id": cut[1].snapshot_id}
     )
-    created = replica_set.save_snapshots(cut)
+    created = replica_set.add_snapshots(cut)
     assert created == {cut[0].snapshot_id, cut[2].snapshot_id}
     assert replica_set.count_unpromoted_turns() == 0
     assert replica_set.db["snapshots"].count_documents({}) == 3
 
 
 def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(replica_set) -> None:
-    replica_set.insert_turns(turns(400, 3), "r")
+    replica_set.add_turns(turns(400, 3), "r")
     cut = snapshots_of(replica_set)
     assert len(cut) == 400, "1,600 documents: more than one transaction may write"
     client = replica_set._client
     client.largest_transaction = 0
-    assert len(replica_set.save_snapshots(cut)) == 400
+    assert len(replica_set.add_snapshots(cut)) == 400
     assert replica_set.count_unpromoted_turns() == 0
     assert 0 < client.largest_transaction <= transactions.MAX_WRITES
 
@@ -130,9 +130,9 @@ def stamps(store: MongoStore) -> dict[tuple[bool, str | None], int]:
 def test_a_switch_over_50000_records_runs_in_small_transactions_and_resumes_after_a_crash(
     replica_set, monkeypatch
 ) -> None:
-    from mempipe.adapters.store.mongo import embeddings
+    from mempipe.adapters.store.mongo import registry
 
-    monkeypatch.setattr(embeddings, "STAMP_BATCH", 5_000)
+    monkeypatch.setattr(registry, "STAMP_BATCH", 5_000)
     loaded(replica_set)
     client = replica_set._client
     client.largest_transaction = 0

@@ -14,9 +14,9 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.domain.liveness import this_process
-from mempipe.flows.backfill import backfill
-from mempipe.flows.replay import replay
-from mempipe.flows.report import audit_report
+from mempipe.flows.backfill import backfill_flow
+from mempipe.flows.replay import replay_flow
+from mempipe.flows.report import audit_report_flow
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.audit import scan_audit
@@ -35,7 +35,7 @@ def config(tmp_path: Path, enabled: str = "[semantic, episodic, procedural, taxo
 
 
 def load_sample(store_url: str, cfg: str, tmp_path: Path) -> None:
-    backfill(
+    backfill_flow(
         paths=[str(SAMPLE)],
         user_id="maya",
         store=store_url,
@@ -50,7 +50,7 @@ def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
     cfg = config(tmp_path)
     load_sample(store_url, cfg, tmp_path)
     audit_dir = tmp_path / "audit"
-    summary = replay(store=store_url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
+    summary = replay_flow(store=store_url, config=cfg, audit_dir=str(audit_dir), concurrency=2)
     assert (summary.extractions, summary.done) == (24, 24)
     assert (summary.added, summary.updated, summary.reinforced) == (8, 2, 1)
     frame = scan_audit(audit_dir).collect()
@@ -64,21 +64,23 @@ def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
     store.close()
     assert all(p.parent.name.startswith("day=") for p in audit_dir.rglob("*.parquet"))
 
-    report = audit_report(run_id=summary.run_id, out=str(audit_dir), store=store_url, config=cfg)
+    report = audit_report_flow(
+        run_id=summary.run_id, out=str(audit_dir), store=store_url, config=cfg
+    )
     assert report.rows == 11
     counts = {(a.memory_type, a.action): a.count for a in report.actions}
     assert counts[("semantic", "UPDATE")] == 2
     assert report.failures == {"environmental": 0, "content": 0}
     assert scan_audit(audit_dir).collect().height == 11, "exporting again duplicates nothing"
 
-    again = replay(store=store_url, config=cfg, audit_dir=str(audit_dir))
+    again = replay_flow(store=store_url, config=cfg, audit_dir=str(audit_dir))
     assert again.extractions == 0
 
 
 def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -> None:
     cfg = config(tmp_path, enabled="[semantic]")
     load_sample(store_url, cfg, tmp_path)
-    summary = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    summary = replay_flow(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
     assert summary.extractions == 6
     store = open_store(store_url)
     stats = store.stats()
@@ -112,7 +114,7 @@ def test_an_owner_another_live_replay_holds_is_waited_for_then_replayed(
     release = threading.Timer(3.0, store.finish_run, ("elsewhere", RunStatus.COMPLETED, {}))
     release.start()
     started = time.monotonic()
-    done = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    done = replay_flow(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
     release.join()
     store.close()
     assert time.monotonic() - started >= 3.0, "it waited for the live holder"
@@ -138,7 +140,7 @@ def test_an_owner_held_by_a_run_whose_process_is_gone_is_taken_at_once(
         )
     )
     assert store.acquire_lease(the_owner(store), "killed", timedelta(hours=1)) is None
-    done = replay(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
+    done = replay_flow(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
     killed = store.get_run("killed")
     store.close()
     assert done.done == 24

@@ -9,13 +9,13 @@ import pytest
 from prefect import flow
 
 from mempipe.adapters.store import open_store
-from mempipe.flows.backfill import backfill
-from mempipe.flows.reembed import reembed
-from mempipe.flows.replay import replay
+from mempipe.flows.backfill import backfill_flow
+from mempipe.flows.reembed import reembed_flow
+from mempipe.flows.replay import replay_flow
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.tasks.replay import replay_bucket, select_work
+from mempipe.tasks.replay import replay_bucket, select_extraction_work
 from tests.helpers import audit_actions
 
 pytestmark = pytest.mark.prefect
@@ -30,10 +30,12 @@ def replayed(tmp_path: Path, name: str, **runner) -> tuple[str, Path]:
         "memory:\n  extraction:\n    enabled: [semantic, episodic, procedural, taxonomic]\n"
         "  embedding:\n    model: hashing-128\n"
     )
-    backfill(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
-    backfill(paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg))
+    backfill_flow(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
+    backfill_flow(
+        paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg)
+    )
     audit = tmp_path / f"audit-{name}"
-    summary = replay(store=url, config=str(cfg), audit_dir=str(audit), concurrency=2, **runner)
+    summary = replay_flow(store=url, config=str(cfg), audit_dir=str(audit), concurrency=2, **runner)
     assert summary.done == summary.extractions == 48
     return url, audit
 
@@ -56,8 +58,8 @@ def test_replay_and_reembed_on_dask_match_the_default_runner(prefect_server, tmp
     assert memories(dask) == memories(threads)
     assert audit_actions(dask_audit) == audit_actions(thread_audit)
 
-    on_threads = reembed(model="hashing-64", store=threads, partitions=3)
-    on_dask = reembed(model="hashing-64", store=dask, partitions=3, task_runner="dask")
+    on_threads = reembed_flow(model="hashing-64", store=threads, partitions=3)
+    on_dask = reembed_flow(model="hashing-64", store=dask, partitions=3, task_runner="dask")
     assert on_dask.switched
     assert on_threads.switched
     assert [(r.collection, r.records, r.vectors) for r in on_dask.collections] == [
@@ -71,7 +73,7 @@ def duplicated_partitions(url: str, run_id: str) -> None:
     """Every partition of a replay submitted twice at once, as a retried or duplicated task
     would run it."""
     settings = ReplaySettings(embedding_model="hashing-128")
-    parts = select_work(url, SnapshotSelection(), HANDLERS, False, 2)
+    parts = select_extraction_work(url, SnapshotSelection(), HANDLERS, False, 2)
     twice = [
         {
             "store_url": url,
@@ -92,8 +94,10 @@ def test_a_duplicated_partition_changes_nothing(prefect_server, tmp_path) -> Non
     once, _ = replayed(tmp_path, "once")
     url = f"sqlite:///{tmp_path / 'twice.db'}"
     cfg = tmp_path / "project-config.yaml"
-    backfill(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
-    backfill(paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg))
+    backfill_flow(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
+    backfill_flow(
+        paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg)
+    )
     duplicated_partitions(url, "dup")
     assert memories(url) == memories(once)
     store = open_store(url)

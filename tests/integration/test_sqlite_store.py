@@ -52,16 +52,16 @@ def test_the_store_runs_in_wal_mode_with_sqlite_vec_and_fts5(store) -> None:
 
 def test_inserting_the_same_turns_twice_adds_nothing_and_counts_the_skips(store) -> None:
     batch = [make_turn(i) for i in range(5)]
-    first = store.insert_turns(batch, run_id="r1")
-    again = store.insert_turns(batch, run_id="r2")
+    first = store.add_turns(batch, run_id="r1")
+    again = store.add_turns(batch, run_id="r2")
     assert (first.inserted, first.duplicates) == (5, 0)
     assert (again.inserted, again.duplicates, again.conflicts) == (0, 5, [])
     assert store.stats().turns == 5
 
 
 def test_a_stored_key_with_other_content_is_a_conflict_not_a_duplicate(store) -> None:
-    store.insert_turns([make_turn(0), make_turn(1)], run_id="r1")
-    result = store.insert_turns([make_turn(0), make_turn(1, content="changed")], run_id="r2")
+    store.add_turns([make_turn(0), make_turn(1)], run_id="r1")
+    result = store.add_turns([make_turn(0), make_turn(1, content="changed")], run_id="r2")
     assert (result.inserted, result.duplicates) == (0, 1)
     (conflict,) = result.conflicts
     assert conflict.line == 2
@@ -70,13 +70,13 @@ def test_a_stored_key_with_other_content_is_a_conflict_not_a_duplicate(store) ->
 
 
 def test_two_records_with_one_key_in_one_batch_keep_the_first(store) -> None:
-    result = store.insert_turns([make_turn(0), make_turn(0, content="other")], run_id="r")
+    result = store.add_turns([make_turn(0), make_turn(0, content="other")], run_id="r")
     assert result.inserted == 1
     assert len(result.conflicts) == 1
 
 
 def test_inserted_turns_are_searchable_through_fts5(store) -> None:
-    store.insert_turns([make_turn(0, content="penicillin allergy")], run_id="r")
+    store.add_turns([make_turn(0, content="penicillin allergy")], run_id="r")
     rows = store._conn.execute(
         "SELECT t.content FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
         "WHERE turns_fts MATCH 'penicillin'"
@@ -87,12 +87,12 @@ def test_inserted_turns_are_searchable_through_fts5(store) -> None:
 def test_a_batch_lands_whole_or_not_at_all(store, monkeypatch) -> None:
     monkeypatch.setattr(sql, "SYNC_TURNS_FTS", "INSERT INTO no_such_table VALUES (?)")
     with pytest.raises(StoreError):
-        store.insert_turns([make_turn(i) for i in range(3)], run_id="r")
+        store.add_turns([make_turn(i) for i in range(3)], run_id="r")
     assert store.stats().turns == 0
 
 
 def test_readers_see_the_last_committed_state_while_a_writer_is_open(store_url, store) -> None:
-    store.insert_turns([make_turn(0)], run_id="r")
+    store.add_turns([make_turn(0)], run_id="r")
     reader = open_store(store_url)
     writer = apsw.Connection(store_url.removeprefix("sqlite:///"))
     writer.execute("BEGIN IMMEDIATE")

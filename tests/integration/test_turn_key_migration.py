@@ -30,7 +30,7 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         assert old.applied_migrations()[-1] == LAST_OLD
         old.load_declarations()
         maya = [turn(seq, "1", f"maya says lisbon {seq}", user="maya") for seq in range(4)]
-        assert old.insert_turns(maya, "r").inserted == 4
+        assert old.add_turns(maya, "r").inserted == 4
         promote_sessions(old, PromotionLimits(), ["semantic"], run_id="r")
         embed_collection(
             old, "stm", HashingEmbedder(16), run_id="r", batch_size=10, state="serving"
@@ -47,8 +47,8 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         assert migrated._rows("SELECT id FROM snapshots") == snapshots
         assert migrated._rows("PRAGMA foreign_key_check") == []
         bob = [turn(seq, "1", f"bob says oslo {seq}", user="bob") for seq in range(2)]
-        assert migrated.insert_turns(bob, "r").inserted == 2
-        assert migrated.insert_turns(bob, "r").duplicates == 2
+        assert migrated.add_turns(bob, "r").inserted == 2
+        assert migrated.add_turns(bob, "r").duplicates == 2
         scope = ReadFilter(user_id="maya")
         for mode in (SearchMode.TEXT, SearchMode.SEMANTIC):
             hits = search(migrated, lambda _: EMBEDDER, "lisbon", "stm", mode, scope, 5)

@@ -18,9 +18,9 @@ from prefect.client.schemas.filters import (
 )
 from prefect.logging.handlers import APILogHandler
 
-from mempipe.flows.backfill import backfill
-from mempipe.flows.reembed import reembed
-from mempipe.flows.replay import replay
+from mempipe.flows.backfill import backfill_flow
+from mempipe.flows.reembed import reembed_flow
+from mempipe.flows.replay import replay_flow
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
@@ -48,8 +48,8 @@ def test_replay_and_reembed_runs_show_progress_counts_and_what_was_done(
 ) -> None:
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
-    backfill(paths=[str(SAMPLE)], user_id="maya", store=store_url, config=str(config))
-    summary = replay(store=store_url, config=str(config), audit_dir=str(tmp_path / "audit"))
+    backfill_flow(paths=[str(SAMPLE)], user_id="maya", store=store_url, config=str(config))
+    summary = replay_flow(store=store_url, config=str(config), audit_dir=str(tmp_path / "audit"))
     artifacts, logs = seen(summary.run_id)
     progress = [a for a in artifacts if a.type == "progress"]
     assert progress
@@ -58,7 +58,7 @@ def test_replay_and_reembed_runs_show_progress_counts_and_what_was_done(
     assert json.loads(table.data)[0]["extractions"] == summary.extractions == 24
     assert any("extractions done, 0 failed, 0 done by another replay meanwhile" in m for m in logs)
 
-    moved = reembed(model="hashing-32", store=store_url, config=str(config), gate=None)
+    moved = reembed_flow(model="hashing-32", store=store_url, config=str(config), gate=None)
     artifacts, logs = seen(moved.run_id)
     assert {"progress", "table"} <= {a.type for a in artifacts}
     (table,) = [a for a in artifacts if a.type == "table"]

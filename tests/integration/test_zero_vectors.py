@@ -13,7 +13,7 @@ from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.vectors import vector_problem
 from mempipe.schemas.memory import SemanticMemory
-from mempipe.schemas.search import ReadFilter, SearchMode
+from mempipe.schemas.search import Near, ReadFilter, SearchMode
 from mempipe.schemas.turn import Turn
 from mempipe.services.embedding import embed_texts
 from mempipe.services.reembed import embed_collection
@@ -61,7 +61,7 @@ def turn(seq: int, content: str) -> Turn:
 def test_a_turn_whose_embedding_is_all_zeros_is_kept_without_a_vector_and_every_mode_answers(
     store,
 ) -> None:
-    store.insert_turns(
+    store.add_turns(
         [turn(0, "my flight to Lisbon leaves at noon"), turn(1, ZERO_WIDTH), turn(2, "hello")],
         run_id="r",
     )
@@ -131,6 +131,10 @@ def test_memory_candidates_never_carry_a_null_similarity(store, bad) -> None:
     )
     scope = scope_of("acme", "support", "maya", None, Visibility.PRIVATE)
     found = store.memory_candidates(
-        "semantic", scope, None, EMBEDDER.embed(["x y"])[0], EMBEDDER.model_id, 5
+        "semantic",
+        scope,
+        None,
+        Near(vector=EMBEDDER.embed(["x y"])[0], model_id=EMBEDDER.model_id),
+        5,
     )
     assert all(c.similarity is not None and math.isfinite(c.similarity) for c in found)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 Vector = list[float]
 
 
+@runtime_checkable
 class Embedder(Protocol):
     """Turns texts into unit vectors of a fixed dimension.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +21,7 @@ class ExtractorCapabilities(BaseModel):
     judge: bool = False
 
 
+@runtime_checkable
 class Extractor(Protocol):
     """Looks for one kind of knowledge in a snapshot. Raises mempipe errors marked environmental
     (retryable) or content-determined (terminal); never returns an empty list for a failure."""

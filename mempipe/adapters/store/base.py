@@ -1,4 +1,6 @@
-"""The store port: what flows and tasks need of a memory store, whatever the backend."""
+"""The store port, by role: each service takes the narrowest role it needs, and a backend
+implements them all (:class:`Store`, their union). The twin backends file each role in a module
+of the same name (``sqlite/turns.py`` and ``mongo/turns.py``, ...)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import BaseModel, ConfigDict
 
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
@@ -18,11 +18,10 @@ from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus
 from mempipe.schemas.memory import MemoryRecord
-from mempipe.schemas.reject import Reject
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.search import Hit, ReadFilter
+from mempipe.schemas.search import Hit, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.snapshot import ExtractionStatus, Snapshot
+from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.turn import Turn
@@ -32,44 +31,10 @@ if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
 
-def turn_reject(turn: Turn, reason: str) -> Reject:
-    """A turn a store refused, with where it was read from, for the rejects file."""
-    return Reject(
-        **turn.source.model_dump(), reason=reason, raw=turn.model_dump_json(exclude={"source"})
-    )
+class Turns(Protocol):
+    """Short-term memory: turns, written once per key, and the snapshots promoted from them."""
 
-
-def conflict_reject(turn: Turn, path: str, line: int | None, index: int | None) -> Reject:
-    """A turn whose key is stored with other content (read from ``path`` at ``line`` or
-    ``index``): a reject, never a silent duplicate."""
-    where = f"{path}:{line}" if line is not None else f"{path}[{index}]"
-    return turn_reject(
-        turn,
-        f"conflict: turn {turn.turn_seq} of session {turn.session_id!r} is already stored with "
-        f"different content (from {where})",
-    )
-
-
-class StoreCapabilities(BaseModel):
-    """What a backend can do, declared so callers never inspect the adapter's class."""
-
-    model_config = ConfigDict(frozen=True)
-
-    transactions: bool
-    vector_search: bool
-    text_search: bool
-    rank_fusion: bool = False
-
-
-class Store(Protocol):
-    url: str
-    capabilities: StoreCapabilities
-
-    def applied_migrations(self) -> list[str]: ...
-
-    def apply_migration(self, migration: Migration) -> None: ...
-
-    def insert_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
+    def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
         """Insert a batch in one transaction; existing keys are skipped, never overwritten."""
         ...
 
@@ -79,21 +44,181 @@ class Store(Protocol):
         """Turns without a snapshot, ordered by (org, project, session, turn_seq), paged."""
         ...
 
-    def save_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
+    def add_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
         """Insert snapshots and mark their turns promoted, atomically; returns the ids of those
         that were new (an id already stored is left as it is)."""
         ...
 
-    def write_transaction(self) -> AbstractContextManager[None]:
-        """A transaction that holds the write lock from its start (reads inside it see no
-        concurrent writer): reconciliation runs inside one."""
-        ...
+
+class WorkQueue(Protocol):
+    """Snapshots as extraction work: what is runnable, what a snapshot holds, each
+    (snapshot, handler)'s state."""
 
     def extraction_work(
         self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
     ) -> list[WorkItem]:
         """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``."""
         ...
+
+    def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
+
+    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each snapshot's conversation happened (its first turn's time, else when it was
+        cut); snapshots without a time are left out."""
+        ...
+
+    def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]: ...
+
+    def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None: ...
+
+    def set_extraction_state(self, snapshot_id: str, state: ExtractionState) -> None: ...
+
+
+class Memories(Protocol):
+    """Long-term memories and their reconciliation: candidates, new versions, reinforcements;
+    written inside one write transaction per extraction."""
+
+    def write_transaction(self) -> AbstractContextManager[None]:
+        """A transaction that holds the write lock from its start (reads inside it see no
+        concurrent writer): reconciliation runs inside one."""
+        ...
+
+    def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
+
+    def memory_candidates(
+        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+    ) -> list[Candidate]:
+        """Active records of the type in exactly this scope: by key, and by nearest vector."""
+        ...
+
+    def add_memory(
+        self, memory_type: str, record: MemoryRecord, vector: list[float] | None
+    ) -> None: ...
+
+    def supersede_memory(self, memory_type: str, memory_id: str) -> int: ...
+
+    def reinforce_memory(self, memory_type: str, memory_id: str, snapshot_id: str) -> int: ...
+
+    def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None: ...
+
+
+class AuditLog(Protocol):
+    """What runs did: every ADD / UPDATE / REINFORCE, and every recorded failure."""
+
+    def add_audit(self, rows: Sequence[AuditRow]) -> None: ...
+
+    def audit_rows(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> Iterator[AuditRow]: ...
+
+    def add_failure(self, failure: Failure) -> None: ...
+
+    def failure_counts(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> dict[str, int]: ...
+
+
+class Vectors(Protocol):
+    """Vectors beside the records, one set per (collection, model)."""
+
+    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+        """Create (or find) the vector table of (collection, model), in ``state`` if new."""
+        ...
+
+    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]: ...
+
+    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
+        """The lowest and highest record id of a collection; None when it is empty."""
+        ...
+
+    def records_missing_vectors(
+        self, collection: str, model_id: str, after_id: int, limit: int, until_id: int | None = None
+    ) -> list[tuple[int, str]]:
+        """(id, text) of records after ``after_id`` (up to ``until_id``) without a vector
+        of ``model_id``, in id order."""
+        ...
+
+    def set_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> int: ...
+
+    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]: ...
+
+
+class Registry(Protocol):
+    """Which model serves each collection, and the blue/green moves between models (the rules:
+    :mod:`mempipe.domain.blue_green`)."""
+
+    def registry(self) -> list[RegistryEntry]: ...
+
+    def active_embedding(self, collection: str) -> tuple[str, int] | None:
+        """The active (model id, dimensions) of a collection, None before its first vector."""
+        ...
+
+    def serving_model(self, collection: str) -> str | None: ...
+
+    def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
+        """Return once searches with ``model_id`` see every collection's records (a search
+        engine that builds and syncs indexes asynchronously is waited for; bounded)."""
+        ...
+
+    def switch_models(self, collections: Sequence[str], model_id: str) -> None: ...
+
+    def rollback_models(self, collections: Sequence[str]) -> list[str]: ...
+
+    def finalize_models(self, collections: Sequence[str]) -> list[str]: ...
+
+
+class Search(Protocol):
+    """Reads of turns and memories by text, by vector, and both fused."""
+
+    def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]: ...
+
+    def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]: ...
+
+    def search_hybrid(
+        self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int
+    ) -> list[Hit]:
+        """Text and vector rankings (``pool`` deep each) fused by reciprocal rank; without a
+        vector, the text ranking alone."""
+        ...
+
+
+class IndexAdmin(Protocol):
+    """Text and vector indexes, checked against the declarations and rebuilt."""
+
+    def index_status(self) -> list[IndexStatus]: ...
+
+    def rebuild_indexes(self, force: bool) -> list[IndexStatus]: ...
+
+
+class RunLog(Protocol):
+    """Runs: their parameters, process, outcome and checkpoints."""
+
+    def start_run(self, run: RunRecord) -> None: ...
+
+    def finish_run(
+        self, run_id: str, status: RunStatus, counts: dict[str, int], error: str | None = None
+    ) -> None:
+        """Record the outcome; the run's leases end with it."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]: ...
+
+    def set_checkpoint(self, run_id: str, name: str, value: Any) -> None:
+        """Record how far a run got under ``name``, so that a crashed run can be resumed."""
+        ...
+
+    def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
+        """The ``name`` checkpoint of the flow's latest run other than ``run_id``, when that run
+        did not complete (it crashed or failed); None otherwise."""
+        ...
+
+
+class Leases(Protocol):
+    """Named locks held by live runs, and the heartbeats that keep them."""
 
     def acquire_lease(self, name: str, run_id: str, lease: timedelta) -> str | None:
         """Take the named lease for ``run_id`` (or renew it); None when taken, else the run
@@ -111,127 +236,11 @@ class Store(Protocol):
 
     def lease_holders(self) -> dict[str, str]: ...
 
-    def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]: ...
 
-    def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
+class Schema(Protocol):
+    """The store itself: its place, migrations, write-once declarations and figures."""
 
-    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
-        """When each snapshot's conversation happened (its first turn's time, else when it was
-        cut); snapshots without a time are left out."""
-        ...
-
-    def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]: ...
-
-    def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None: ...
-
-    def set_extraction_state(
-        self,
-        snapshot_id: str,
-        handler: str,
-        status: ExtractionStatus,
-        attempts: int,
-        error: str | None = None,
-    ) -> None: ...
-
-    def record_failure(self, failure: Failure) -> None: ...
-
-    def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
-
-    def memory_candidates(
-        self,
-        memory_type: str,
-        scope: Scope,
-        key: str | None,
-        vector: list[float] | None,
-        model_id: str | None,
-        k: int,
-    ) -> list[Candidate]:
-        """Active records of the type in exactly this scope: by key, and by nearest vector."""
-        ...
-
-    def add_memory(
-        self, memory_type: str, record: MemoryRecord, vector: list[float] | None
-    ) -> None: ...
-
-    def supersede_memory(self, memory_type: str, memory_id: str) -> int: ...
-
-    def reinforce_memory(self, memory_type: str, memory_id: str, snapshot_id: str) -> int: ...
-
-    def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None: ...
-
-    def insert_audit(self, rows: Sequence[AuditRow]) -> None: ...
-
-    def audit_rows(
-        self, run_id: str | None = None, since: str | None = None, until: str | None = None
-    ) -> Iterator[AuditRow]: ...
-
-    def failure_counts(
-        self, run_id: str | None = None, since: str | None = None, until: str | None = None
-    ) -> dict[str, int]: ...
-
-    def active_embedding(self, collection: str) -> tuple[str, int] | None:
-        """The active (model id, dimensions) of a collection, None before its first vector."""
-        ...
-
-    def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]: ...
-
-    def search_vector(
-        self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
-    ) -> list[Hit]: ...
-
-    def search_hybrid(
-        self,
-        source: str,
-        query: str,
-        vector: list[float] | None,
-        model_id: str | None,
-        filters: ReadFilter,
-        k: int,
-        pool: int,
-    ) -> list[Hit]:
-        """Text and vector rankings (``pool`` deep each) fused by reciprocal rank; without a
-        vector, the text ranking alone."""
-        ...
-
-    def registry(self) -> list[RegistryEntry]: ...
-
-    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
-        """Create (or find) the vector table of (collection, model), in ``state`` if new."""
-        ...
-
-    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
-        """The lowest and highest record id of a collection; None when it is empty."""
-        ...
-
-    def records_missing_vectors(
-        self,
-        collection: str,
-        model_id: str,
-        after_rowid: int,
-        limit: int,
-        until_rowid: int | None = None,
-    ) -> list[tuple[int, str]]:
-        """(id, text) of records after ``after_rowid`` (up to ``until_rowid``) without a vector
-        of ``model_id``, in id order."""
-        ...
-
-    def store_vectors(
-        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
-    ) -> int: ...
-
-    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]: ...
-
-    def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
-        """Return once searches with ``model_id`` see every collection's records (a search
-        engine that builds and syncs indexes asynchronously is waited for; bounded)."""
-        ...
-
-    def switch_models(self, collections: Sequence[str], model_id: str) -> None: ...
-
-    def rollback_models(self, collections: Sequence[str]) -> list[str]: ...
-
-    def finalize_models(self, collections: Sequence[str]) -> list[str]: ...
-
+    url: str
     partition_keys: tuple[str, ...]
     custom_types: tuple[str, ...]
 
@@ -241,31 +250,27 @@ class Store(Protocol):
         self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
     ) -> list[tuple[str, str]]: ...
 
-    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]: ...
+    def applied_migrations(self) -> list[str]: ...
 
-    def index_status(self) -> list[IndexStatus]: ...
-
-    def rebuild_indexes(self, force: bool) -> list[IndexStatus]: ...
-
-    def start_run(self, run: RunRecord) -> None: ...
-
-    def finish_run(
-        self, run_id: str, status: RunStatus, counts: dict[str, int], error: str | None = None
-    ) -> None:
-        """Record the outcome; the run's leases end with it."""
-        ...
-
-    def get_run(self, run_id: str) -> RunRecord | None: ...
-
-    def save_checkpoint(self, run_id: str, name: str, value: Any) -> None:
-        """Record how far a run got under ``name``, so that a crashed run can be resumed."""
-        ...
-
-    def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
-        """The ``name`` checkpoint of the flow's latest run other than ``run_id``, when that run
-        did not complete (it crashed or failed); None otherwise."""
-        ...
+    def apply_migration(self, migration: Migration) -> None: ...
 
     def stats(self) -> StoreStats: ...
 
     def close(self) -> None: ...
+
+
+class Store(
+    Turns,
+    WorkQueue,
+    Memories,
+    AuditLog,
+    Vectors,
+    Registry,
+    Search,
+    IndexAdmin,
+    RunLog,
+    Leases,
+    Schema,
+    Protocol,
+):
+    """Every role: what a backend implements, and what jobs that move whole stores take."""

@@ -18,7 +18,7 @@ import orjson
 import pyarrow.parquet as pq
 
 from mempipe.archives.drafts import Draft, Location, location
-from mempipe.schemas.archive import TURN_FIELDS
+from mempipe.schemas.turn import TURN_FIELDS
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "session_id": ("conversation_id", "thread_id", "session", "conversation"),

@@ -12,8 +12,9 @@ from typing import Any
 from mempipe.archives.drafts import Draft, reject
 from mempipe.archives.formats.conversation import record_source
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import TURN_FIELDS, ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
+from mempipe.schemas.turn import TURN_FIELDS
 
 _KNOWN = frozenset(TURN_FIELDS)
 

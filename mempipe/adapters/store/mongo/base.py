@@ -1,39 +1,69 @@
-"""What the MongoDB store's parts share: the database, the session of the current write
-transaction, the undo journal used where transactions are not available, and error
-translation."""
+"""What every role of the MongoDB store shares: the database, the session of the current write
+transaction, the undo journal used where transactions are not available, and error translation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict
 from pymongo import ReturnDocument
 from pymongo.client_session import ClientSession
 from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import PyMongoError
 
-from mempipe.adapters.store.base import StoreCapabilities
 from mempipe.adapters.store.mongo.configuration import MongoConfig
 from mempipe.adapters.store.mongo.documents import collection_name
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
 from mempipe.errors import StoreError
-from mempipe.schemas.embedding import RegistryEntry
 
 REGISTRY = "embedding_registry"
+TRANSACTION_BUDGET = 500
+"""Documents one transaction may write: MongoDB aborts a transaction after 60 s by default and
+advises modifying well under 1,000 documents in one ("Production considerations",
+transactionLifetimeLimitSeconds); large jobs are cut into chunks of this size."""
+T = TypeVar("T")
 
 
 def now() -> datetime:
     return datetime.now(UTC)
 
 
+def budgeted(items: Sequence[T], cost: Callable[[T], int], budget: int) -> Iterator[list[T]]:
+    """``items`` in order, cut into chunks whose costs add up to at most ``budget`` (a single
+    item over it is a chunk of its own)."""
+    chunk: list[T] = []
+    spent = 0
+    for item in items:
+        price = cost(item)
+        if chunk and spent + price > budget:
+            yield chunk
+            chunk, spent = [], 0
+        chunk.append(item)
+        spent += price
+    if chunk:
+        yield chunk
+
+
+class MongoCapabilities(BaseModel):
+    """What the connected deployment offers, detected once at connect time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    transactions: bool
+    rank_fusion: bool = False
+
+
 class MongoParts:
+    """Mixed into :class:`MongoStore` under each role; holds its database."""
+
     url: str
     config: MongoConfig
-    capabilities: StoreCapabilities
+    capabilities: MongoCapabilities
     db: Database
     search_indexes: SearchIndexes
     partition_keys: tuple[str, ...] = ()
@@ -77,26 +107,3 @@ class MongoParts:
         if entry is None:
             raise StoreError(f"{collection}: no vector index for {model_id}")
         return entry
-
-    def registry(self) -> list[RegistryEntry]:
-        with self._errors("registry"):
-            entries = list(self.db[REGISTRY].find().sort([("collection", 1), ("created_at", 1)]))
-        return [
-            RegistryEntry(
-                collection=e["collection"],
-                model_id=e["model_id"],
-                dimensions=e["dimensions"],
-                state=e["state"],
-                vector_table=e["vector_table"],
-            )
-            for e in entries
-        ]
-
-    def active_embedding(self, collection: str) -> tuple[str, int] | None:
-        """The serving model; while a switch is in flight (two marked serving for an instant
-        on a deployment without transactions) the newer one."""
-        with self._errors("registry"):
-            entry = self.db[REGISTRY].find_one(
-                {"collection": collection, "state": "serving"}, sort=[("serving_since", -1)]
-            )
-        return None if entry is None else (entry["model_id"], entry["dimensions"])

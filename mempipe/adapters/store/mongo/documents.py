@@ -20,7 +20,7 @@ from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
 from mempipe.schemas.search import STM, Hit, ReadFilter, collection_of
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import Snapshot
-from mempipe.schemas.turn import Turn
+from mempipe.schemas.turn import TURN_KEY, Turn
 
 TURNS = "turns"
 IDENTITY_FIELDS = SESSION_IDENTITY_FIELDS
@@ -94,10 +94,6 @@ def stamp_from_document(d: dict[str, Any]) -> TurnStamp:
 def bson_size(document: dict[str, Any]) -> int:
     """Bytes the document takes as BSON (what the 16 MiB limit counts)."""
     return len(bson.encode(document))
-
-
-TURN_KEY = ("org_id", "project_id", "user_id", "session_id", "turn_seq")
-"""A turn's identity: two users may reuse a session id; a missing user is one of its own."""
 
 
 def after_key(key: tuple[Any, ...]) -> dict[str, Any]:

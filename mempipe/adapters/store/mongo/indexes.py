@@ -1,17 +1,14 @@
-"""The MongoDB store's declarations and search-index lifecycle: declared versus actual
-definitions (dimensions, similarity, filter fields including the declared partition keys),
-creation of what is absent and updates of what drifted, only when asked, each waited for until
-queryable."""
+"""The MongoDB store's index-admin role: write-once declarations, and the search indexes checked
+against them and rebuilt."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mempipe.adapters.store.mongo import pipelines
 from mempipe.adapters.store.mongo.base import MongoParts, now
-from mempipe.domain.declarations import check_declarations, column_for, declared_definitions
-from mempipe.domain.partition_keys import METADATA_PREFIX
+from mempipe.domain.declarations import check_declarations, declared_definitions
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
 from mempipe.schemas.indexes import IndexState, IndexStatus
@@ -41,7 +38,11 @@ def filter_differences(actual: Sequence[str], declared: Sequence[str]) -> list[s
     ]
 
 
-class MongoIndexOps(MongoParts):
+class MongoIndexAdmin(MongoParts):
+    """Declarations and index health."""
+
+    registry: Callable[[], list[RegistryEntry]]
+
     def load_declarations(self) -> None:
         with self._errors("declarations"):
             declared = list(self.db["declarations"].find().sort("name", 1))
@@ -75,19 +76,6 @@ class MongoIndexOps(MongoParts):
                 )
         self.load_declarations()
         return added
-
-    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]:
-        """The filter fields the vector index serves now (from the server's serving definition,
-        not the configuration nor the latest accepted one), named as the search service checks
-        them."""
-        entry = self._entry(collection, model_id)
-        definition = (
-            self.search_indexes.serving(self._collection(collection), entry["vector_table"]) or {}
-        )
-        return tuple(
-            column_for(p.removeprefix(METADATA_PREFIX)) if p.startswith(METADATA_PREFIX) else p
-            for p in pipelines.declared_filters(definition)
-        )
 
     def index_status(self) -> list[IndexStatus]:
         statuses = [self._text_status(c) for c in COLLECTIONS]

@@ -1,9 +1,4 @@
-"""The MongoDB store's run liveness: heartbeats, and leases (named locks) held by live runs.
-
-A lease is one document per name; taking it is one ``find_one_and_update`` with upsert whose
-condition (free, expired, ours, or its run no longer running) holds at the moment of the write:
-when it does not, the upsert collides with the existing ``_id`` and the lease stays its holder's.
-"""
+"""The MongoDB store's leases: heartbeats, and named locks held by live runs."""
 
 from __future__ import annotations
 
@@ -14,12 +9,11 @@ from typing import Any
 from pymongo.errors import DuplicateKeyError
 
 from mempipe.adapters.store.mongo.base import MongoParts, now
-from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.run import RunStatus
 
 
-class MongoLeaseOps(MongoParts):
-    def _run_from_document(self, document: dict[str, Any]) -> RunRecord:
-        raise NotImplementedError
+class MongoLeases(MongoParts):
+    """Named locks that end with their run."""
 
     def acquire_lease(self, name: str, run_id: str, lease: timedelta) -> str | None:
         at = now()
@@ -65,9 +59,3 @@ class MongoLeaseOps(MongoParts):
     def lease_holders(self) -> dict[str, str]:
         with self._errors("leases"):
             return {d["_id"]: d["run_id"] for d in self.db["leases"].find().sort("_id", 1)}
-
-    def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]:
-        query = {"status": RunStatus.RUNNING.value} if running_only else {}
-        with self._errors("runs"):
-            documents = list(self.db["runs"].find(query).sort("started_at", -1).limit(limit))
-        return [self._run_from_document(d) for d in documents]

@@ -1,5 +1,5 @@
-"""The MongoDB store's read path: ``$search``, ``$vectorSearch`` and ``$rankFusion``, each with
-the identity filter inside its stage."""
+"""The MongoDB store's search role: $search text, $vectorSearch vectors and their fusion over turns
+and memories."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.domain.fusion import fuse_hits
 from mempipe.errors import StoreError
-from mempipe.schemas.search import Hit, ReadFilter, collection_of
+from mempipe.schemas.search import Hit, Near, ReadFilter, collection_of
 
 
-class MongoSearchOps(MongoParts):
+class MongoSearch(MongoParts):
+    """Reads for ``mempipe search`` and the recall gate."""
+
     def _run(self, source: str, pipeline: list[dict[str, Any]], vector: bool) -> list[Hit]:
         collection = self._collection(collection_of(source))
         with self._errors(f"search {source}"):
@@ -49,44 +51,39 @@ class MongoSearchOps(MongoParts):
                 "rebuild-indexes --force`, which waits until the new definition serves"
             )
 
-    def search_vector(
-        self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
-    ) -> list[Hit]:
-        entry = self._entry(collection_of(source), model_id)
+    def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
+        entry = self._entry(collection_of(source), near.model_id)
         pipeline = pipelines.vector_search_pipeline(
-            entry["vector_table"], entry["path"], vector, k, documents.source_query(source, filters)
+            entry["vector_table"],
+            entry["path"],
+            near.vector,
+            k,
+            documents.source_query(source, filters),
         )
         return self._run(source, pipeline, vector=True)
 
     def search_hybrid(
-        self,
-        source: str,
-        query: str,
-        vector: list[float] | None,
-        model_id: str | None,
-        filters: ReadFilter,
-        k: int,
-        pool: int,
+        self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int
     ) -> list[Hit]:
         """``$rankFusion`` in the server where it has it (8.1+), otherwise reciprocal rank
         fusion of the text and vector result lists here."""
-        if vector is None or model_id is None:
+        if near is None:
             return fuse_hits(self.search_text(source, query, filters, pool), [], k)
         if not self.capabilities.rank_fusion or not re.search(r"\w", query):
             return fuse_hits(
                 self.search_text(source, query, filters, pool),
-                self.search_vector(source, vector, model_id, filters, pool),
+                self.search_vector(source, near, filters, pool),
                 k,
             )
         self._check_text_filters(source, filters)
         collection = collection_of(source)
-        entry = self._entry(collection, model_id)
+        entry = self._entry(collection, near.model_id)
         pipeline = pipelines.rank_fusion_pipeline(
             collection,
             entry["vector_table"],
             entry["path"],
             query,
-            vector,
+            near.vector,
             k,
             pool,
             documents.source_query(source, filters),

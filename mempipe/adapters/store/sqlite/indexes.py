@@ -1,16 +1,12 @@
-"""The SQLite store's declarations and index lifecycle: declared versus actual definitions
-(dimension, metric, filter columns including the declared partition keys), creation of what is
-absent, and rebuilds of what drifted, only when asked."""
+"""The SQLite store's index-admin role: write-once declarations, and the FTS5 and vector indexes
+checked against them and rebuilt."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import apsw
+from collections.abc import Callable, Sequence
 
 from mempipe.adapters.store.sqlite import memory_sql
-from mempipe.adapters.store.sqlite.exceptions import translate
+from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.domain.declarations import check_declarations, declared_definitions
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
@@ -21,20 +17,15 @@ TEXT_INDEXES = {
     for name in COLLECTIONS
 }
 """collection -> (table, text column, rowid column) of its FTS5 index."""
+
+
 METRIC = "cosine"
 
 
-class SqliteIndexOps:
-    url: str
-    _conn: apsw.Connection
-    partition_keys: tuple[str, ...] = ()
-    custom_types: tuple[str, ...] = ()
+class SqliteIndexAdmin(SqliteParts):
+    """Declarations and index health."""
 
-    def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def registry(self) -> list[RegistryEntry]:
-        raise NotImplementedError
+    registry: Callable[[], list[RegistryEntry]]
 
     def load_declarations(self) -> None:
         if self._rows("SELECT 1 FROM sqlite_master WHERE name = 'declarations'"):
@@ -56,15 +47,12 @@ class SqliteIndexOps:
         declared = declared_definitions(partition_keys, custom_types)
         added = check_declarations(recorded, declared)
         if added:
-            try:
-                with self._conn:
-                    self._conn.executemany(
-                        "INSERT INTO declarations (kind, name, definition, declared_at) "
-                        "VALUES (?, ?, ?, datetime('now'))",
-                        [(kind, name, declared[(kind, name)]) for kind, name in added],
-                    )
-            except apsw.Error as exc:
-                raise translate(exc, self.url) from exc
+            with self._writing():
+                self._conn.executemany(
+                    "INSERT INTO declarations (kind, name, definition, declared_at) "
+                    "VALUES (?, ?, ?, datetime('now'))",
+                    [(kind, name, declared[(kind, name)]) for kind, name in added],
+                )
         self.load_declarations()
         return added
 
@@ -79,11 +67,8 @@ class SqliteIndexOps:
         copied, not re-computed; a dimension drift needs a re-embed and is only reported)."""
         results = []
         for status in self.index_status():
-            try:
-                with self._conn:
-                    results.append(self._repair(status, force))
-            except apsw.Error as exc:
-                raise translate(exc, self.url) from exc
+            with self._writing():
+                results.append(self._repair(status, force))
         return results
 
     def _text_status(self, collection: str) -> IndexStatus:

@@ -1,16 +1,12 @@
-"""The SQLite store's run liveness: heartbeats, and leases (named locks) held by live runs."""
+"""The SQLite store's leases: heartbeats, and named locks held by live runs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import apsw
 
 from mempipe.adapters.store.sqlite import sql
-from mempipe.adapters.store.sqlite.exceptions import translate
-from mempipe.schemas.run import RunRecord
+from mempipe.adapters.store.sqlite.base import SqliteParts
 
 ACQUIRE = (
     "INSERT INTO leases (name, run_id, until, acquired_at) VALUES (?1, ?2, ?3, ?4) "
@@ -24,69 +20,44 @@ ACQUIRE = (
 """Take the lease unless another *running* run holds it and it has not run out."""
 
 
-class SqliteLeaseOps:
-    url: str
-    _conn: apsw.Connection
-
-    def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _run_from_row(self, row: tuple[Any, ...]) -> RunRecord:
-        raise NotImplementedError
+class SqliteLeases(SqliteParts):
+    """Named locks that end with their run."""
 
     def acquire_lease(self, name: str, run_id: str, lease: timedelta) -> str | None:
         now = datetime.now(UTC)
-        try:
-            with self._conn:
-                taken = self._conn.execute(
-                    ACQUIRE, (name, run_id, sql.iso(now + lease), sql.iso(now))
-                ).fetchall()
-                if taken:
-                    return None
-                holder = self._conn.execute(
-                    "SELECT run_id FROM leases WHERE name = ?", (name,)
-                ).fetchall()
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
+        with self._writing():
+            taken = self._conn.execute(
+                ACQUIRE, (name, run_id, sql.iso(now + lease), sql.iso(now))
+            ).fetchall()
+            if taken:
+                return None
+            holder = self._conn.execute(
+                "SELECT run_id FROM leases WHERE name = ?", (name,)
+            ).fetchall()
         return holder[0][0] if holder else None
 
     def release_leases(self, run_id: str, names: Sequence[str] | None = None) -> None:
-        try:
-            with self._conn:
-                if names is None:
-                    self._conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-                else:
-                    self._conn.executemany(
-                        "DELETE FROM leases WHERE run_id = ? AND name = ?",
-                        [(run_id, name) for name in names],
-                    )
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
+        with self._writing():
+            if names is None:
+                self._conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+            else:
+                self._conn.executemany(
+                    "DELETE FROM leases WHERE run_id = ? AND name = ?",
+                    [(run_id, name) for name in names],
+                )
 
     def heartbeat(self, run_id: str, lease: timedelta) -> None:
         now = datetime.now(UTC)
-        try:
-            with self._conn:
-                self._conn.execute(
-                    "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND status = 'running'",
-                    (sql.iso(now), run_id),
-                )
-                self._conn.execute(
-                    "UPDATE leases SET until = ? WHERE run_id = ?",
-                    (sql.iso(now + lease), run_id),
-                )
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
+        with self._writing():
+            self._conn.execute(
+                "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND status = 'running'",
+                (sql.iso(now), run_id),
+            )
+            self._conn.execute(
+                "UPDATE leases SET until = ? WHERE run_id = ?",
+                (sql.iso(now + lease), run_id),
+            )
 
     def lease_holders(self) -> dict[str, str]:
         """Every lease by name, with the run that holds it."""
         return dict(self._rows("SELECT name, run_id FROM leases ORDER BY name"))
-
-    def list_runs(self, *, running_only: bool = False, limit: int = 50) -> list[RunRecord]:
-        where = "WHERE status = 'running'" if running_only else ""
-        return [
-            self._run_from_row(row)
-            for row in self._rows(
-                f"{sql.SELECT_RUNS} {where} ORDER BY started_at DESC LIMIT ?", (limit,)
-            )
-        ]

@@ -1,14 +1,14 @@
-"""The SQLite store's read path: FTS5 and sqlite-vec searches with the identity filter inside."""
+"""The SQLite store's search role: FTS5 text, sqlite-vec vectors and their fusion over turns and
+memories."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from mempipe.adapters.store.sqlite import search_sql
-from mempipe.adapters.store.sqlite.extraction import blob
+from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
-from mempipe.schemas.search import Hit, ReadFilter
+from mempipe.schemas.search import Hit, Near, ReadFilter
 
 
 def _hit(source: str, row: tuple[Any, ...]) -> Hit:
@@ -28,20 +28,8 @@ def _hit(source: str, row: tuple[Any, ...]) -> Hit:
     )
 
 
-class SqliteSearchOps:
-    """A NULL distance (a stored vector without direction, from before vectors were checked at
-    the door) is skipped, never handed to a caller."""
-
-    def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def active_embedding(self, collection: str) -> tuple[str, int] | None:
-        rows = self._rows(
-            "SELECT model_id, dimensions FROM embedding_registry "
-            "WHERE collection = ? AND state = 'serving'",
-            (collection,),
-        )
-        return (rows[0][0], rows[0][1]) if rows else None
+class SqliteSearch(SqliteParts):
+    """Reads for ``mempipe search`` and the recall gate."""
 
     def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
         match = search_sql.fts_query(query)
@@ -50,24 +38,14 @@ class SqliteSearchOps:
         sql, values = search_sql.text_search_sql(source, filters)
         return [_hit(source, row) for row in self._rows(sql, (match, *values, k))]
 
-    def search_vector(
-        self, source: str, vector: list[float], model_id: str, filters: ReadFilter, k: int
-    ) -> list[Hit]:
-        sql, values = search_sql.vector_search_sql(source, model_id, filters)
-        rows = self._rows(sql, (blob(vector), k, *values))
+    def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
+        sql, values = search_sql.vector_search_sql(source, near.model_id, filters)
+        rows = self._rows(sql, (blob(near.vector), k, *values))
         return [_hit(source, row) for row in rows if row[-1] is not None]
 
     def search_hybrid(
-        self,
-        source: str,
-        query: str,
-        vector: list[float] | None,
-        model_id: str | None,
-        filters: ReadFilter,
-        k: int,
-        pool: int,
+        self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int
     ) -> list[Hit]:
         text_hits = self.search_text(source, query, filters, pool)
-        if vector is None or model_id is None:
-            return fuse_hits(text_hits, [], k)
-        return fuse_hits(text_hits, self.search_vector(source, vector, model_id, filters, pool), k)
+        vector_hits = [] if near is None else self.search_vector(source, near, filters, pool)
+        return fuse_hits(text_hits, vector_hits, k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any
@@ -11,7 +12,7 @@ import orjson
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import Snapshot
-from mempipe.schemas.turn import Turn
+from mempipe.schemas.turn import TURN_FIELDS, SourceLocation, Turn
 
 MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS _migrations "
@@ -19,27 +20,11 @@ MIGRATIONS_TABLE = (
 )
 
 TURN_COLUMNS = (
-    "org_id",
-    "project_id",
-    "user_id",
-    "agent_id",
-    "session_id",
-    "turn_seq",
-    "role",
-    "content",
-    "created_at",
-    "message_id",
-    "name",
-    "model",
-    "tool_calls",
-    "tool_call_id",
-    "metadata",
-    "source_path",
-    "source_line",
-    "source_index",
-    "source_message_index",
+    *TURN_FIELDS,
+    *(f"source_{field}" for field in SourceLocation.model_fields),
     "run_id",
 )
+"""The turns table's written columns, from the turn model."""
 
 INSERT_TURN = (
     f"INSERT INTO turns ({', '.join(TURN_COLUMNS)}) "
@@ -154,30 +139,23 @@ def json_or_none(value: Any) -> str | None:
     return orjson.dumps(value).decode() if value else None
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
+_TURN_VALUE: dict[str, Callable[[Any], Any]] = {
+    "role": lambda role: role.value,
+    "created_at": iso,
+    "tool_calls": json_or_none,
+    "metadata": json_or_none,
+}
+
+
 def turn_row(turn: Turn, run_id: str | None) -> tuple[Any, ...]:
-    source = turn.source
-    return (
-        turn.org_id,
-        turn.project_id,
-        turn.user_id,
-        turn.agent_id,
-        turn.session_id,
-        turn.turn_seq,
-        turn.role.value,
-        turn.content,
-        iso(turn.created_at),
-        turn.message_id,
-        turn.name,
-        turn.model,
-        json_or_none(turn.tool_calls),
-        turn.tool_call_id,
-        json_or_none(turn.metadata),
-        source.path,
-        source.line,
-        source.index,
-        source.message_index,
-        run_id,
-    )
+    """A turn's values in :data:`TURN_COLUMNS` order."""
+    own = (_TURN_VALUE.get(f, _same)(getattr(turn, f)) for f in TURN_FIELDS)
+    source = (getattr(turn.source, f) for f in SourceLocation.model_fields)
+    return (*own, *source, run_id)
 
 
 def stamp_from_row(row: tuple[Any, ...]) -> TurnStamp:

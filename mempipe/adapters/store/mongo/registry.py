@@ -1,78 +1,55 @@
-"""The MongoDB store's embedding side: blue/green model changes as a new vector field and a
-new vector search index beside the serving ones; wait until queryable, switch, and drop the
-old field and index on finalize (or the new ones on rollback)."""
+"""The MongoDB store's registry role: which model serves each collection, and the blue/green moves
+of :mod:`mempipe.domain.blue_green` applied to the registry in one small transaction, records
+stamped after it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from pymongo import UpdateOne
-
-from mempipe.adapters.store.mongo import documents, pipelines
+from mempipe.adapters.store.mongo import pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
-from mempipe.errors import StoreError
-from mempipe.schemas.embedding import ModelState
+from mempipe.domain.blue_green import RegistryChange, finalize_plan, rollback_plan, switch_plan
+from mempipe.schemas.embedding import ModelState, RegistryEntry
 from mempipe.schemas.search import STM
 
 STAMP_BATCH = 1000
 """Records one stamping update covers: a bounded unit of work however large the collection."""
 
 
-class MongoEmbeddingOps(MongoParts):
-    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
-        records = self._collection(collection)
-        with self._errors(collection):
-            low = records.find_one({}, {"_id": 1}, sort=[("_id", 1)])
-            high = records.find_one({}, {"_id": 1}, sort=[("_id", -1)])
-        return None if low is None or high is None else (low["_id"], high["_id"])
+class MongoRegistry(MongoParts):
+    """The embedding registry."""
 
-    def records_missing_vectors(
-        self,
-        collection: str,
-        model_id: str,
-        after_rowid: int,
-        limit: int,
-        until_rowid: int | None = None,
-    ) -> list[tuple[int, str]]:
-        """Records (every version, superseded included) without a vector of ``model_id``."""
-        path = self._entry(collection, model_id)["path"]
-        text = documents.text_field(collection)
-        ids: dict[str, int] = {"$gt": after_rowid}
-        if until_rowid is not None:
-            ids["$lte"] = until_rowid
-        with self._errors(collection):
-            found = (
-                self._collection(collection)
-                .find({"_id": ids, path: {"$exists": False}}, {text: 1})
-                .sort("_id", 1)
-                .limit(limit)
+    write_transaction: Callable[[], AbstractContextManager[None]]
+    record_id_bounds: Callable[[str], tuple[int, int] | None]
+
+    def registry(self) -> list[RegistryEntry]:
+        with self._errors("registry"):
+            entries = list(self.db[REGISTRY].find().sort([("collection", 1), ("created_at", 1)]))
+        return [
+            RegistryEntry(
+                collection=e["collection"],
+                model_id=e["model_id"],
+                dimensions=e["dimensions"],
+                state=e["state"],
+                vector_table=e["vector_table"],
             )
-            return [(d["_id"], d[text]) for d in found]
-
-    def store_vectors(
-        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
-    ) -> int:
-        """Write vectors into the model's field; a record that has one keeps it (a resumed run
-        adds exactly what is missing)."""
-        if not vectors:
-            return 0
-        path = self._entry(collection, model_id)["path"]
-        stamp: dict[str, Any] = {}
-        if collection != STM and self._serving_model(collection) == model_id:
-            stamp = {"has_embedding": True, "embedding_model_id": model_id}
-        requests = [
-            UpdateOne({"_id": seq, path: {"$exists": False}}, {"$set": {path: list(v), **stamp}})
-            for seq, v in vectors
+            for e in entries
         ]
-        with self._errors(collection):
-            return self._collection(collection).bulk_write(requests, ordered=False).modified_count
 
-    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
-        path = self._entry(collection, model_id)["path"]
-        with self._errors(collection):
-            records = self._collection(collection)
-            return records.count_documents({}), records.count_documents({path: {"$exists": True}})
+    def active_embedding(self, collection: str) -> tuple[str, int] | None:
+        """The serving model; while a switch is in flight (two marked serving for an instant
+        on a deployment without transactions) the newer one."""
+        with self._errors("registry"):
+            entry = self.db[REGISTRY].find_one(
+                {"collection": collection, "state": "serving"}, sort=[("serving_since", -1)]
+            )
+        return None if entry is None else (entry["model_id"], entry["dimensions"])
+
+    def serving_model(self, collection: str) -> str | None:
+        active = self.active_embedding(collection)
+        return None if active is None else active[0]
 
     def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
         """Each collection's index of ``model_id`` queryable, and caught up with the last
@@ -119,12 +96,13 @@ class MongoEmbeddingOps(MongoParts):
         does not read the stamp (it queries the serving model's own vector field), and the pass
         is idempotent, so a crash during it is finished by the next switch, rollback or
         finalize (:meth:`finish_stamping`)."""
+        changes = [switch_plan(c, self._entries(c), model_id) for c in collections]
         for collection in collections:
             entry = self._entry(collection, model_id)
             self.search_indexes.wait_queryable(self._collection(collection), entry["vector_table"])
         with self.write_transaction():
-            for collection in collections:
-                self._set_serving(collection, model_id, demote_to=ModelState.PREVIOUS)
+            for change in changes:
+                self._set_states(change)
         self.finish_stamping()
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:
@@ -132,18 +110,15 @@ class MongoEmbeddingOps(MongoParts):
         so do the vectors of a move that never switched (a failed or abandoned re-embed)."""
         restored = []
         for collection in collections:
-            previous = self._model_in(collection, ModelState.PREVIOUS)
-            if previous is None:
-                while (building := self._model_in(collection, ModelState.BUILDING)) is not None:
-                    self._drop(collection, building)
-                    restored.append(collection)
+            change = rollback_plan(collection, self._entries(collection))
+            if change is None:
                 continue
-            current = self._serving_model(collection)
-            with self.write_transaction():
-                self._set_serving(collection, previous, demote_to=ModelState.BUILDING)
-            self.finish_stamping()
-            if current is not None:
-                self._drop(collection, current)
+            if change.serve is not None:
+                with self.write_transaction():
+                    self._set_states(change)
+                self.finish_stamping()
+            for model_id in change.drop:
+                self._drop(collection, model_id)
             restored.append(collection)
         return restored
 
@@ -152,41 +127,33 @@ class MongoEmbeddingOps(MongoParts):
         self.finish_stamping()
         dropped = []
         for collection in collections:
-            previous = self._model_in(collection, ModelState.PREVIOUS)
-            if previous is not None:
-                self._drop(collection, previous)
-                dropped.append(f"{collection}:{previous}")
+            change = finalize_plan(collection, self._entries(collection))
+            for model_id in change.drop if change else ():
+                self._drop(collection, model_id)
+                dropped.append(f"{collection}:{model_id}")
         return dropped
 
-    def _serving_model(self, collection: str) -> str | None:
-        active = self.active_embedding(collection)
-        return None if active is None else active[0]
+    def _entries(self, collection: str) -> list[RegistryEntry]:
+        return [e for e in self.registry() if e.collection == collection]
 
-    def _model_in(self, collection: str, state: ModelState) -> str | None:
-        with self._errors("registry"):
-            entry = self.db[REGISTRY].find_one({"collection": collection, "state": state.value})
-        return None if entry is None else entry["model_id"]
-
-    def _set_serving(self, collection: str, model_id: str, demote_to: ModelState) -> None:
-        entry = self._entry(collection, model_id)
+    def _set_states(self, change: RegistryChange) -> None:
+        """Serve first, then demote: never a moment without a serving model."""
         registry = self.db[REGISTRY]
         session = self._session
+        collection = change.collection
         with self._errors("registry"):
-            current = self._serving_model(collection)
-            registry.update_one(
-                {"_id": entry["_id"]},
-                {"$set": {"state": ModelState.SERVING.value, "serving_since": now()}},
-                session=session,
-            )
-            if current is not None and current != model_id:
+            if change.serve is not None:
+                serving = {"state": ModelState.SERVING.value, "serving_since": now()}
+                if collection != STM:
+                    serving["stamping"] = True
                 registry.update_one(
-                    {"_id": f"{collection}:{current}"},
-                    {"$set": {"state": demote_to.value, "serving_since": None}},
-                    session=session,
+                    {"_id": f"{collection}:{change.serve}"}, {"$set": serving}, session=session
                 )
-            if collection != STM:
-                registry.update_one(
-                    {"_id": entry["_id"]}, {"$set": {"stamping": True}}, session=session
+            if change.demote_to is not None and change.demoted:
+                registry.update_many(
+                    {"_id": {"$in": [f"{collection}:{m}" for m in change.demoted]}},
+                    {"$set": {"state": change.demote_to.value, "serving_since": None}},
+                    session=session,
                 )
 
     def finish_stamping(self) -> None:
@@ -223,8 +190,6 @@ class MongoEmbeddingOps(MongoParts):
 
     def _drop(self, collection: str, model_id: str) -> None:
         entry = self._entry(collection, model_id)
-        if entry["state"] == ModelState.SERVING.value:
-            raise StoreError(f"{collection}: refusing to drop the serving model {model_id}")
         records = self._collection(collection)
         self.search_indexes.drop(records, entry["vector_table"])
         with self._errors(collection):

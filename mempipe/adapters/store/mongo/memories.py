@@ -1,0 +1,179 @@
+"""The MongoDB store's memories role: long-term memories, their reconciliation candidates and
+version changes."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from pymongo import ReturnDocument
+
+from mempipe.adapters.store.mongo import documents, pipelines
+from mempipe.adapters.store.mongo.base import MongoParts, now
+from mempipe.domain.reconcile import Candidate
+from mempipe.domain.scope import Scope
+from mempipe.domain.vectors import cosine_similarity
+from mempipe.errors import StoreError
+from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
+from mempipe.schemas.search import Near
+
+log = logging.getLogger(__name__)
+
+
+class MongoMemories(MongoParts):
+    """Long-term memory records; written inside the caller's write transaction."""
+
+    def memory_candidates(
+        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+    ) -> list[Candidate]:
+        """By exact key inside the transaction; by nearest vector through an exact
+        ``$vectorSearch`` with the scope inside the stage; and, because a search index sees
+        writes only after its sync delay (it is not transactional), the records of the scope
+        written within ``sync_window_s`` are compared here directly, so two restatements a
+        moment apart still meet."""
+        collection = self._collection(memory_type)
+        key_field = KEY_FIELDS.get(memory_type)
+        query = documents.scope_query(scope, memory_type)
+        found: dict[str, Candidate] = {}
+        fields = {"id": 1, "text": 1, "evidence": 1, **({key_field: 1} if key_field else {})}
+        with self._errors(memory_type):
+            if key is not None and key_field is not None:
+                for d in collection.find({**query, key_field: key}, fields, session=self._session):
+                    found[d["id"]] = Candidate(
+                        d["id"], key, d["text"], None, tuple(d.get("evidence") or ())
+                    )
+            if near is not None:
+                entry = self._entry(memory_type, near.model_id)
+                stages = [
+                    pipelines.vector_search_stage(
+                        entry["vector_table"], entry["path"], near.vector, k, query, exact=True
+                    ),
+                    {"$project": {**fields, "score": {"$meta": "vectorSearchScore"}}},
+                ]
+                for d in collection.aggregate(stages):
+                    found[d["id"]] = Candidate(
+                        d["id"],
+                        d.get(key_field) if key_field else None,
+                        d["text"],
+                        pipelines.cosine(d["score"]),
+                        tuple(d.get("evidence") or ()),
+                    )
+                recent = collection.find(
+                    {
+                        **query,
+                        entry["path"]: {"$exists": True},
+                        "updated_at": {
+                            "$gte": now() - timedelta(seconds=self.config.sync_window_s)
+                        },
+                    },
+                    {**fields, entry["path"]: 1},
+                    session=self._session,
+                )
+                for d in recent:
+                    found.setdefault(
+                        d["id"],
+                        Candidate(
+                            d["id"],
+                            d.get(key_field) if key_field else None,
+                            d["text"],
+                            cosine_similarity(near.vector, d[entry["path"]]),
+                            tuple(d.get("evidence") or ()),
+                        ),
+                    )
+        return list(found.values())
+
+    def add_memory(
+        self, memory_type: str, record: MemoryRecord, vector: list[float] | None
+    ) -> None:
+        (seq,) = self._next_ids(memory_type, 1)
+        document = documents.memory_document(seq, record)
+        if vector is not None and record.embedding_model_id is not None:
+            document[self._entry(memory_type, record.embedding_model_id)["path"]] = list(vector)
+        collection = self._collection(memory_type)
+        with self._errors(memory_type):
+            collection.insert_one(document, session=self._session)
+        self._on_undo(lambda: collection.delete_one({"_id": seq}))
+
+    def supersede_memory(self, memory_type: str, memory_id: str) -> int:
+        """Mark the old version superseded (kept, vectors included); returns its version."""
+        collection = self._collection(memory_type)
+        with self._errors(memory_type):
+            before = collection.find_one_and_update(
+                {"id": memory_id},
+                {"$set": {"status": "superseded", "updated_at": now()}},
+                projection={"version": 1, "status": 1, "updated_at": 1},
+                return_document=ReturnDocument.BEFORE,
+                session=self._session,
+            )
+        if before is None:
+            raise StoreError(f"{memory_type}: no memory {memory_id!r} to supersede")
+        restore = {"status": before["status"], "updated_at": before["updated_at"]}
+        self._on_undo(lambda: collection.update_one({"id": memory_id}, {"$set": restore}))
+        return before["version"]
+
+    def reinforce_memory(self, memory_type: str, memory_id: str, snapshot_id: str) -> int:
+        """One more restatement, the snapshot merged into the evidence (once)."""
+        collection = self._collection(memory_type)
+        with self._errors(memory_type):
+            changed = collection.update_one(
+                {"id": memory_id, "evidence": {"$ne": snapshot_id}},
+                {
+                    "$inc": {"reinforcement_count": 1},
+                    "$push": {"evidence": snapshot_id},
+                    "$set": {"updated_at": now()},
+                },
+                session=self._session,
+            ).modified_count
+            version = collection.find_one({"id": memory_id}, {"version": 1}, session=self._session)
+        if changed:
+            self._on_undo(
+                lambda: collection.update_one(
+                    {"id": memory_id},
+                    {"$inc": {"reinforcement_count": -1}, "$pull": {"evidence": snapshot_id}},
+                )
+            )
+        return version["version"]
+
+    def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None:
+        names = documents.MEMORY_FIELDS[memory_type]
+        with self._errors(memory_type):
+            found = self._collection(memory_type).find_one({"id": memory_id}, session=self._session)
+        return None if found is None else {name: found.get(name) for name in names}
+
+    def restore_orphaned_versions(self) -> int:
+        """The recovery rule of a deployment without transactions. UPDATE supersedes the old
+        version before writing the new one (the unique active-key index allows no other order);
+        a crash between the two leaves a superseded record that nothing supersedes. It is made
+        active again here, before work is handed out, and the extraction (never marked done)
+        is redone. Returns how many were restored."""
+        restored = 0
+        for memory_type in documents.MEMORY_FIELDS:
+            collection = self._collection(memory_type)
+            with self._errors(memory_type):
+                orphans = [
+                    d["id"]
+                    for d in collection.aggregate(
+                        [
+                            {"$match": {"status": "superseded"}},
+                            {
+                                "$lookup": {
+                                    "from": collection.name,
+                                    "localField": "id",
+                                    "foreignField": "supersedes_id",
+                                    "as": "successors",
+                                }
+                            },
+                            {"$match": {"successors": {"$size": 0}}},
+                            {"$project": {"id": 1}},
+                        ]
+                    )
+                ]
+                if orphans:
+                    restored += collection.update_many(
+                        {"id": {"$in": orphans}, "status": "superseded"},
+                        {"$set": {"status": "active"}},
+                    ).modified_count
+        if restored:
+            log.warning("restored %d superseded records a crashed UPDATE left behind", restored)
+        return restored

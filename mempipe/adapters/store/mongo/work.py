@@ -1,0 +1,148 @@
+"""The MongoDB store's work-queue role: which (snapshot, handler) extractions are runnable, what a
+snapshot holds, and each extraction's state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pymongo import ReturnDocument
+
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import MongoParts, now
+from mempipe.errors import StoreError
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
+from mempipe.schemas.work import WorkItem
+
+RUNNABLE = [ExtractionStatus.PENDING.value, ExtractionStatus.FAILED_RETRYABLE.value]
+WORK_ORDER = [("order_at", 1), ("session_id", 1), ("first_turn_seq", 1)]
+
+
+class MongoWorkQueue(MongoParts):
+    """Snapshots as extraction work."""
+
+    restore_orphaned_versions: Callable[[], int]
+
+    def extraction_work(
+        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+    ) -> list[WorkItem]:
+        if not handlers:
+            return []
+        if not self.capabilities.transactions:
+            self.restore_orphaned_versions()
+        query = documents.selection_query(selection)
+        snapshots = self.db["snapshots"]
+        with self._errors("snapshots"):
+            for handler in handlers:
+                snapshots.update_many(
+                    {**query, f"extraction.{handler}": {"$exists": False}},
+                    {"$set": {f"extraction.{handler}": self._state(ExtractionStatus.PENDING, 0)}},
+                )
+            wanted = [
+                {f"extraction.{h}": {"$exists": True}}
+                if force
+                else {f"extraction.{h}.status": {"$in": RUNNABLE}}
+                for h in handlers
+            ]
+            cursor = snapshots.find(
+                {"$and": [query, {"$or": wanted}]},
+                {"org_id": 1, "project_id": 1, "user_id": 1, "extraction": 1},
+            ).sort(WORK_ORDER)
+            return [
+                WorkItem(
+                    snapshot_id=d["_id"],
+                    handler=h,
+                    attempts=d["extraction"][h]["attempts"],
+                    org_id=d["org_id"],
+                    project_id=d["project_id"],
+                    user_id=d.get("user_id"),
+                )
+                for d in cursor
+                for h in sorted(handlers)
+                if h in d["extraction"] and (force or d["extraction"][h]["status"] in RUNNABLE)
+            ]
+
+    @staticmethod
+    def _state(status: ExtractionStatus, attempts: int, error: str | None = None) -> dict[str, Any]:
+        return {
+            "status": status.value,
+            "attempts": attempts,
+            "last_error": error,
+            "updated_at": now(),
+        }
+
+    def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
+        with self._errors("snapshots"):
+            found = self.db["snapshots"].find({"_id": {"$in": list(snapshot_ids)}}, {"order_at": 1})
+            return {d["_id"]: d["order_at"] for d in found if d.get("order_at") is not None}
+
+    def snapshot_content(self, snapshot_id: str) -> SnapshotContent:
+        with self._errors("snapshots"):
+            head = self.db["snapshots"].find_one({"_id": snapshot_id})
+            if head is None:
+                raise StoreError(f"no snapshot {snapshot_id!r}")
+            turns = (
+                self.db["turns"]
+                .find(
+                    {
+                        "org_id": head["org_id"],
+                        "project_id": head["project_id"],
+                        "user_id": head.get("user_id"),
+                        "session_id": head["session_id"],
+                        "turn_seq": {"$gte": head["first_turn_seq"], "$lte": head["last_turn_seq"]},
+                    },
+                    {"role": 1, "content": 1, "created_at": 1},
+                )
+                .sort("turn_seq", 1)
+            )
+            lines = [
+                TurnLine(role=t["role"], content=t["content"], created_at=t.get("created_at"))
+                for t in turns
+            ]
+        return SnapshotContent(
+            snapshot_id=snapshot_id,
+            org_id=head["org_id"],
+            project_id=head["project_id"],
+            user_id=head.get("user_id"),
+            agent_id=head.get("agent_id"),
+            session_id=head["session_id"],
+            turns=lines,
+        )
+
+    def rule_summarized(self, snapshot_ids: Sequence[str]) -> list[str]:
+        with self._errors("snapshots"):
+            return [
+                d["_id"]
+                for d in self.db["snapshots"].find(
+                    {"_id": {"$in": list(snapshot_ids)}, "summary_source": "rules"}, {"_id": 1}
+                )
+            ]
+
+    def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None:
+        with self._errors("snapshots"):
+            self.db["snapshots"].update_one(
+                {"_id": snapshot_id}, {"$set": {"summary": summary, "summary_source": source}}
+            )
+
+    def set_extraction_state(self, snapshot_id: str, state: ExtractionState) -> None:
+        """One atomic transition (``find_one_and_update``); the state it replaced is what an
+        undo restores."""
+        field = f"extraction.{state.handler}"
+        with self._errors("snapshots"):
+            before = self.db["snapshots"].find_one_and_update(
+                {"_id": snapshot_id},
+                {"$set": {field: self._state(state.status, state.attempts, state.last_error)}},
+                projection={field: 1},
+                return_document=ReturnDocument.BEFORE,
+                session=self._session,
+            )
+        previous = (before or {}).get("extraction", {}).get(state.handler)
+        if previous is not None:
+            self._on_undo(
+                lambda: self.db["snapshots"].update_one(
+                    {"_id": snapshot_id}, {"$set": {field: previous}}
+                )
+            )

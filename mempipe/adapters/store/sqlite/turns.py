@@ -1,0 +1,107 @@
+"""The SQLite store's turns role: turns written once per key, and promoted into snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from mempipe.adapters.store.rejects import conflict_reject
+from mempipe.adapters.store.sqlite import sql
+from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
+from mempipe.domain.promotion import TurnStamp
+from mempipe.schemas.reject import Reject
+from mempipe.schemas.snapshot import Snapshot
+from mempipe.schemas.summaries import TurnWriteResult
+from mempipe.schemas.turn import Turn
+
+
+class SqliteTurns(SqliteParts):
+    """Short-term memory: the raw turns and the snapshots cut from them."""
+
+    def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
+        if not turns:
+            return TurnWriteResult()
+        rows = [sql.turn_row(turn, run_id) for turn in turns]
+        conn = self._conn
+        with self._writing():
+            before = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0]
+            conn.executemany(sql.INSERT_TURN, rows)
+            inserted = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0] - before
+            if inserted:
+                conn.execute(sql.SYNC_TURNS_FTS, (before,))
+            conflicts = self._conflicts(turns, before) if inserted < len(turns) else []
+        skipped = len(turns) - inserted
+        return TurnWriteResult(
+            inserted=inserted, duplicates=skipped - len(conflicts), conflicts=conflicts
+        )
+
+    def _conflicts(self, turns: Sequence[Turn], before: int) -> list[Reject]:
+        """Skipped turns whose key is stored with other content: rejects, not duplicates."""
+        keys = [(t.org_id, t.project_id, t.user_id or "", t.session_id, t.turn_seq) for t in turns]
+        stored = self._conn.executemany(sql.STORED_TURN_BY_KEY, keys)
+        winners: dict[tuple[str, str, str, str, int], Turn] = {}
+        conflicts: list[Reject] = []
+        for turn, key, row in zip(turns, keys, stored, strict=True):
+            row_id, role, content, path, line, index = row
+            if row_id > before and key not in winners:
+                winners[key] = turn
+                continue
+            same_batch = winners.get(key) if row_id > before else None
+            if same_batch is not None:
+                role, content = same_batch.role.value, same_batch.content
+                path, line, index = same_batch.source.path, same_batch.source.line, None
+            if (role, content) == (turn.role.value, turn.content):
+                continue
+            conflicts.append(conflict_reject(turn, path, line, index))
+        return conflicts
+
+    def count_unpromoted_turns(self) -> int:
+        return self._rows("SELECT count(*) FROM turns WHERE snapshot_id IS NULL")[0][0]
+
+    def iter_unpromoted_turns(self, page_size: int = 5000) -> Iterator[TurnStamp]:
+        last: tuple[Any, ...] | None = None
+        while True:
+            if last is None:
+                page = self._rows(sql.unpromoted_page_sql(after_key=False), (page_size,))
+            else:
+                page = self._rows(sql.unpromoted_page_sql(after_key=True), (*last, page_size))
+            if not page:
+                return
+            last = page[-1][:5]
+            for row in page:
+                yield sql.stamp_from_row(row)
+            if len(page) < page_size:
+                return
+
+    def add_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
+        if not snapshots:
+            return set()
+        now = now_text()
+        conn = self._conn
+        with self._writing():
+            rows = [sql.snapshot_row(s, now) for s in snapshots]
+            created = {row[0] for row in conn.executemany(sql.INSERT_SNAPSHOT, rows)}
+            conn.executemany(
+                sql.INSERT_EXTRACTION_STATE,
+                [
+                    (s.snapshot_id, e.handler, e.status.value, e.attempts, e.last_error, now)
+                    for s in snapshots
+                    for e in s.extraction
+                ],
+            )
+            conn.executemany(
+                sql.MARK_TURNS_PROMOTED,
+                [
+                    (
+                        s.snapshot_id,
+                        s.org_id,
+                        s.project_id,
+                        s.user_id,
+                        s.session_id,
+                        s.first_turn_seq,
+                        s.last_turn_seq,
+                    )
+                    for s in snapshots
+                ],
+            )
+        return created

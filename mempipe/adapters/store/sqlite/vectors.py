@@ -1,0 +1,137 @@
+"""The SQLite store's vectors role: one sqlite-vec table per (collection, model), written beside
+the records with their filter values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
+from mempipe.errors import StoreError
+
+
+class SqliteVectors(SqliteParts):
+    """Vector tables and the records they lack."""
+
+    serving_model: Callable[[str], str | None]
+
+    def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str:
+        """The vector table new memories of a collection are written to. The first model of a
+        collection starts serving it; a write with any other model than the serving one is
+        refused, naming both (a model change goes through ``mempipe reembed``)."""
+        serving = self._rows(
+            "SELECT model_id, dimensions FROM embedding_registry "
+            "WHERE collection = ? AND state = 'serving'",
+            (memory_type,),
+        )
+        if serving and (serving[0][0], serving[0][1]) != (model_id, dimensions):
+            raise StoreError(
+                f"{memory_type} is indexed with {serving[0][0]} ({serving[0][1]} dimensions); "
+                f"refusing vectors of {model_id} ({dimensions} dimensions): change models with "
+                f"`mempipe reembed --model {model_id}`"
+            )
+        if not serving:
+            self.register_model(memory_type, model_id, dimensions, "serving")
+        return memory_sql.vector_table(memory_type, model_id)
+
+    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+        name = memory_sql.vector_table(collection, model_id)
+        registered = self._rows(
+            "SELECT dimensions FROM embedding_registry WHERE collection = ? AND model_id = ?",
+            (collection, model_id),
+        )
+        if registered and registered[0][0] != dimensions:
+            raise StoreError(
+                f"{collection}: model {model_id} is registered with {registered[0][0]} "
+                f"dimensions, not {dimensions}"
+            )
+        if not registered:
+            with self._conn:
+                columns = memory_sql.declared_filters(collection, self.partition_keys)
+                self._conn.execute(memory_sql.vector_table_ddl(name, dimensions, columns))
+                # Workers of one run may register the same model at once: one row wins.
+                self._conn.execute(
+                    "INSERT INTO embedding_registry (collection, model_id, dimensions, "
+                    "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (collection, model_id) DO NOTHING",
+                    (collection, model_id, dimensions, name, state, now_text()),
+                )
+        return name
+
+    def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]:
+        """The filter columns the vector table really has (they follow its DDL, not the
+        configuration: a drifted table keeps working until it is rebuilt)."""
+        sql = self._rows(
+            "SELECT sql FROM sqlite_master WHERE name = ?",
+            (memory_sql.vector_table(collection, model_id),),
+        )
+        if not sql:
+            raise StoreError(f"{collection}: no vector index for {model_id}")
+        return memory_sql.parse_vector_ddl(sql[0][0])[2]
+
+    def insert_vector(
+        self, collection: str, model_id: str, rowid: int, vector: list[float]
+    ) -> bool:
+        """Insert one record's vector with its filter values, unless it has one already."""
+        return bool(self.insert_vectors(collection, model_id, [(rowid, vector)]))
+
+    def insert_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> list[int]:
+        """Insert vectors with their records' filter values, skipping records that have one;
+        returns the rowids written. Runs in the caller's transaction."""
+        source, _ = memory_sql.source_table(collection)
+        table = memory_sql.vector_table(collection, model_id)
+        columns = self.vector_columns(collection, model_id)
+        values = memory_sql.filter_values_sql(collection, columns)
+        written = self._conn.executemany(
+            f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(columns)}) "
+            f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
+            "RETURNING memory_rowid",
+            [(blob(vector), rowid, rowid) for rowid, vector in vectors],
+        )
+        return [row[0] for row in written]
+
+    def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
+        source, _ = memory_sql.source_table(collection)
+        low, high = self._rows(f"SELECT min(rowid), max(rowid) FROM {source}")[0]
+        return None if low is None else (low, high)
+
+    def records_missing_vectors(
+        self, collection: str, model_id: str, after_id: int, limit: int, until_id: int | None = None
+    ) -> list[tuple[int, str]]:
+        """Records (every version, superseded included) without a vector of ``model_id``."""
+        source, text = memory_sql.source_table(collection)
+        vectors = memory_sql.vector_table(collection, model_id)
+        return self._rows(
+            f"SELECT s.rowid, s.{text} FROM {source} s WHERE s.rowid > ? AND s.rowid <= ? "
+            f"AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
+            "ORDER BY s.rowid LIMIT ?",
+            (after_id, until_id if until_id is not None else 2**63 - 1, limit),
+        )
+
+    def set_vectors(
+        self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
+    ) -> int:
+        """Write vectors beside whatever else exists, each with its record's filter values; a
+        record that already has one keeps it (a resumed run adds exactly what is missing)."""
+        source, _ = memory_sql.source_table(collection)
+        serving = self.serving_model(collection) == model_id
+        with self._writing():
+            written = self.insert_vectors(collection, model_id, vectors)
+            if written and serving and collection != "stm":
+                self._conn.executemany(
+                    f"UPDATE {source} SET has_embedding = 1, embedding_model_id = ? "
+                    "WHERE rowid = ?",
+                    [(model_id, rowid) for rowid in written],
+                )
+        return len(written)
+
+    def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
+        """(records, records with a vector of ``model_id``)."""
+        source, _ = memory_sql.source_table(collection)
+        table = memory_sql.vector_table(collection, model_id)
+        records = self._rows(f"SELECT count(*) FROM {source}")[0][0]
+        vectors = self._rows(f"SELECT count(*) FROM {table}")[0][0]
+        return records, vectors

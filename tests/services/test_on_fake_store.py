@@ -1,0 +1,192 @@
+"""Promotion, replay reconciliation and audit on the in-memory fake store: the services' logic
+without SQL, and failure paths a real store cannot be made to take at an exact point.
+
+The first test runs the same scenario on the fake and on real SQLite and compares them, so the
+fake cannot drift into a store that behaves otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.llm.offline import OfflineExtractor
+from mempipe.adapters.store import open_store
+from mempipe.domain.failures import RetryPolicy
+from mempipe.errors import StoreError
+from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.failure import FailureClass
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.services.audit import scan_audit, write_audit
+from mempipe.services.ingest import ingest_file
+from mempipe.services.promotion import promote_sessions
+from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
+from tests.fakes.memory_store import FakeBusyError, InMemoryStore
+
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
+QUICK = RetryPolicy(max_attempts=3, network_base=0.0, network_cap=0.0)
+
+
+def loaded(store, tmp_path: Path):
+    for path in sorted(SAMPLE.iterdir()):
+        ingest_file(
+            store,
+            path,
+            ArchiveFormat.AUTO,
+            IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
+            run_id="backfill",
+            rejects_file=tmp_path / "rejects.jsonl",
+        )
+    promote_sessions(store, PromotionLimits(), HANDLERS, run_id="backfill")
+    return store
+
+
+def context(run_id: str = "run") -> ReplayContext:
+    return ReplayContext(
+        run_id=run_id,
+        extractor=OfflineExtractor(),
+        embedder=HashingEmbedder(64),
+        retry=QUICK,
+        sleep=lambda _: None,
+    )
+
+
+def replay(store, run_id: str = "run") -> list[ExtractionSummary]:
+    work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+    return replay_batch(store, work, context(run_id))
+
+
+def outcome(store) -> Counter[tuple[str, str, int, str]]:
+    """What reconciliation did, as a multiset independent of ids and times."""
+    return Counter((r.action.value, r.memory_type, r.version, r.text) for r in store.audit_rows())
+
+
+def test_the_fake_reconciles_exactly_as_sqlite_does(tmp_path: Path) -> None:
+    fake = loaded(InMemoryStore(), tmp_path)
+    real = loaded(open_store(f"sqlite:///{tmp_path / 'real.db'}"), tmp_path)
+    try:
+        assert fake.count_unpromoted_turns() == real.count_unpromoted_turns() == 0
+        fake_work = fake.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+        real_work = real.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+        assert fake_work == real_work
+        assert [r.status for r in replay(fake)] == [r.status for r in replay(real)]
+        assert outcome(fake) == outcome(real)
+        assert sum(outcome(fake).values()) > 0
+        assert {a for a, *_ in outcome(fake)} == {"ADD", "UPDATE", "REINFORCE"}
+    finally:
+        real.close()
+
+
+def test_promotion_twice_cuts_each_session_once(tmp_path: Path) -> None:
+    store = loaded(InMemoryStore(), tmp_path)
+    snapshots = len(store.data.snapshots)
+    again = promote_sessions(store, PromotionLimits(), HANDLERS, run_id="again")
+    assert snapshots > 0
+    assert (again.snapshots_created, len(store.data.snapshots)) == (0, snapshots)
+
+
+def test_a_failed_snapshot_write_is_raised_never_an_empty_promotion(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    store.fail("add_snapshots", transient=False)
+    with pytest.raises(StoreError, match="add_snapshots: refused"):
+        loaded(store, tmp_path)
+    assert store.count_unpromoted_turns() > 0, "the turns wait for the next promotion"
+
+
+def test_a_transient_write_failure_mid_replay_is_retried_and_audited_once(
+    tmp_path: Path,
+) -> None:
+    clean = loaded(InMemoryStore(), tmp_path)
+    replay(clean)
+    store = loaded(InMemoryStore(), tmp_path)
+    store.fail("add_memory", nth=3, transient=True)
+    store.fail("add_audit", nth=5, transient=True)
+
+    results = replay(store)
+
+    assert all(r.status is ExtractionStatus.DONE for r in results)
+    assert store.calls["write_transaction"] == len(results) + 2, "two writes were retried"
+    assert outcome(store) == outcome(clean), "each change audited once, as without faults"
+    assert store.data.failures == []
+
+
+def test_a_terminal_write_failure_is_recorded_never_an_empty_success(tmp_path: Path) -> None:
+    store = loaded(InMemoryStore(), tmp_path)
+    store.fail("add_memory", nth=1, transient=False)
+
+    results = replay(store)
+
+    failed = [r for r in results if r.status is not ExtractionStatus.DONE]
+    assert len(failed) == 1
+    (summary,) = failed
+    assert summary.status is ExtractionStatus.FAILED_CONTENT
+    assert summary.failure_class is FailureClass.CONTENT
+    assert "add_memory: refused" in (summary.error or "")
+    assert store.state(summary.snapshot_id, summary.handler) is ExtractionStatus.FAILED_CONTENT
+    (failure,) = store.data.failures
+    assert (failure.step, failure.snapshot_id) == (f"write:{summary.handler}", summary.snapshot_id)
+    assert all(
+        r.snapshot_id != summary.snapshot_id or r.memory_type != summary.handler
+        for r in store.audit_rows()
+    ), "the failed write left nothing behind"
+
+
+def test_a_busy_store_that_outlasts_the_retries_leaves_the_extraction_retryable(
+    tmp_path: Path,
+) -> None:
+    clean = loaded(InMemoryStore(), tmp_path)
+    replay(clean)
+    store = loaded(InMemoryStore(), tmp_path)
+    work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+    audited = {(r.snapshot_id, r.memory_type) for r in clean.audit_rows()}
+    first_with_rows = next(
+        n for n, item in enumerate(work, 1) if (item.snapshot_id, item.handler) in audited
+    )
+    store.fail("add_audit", nth=first_with_rows, transient=True, times=QUICK.max_attempts)
+
+    first = replay(store)
+
+    (summary,) = [r for r in first if r.status is not ExtractionStatus.DONE]
+    assert summary.status is ExtractionStatus.FAILED_RETRYABLE
+    assert summary.attempts == QUICK.max_attempts
+    (failure,) = store.data.failures
+    assert failure.failure_class is FailureClass.ENVIRONMENTAL
+    assert isinstance(store.faults[0].error, FakeBusyError)
+
+    def rows_of_failed(audited_store) -> list[str]:
+        return [
+            r.action.value
+            for r in audited_store.audit_rows()
+            if (r.snapshot_id, r.memory_type) == (summary.snapshot_id, summary.handler)
+        ]
+
+    assert rows_of_failed(store) == [], "the failed write left nothing behind"
+
+    second = replay(store, run_id="again")
+
+    assert [(r.snapshot_id, r.status) for r in second] == [
+        (summary.snapshot_id, ExtractionStatus.DONE)
+    ]
+    assert len(rows_of_failed(store)) == len(rows_of_failed(clean)) > 0, "audited once"
+
+
+def test_the_audit_export_writes_every_row_once(tmp_path: Path) -> None:
+    store = loaded(InMemoryStore(), tmp_path)
+    replay(store)
+    rows = list(store.audit_rows(run_id="run"))
+
+    files = write_audit(store.audit_rows(run_id="run"), tmp_path / "audit")
+    again = write_audit(store.audit_rows(run_id="run"), tmp_path / "audit")
+
+    frame = scan_audit(tmp_path / "audit").collect()
+    assert files == again
+    assert frame.height == len(rows) > 0
+    assert frame.select(pl.col("memory_id").n_unique()).item() == len({r.memory_id for r in rows})
