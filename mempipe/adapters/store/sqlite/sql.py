@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -139,23 +140,23 @@ def json_or_none(value: Any) -> str | None:
     return orjson.dumps(value).decode() if value else None
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
-_TURN_VALUE: dict[str, Callable[[Any], Any]] = {
-    "role": lambda role: role.value,
-    "created_at": iso,
-    "tool_calls": json_or_none,
-    "metadata": json_or_none,
-}
+_OWN = attrgetter(*TURN_FIELDS)
+_SOURCE = attrgetter(*SourceLocation.model_fields)
+_CONVERTED: tuple[tuple[int, Callable[[Any], Any]], ...] = (
+    (TURN_FIELDS.index("role"), lambda role: role.value),
+    (TURN_FIELDS.index("created_at"), iso),
+    (TURN_FIELDS.index("tool_calls"), json_or_none),
+    (TURN_FIELDS.index("metadata"), json_or_none),
+)
+"""The turn fields SQLite stores in another form than the model holds them, by position."""
 
 
 def turn_row(turn: Turn, run_id: str | None) -> tuple[Any, ...]:
     """A turn's values in :data:`TURN_COLUMNS` order."""
-    own = (_TURN_VALUE.get(f, _same)(getattr(turn, f)) for f in TURN_FIELDS)
-    source = (getattr(turn.source, f) for f in SourceLocation.model_fields)
-    return (*own, *source, run_id)
+    own = list(_OWN(turn))
+    for position, convert in _CONVERTED:
+        own[position] = convert(own[position])
+    return (*own, *_SOURCE(turn.source), run_id)
 
 
 def stamp_from_row(row: tuple[Any, ...]) -> TurnStamp:
