@@ -8,46 +8,20 @@ from typing import Any
 
 from mempipe.adapters.store.sqlite.sql import to_sql
 from mempipe.domain.declarations import column_for
+from mempipe.schemas.identity import SESSION_IDENTITY_FIELDS
 from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
 
-COMMON = (
-    "id",
-    "org_id",
-    "project_id",
-    "user_id",
-    "agent_id",
-    "session_id",
-    "visibility",
-    "text",
-    "embedding_model_id",
-    "has_embedding",
-    "status",
-    "version",
-    "supersedes_id",
-    "reinforcement_count",
-    "evidence",
-    "metadata",
-    "source",
-    "created_at",
-    "updated_at",
-)
+COMMON = tuple(f for f in MemoryRecord.model_fields if f != "embedding")
+"""Every memory table's shared columns, from the memory model (vectors live in sqlite-vec)."""
 SPECIFIC: dict[str, tuple[str, ...]] = {
     str(memory_type): tuple(f for f in model.model_fields if f not in MemoryRecord.model_fields)
     for memory_type, model in {**MEMORY_MODELS, "custom": CustomMemory}.items()
 }
 """Each type's own columns, from its model (the fields its model adds to every memory's)."""
-VECTOR_FILTERS = (
-    "org_id",
-    "project_id",
-    "user_id",
-    "agent_id",
-    "session_id",
-    "visibility",
-    "status",
-)
-
-
-STM_FILTERS = ("org_id", "project_id", "user_id", "agent_id", "session_id")
+STM_FILTERS = SESSION_IDENTITY_FIELDS
+"""A turn vector's filter columns: its identity."""
+VECTOR_FILTERS = (*SESSION_IDENTITY_FIELDS, "visibility", "status")
+"""A memory vector's filter columns: its identity, who may see it, and whether it is current."""
 
 
 def source_table(collection: str) -> tuple[str, str]:
