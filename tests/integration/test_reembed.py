@@ -14,7 +14,7 @@ from mempipe.errors import StoreError
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.evaluation import EvalQuery
+from mempipe.services.evaluation import EvalQuery, evaluate
 from mempipe.services.reembed import embed_collection, recall_gate
 from mempipe.services.search import search
 
@@ -165,6 +165,31 @@ def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:
     assert worse.ratio < 0.9
     assert better.passed
     assert better.new_recall == 1.0
+
+
+def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> None:
+    """One model call per batch of queries, not one per query; recall as per-query search."""
+    queries = [EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 2000, 7)]
+    calls: list[int] = []
+
+    class Counting:
+        model_id, dimensions = OLD.model_id, OLD.dimensions
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return OLD.embed(texts)
+
+    batched = evaluate(big, lambda _: Counting(), queries, "semantic", SearchMode.SEMANTIC, 5)
+    per_query = [
+        search(big, MODELS.__getitem__, q.query, "semantic", SearchMode.SEMANTIC, ReadFilter(), 5)
+        for q in queries
+    ]
+
+    assert calls == [256, len(queries) - 256]
+    assert batched.recall == sum(
+        f"m{n}" in {h.id for h in r.hits} for n, r in zip(range(0, 2000, 7), per_query, strict=True)
+    ) / len(queries)
+    assert batched.recall > 0.5
 
 
 def test_incremental_fills_what_the_serving_model_lacks_turns_included(

@@ -1,0 +1,206 @@
+"""Search latency on real text: LongMemEval turns loaded under many users, searched by the store.
+
+The development set's 39,524 turns are repeated under further user ids until ``--turns`` is
+reached, each user's history cut into parts of ``--per-user`` turns (one user id per part), so
+100,000 turns make 500 users. Every turn is embedded with the local model (each distinct text
+once, cached under ``--out``). Measured: the store's text, semantic and hybrid searches, top 10,
+within one user and across the whole org (the query vector is computed beforehand: this times
+the store, not the model). References in the same run: a sqlite-vec KNN within one partition
+key, and a numpy scan of every vector.
+
+    python bench/search.py --turns 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+DATA = Path(__file__).parents[1].parent / "shared" / "data" / "longmemeval-dev"
+MODEL = "all-MiniLM-L6-v2"
+
+
+def repeated_turns(total: int, per_user: int) -> Iterator[dict]:
+    copy = 0
+    while True:
+        seen: dict[str, int] = {}
+        with gzip.open(DATA / "turns.jsonl.gz") as lines:
+            for line in lines:
+                turn = orjson.loads(line)
+                n = seen[turn["user_id"]] = seen.get(turn["user_id"], -1) + 1
+                turn["user_id"] = f"{turn['user_id']}~{copy}.{n // per_user}"
+                turn["session_id"] = f"{turn['session_id']}~{copy}"
+                turn["message_id"] = f"{turn['message_id']}~{copy}"
+                yield turn
+                total -= 1
+                if total == 0:
+                    return
+        copy += 1
+
+
+def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
+    from mempipe.adapters.embedding import embedder_for
+    from mempipe.adapters.store import open_store
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.identity import IdentityDefaults
+    from mempipe.services.ingest import ingest_file
+
+    archive = out / f"turns-{turns}.jsonl"
+    with archive.open("wb") as f:
+        for turn in repeated_turns(turns, per_user):
+            f.write(orjson.dumps(turn) + b"\n")
+    store = open_store(f"sqlite:///{store_path}")
+    ingest_file(
+        store,
+        archive,
+        ArchiveFormat.TURNS,
+        IdentityDefaults(org_id="bench", project_id="lme"),
+        run_id="bench",
+        rejects_file=out / "rejects.jsonl",
+    )
+    archive.unlink()
+    embedder = embedder_for(MODEL)
+    texts = dict.fromkeys(c for (c,) in store._rows("SELECT content FROM turns ORDER BY id"))
+    cache = out / f"vectors-{MODEL}-{len(texts)}.npy"
+    if cache.exists():
+        matrix = np.load(cache)
+    else:
+        started = time.perf_counter()
+        matrix = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+        print(f"embedded {len(texts):,} distinct texts in {time.perf_counter() - started:.0f} s")
+        np.save(cache, matrix)
+    row_of = {text: i for i, text in enumerate(texts)}
+    store.register_model("stm", MODEL, embedder.dimensions, "serving")
+    rows = store._rows("SELECT id, content FROM turns ORDER BY id")
+    for start in range(0, len(rows), 5000):
+        batch = rows[start : start + 5000]
+        store.set_vectors("stm", MODEL, [(i, matrix[row_of[c]].tolist()) for i, c in batch])
+    store.close()
+
+
+def timed(call: Callable[[], object], repeat: list[float]) -> None:
+    started = time.perf_counter()
+    call()
+    repeat.append((time.perf_counter() - started) * 1000)
+
+
+def summary(label: str, ms: list[float]) -> str:
+    ms = sorted(ms)
+    p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+    return f"{label:<34} p50 {statistics.median(ms):8.2f} ms   p95 {p95:8.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=100_000)
+    parser.add_argument("--per-user", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=160)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "search")
+    args = parser.parse_args()
+
+    from mempipe.adapters.embedding import embedder_for
+    from mempipe.adapters.store import open_store
+    from mempipe.schemas.search import Near, ReadFilter
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    store_path = args.out / f"search-{args.turns}.db"
+    if not store_path.exists():
+        build(store_path, args.out, args.turns, args.per_user)
+    store = open_store(f"sqlite:///{store_path}", read_only=True)
+    users = store._rows("SELECT count(DISTINCT user_id), count(*) FROM turns")[0]
+    print(f"store: {users[1]:,} turns, {users[0]:,} users ({store_path})")
+
+    queries = [orjson.loads(line) for line in (DATA / "queries.jsonl").read_bytes().splitlines()]
+    queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
+    embedder = embedder_for(MODEL)
+    started = time.perf_counter()
+    vectors = embedder.embed([q["query"] for q in queries])
+    batch_ms = (time.perf_counter() - started) * 1000 / len(queries)
+    one: list[float] = []
+    for q in queries[:20]:
+        timed(lambda q=q: embedder.embed([q["query"]]), one)
+    print(summary("query embedding, one at a time", one))
+    print(f"{'query embedding, in one batch':<34} {batch_ms:8.2f} ms per query")
+
+    scopes = {
+        "user": lambda q: ReadFilter(user_id=f"{q['user_id']}~0.0"),
+        "org": lambda q: ReadFilter(org_id="bench"),
+    }
+    searches = {
+        "text": lambda q, near, f: store.search_text("stm", q["query"], f, 10),
+        "semantic": lambda q, near, f: store.search_vector("stm", near, f, 10),
+        "hybrid": lambda q, near, f: store.search_hybrid("stm", q["query"], near, f, 10, 100),
+    }
+    for scope, filters in scopes.items():
+        for mode, search in searches.items():
+            ms: list[float] = []
+            for q, v in zip(queries, vectors, strict=True):
+                near, f = Near(vector=v, model_id=MODEL), filters(q)
+                timed(lambda: search(q, near, f), ms)  # noqa: B023 (called at once)
+            print(summary(f"{mode}, {scope}-scoped", ms))
+
+    rowids, matrix = references(store)
+    ms = []
+    for v in vectors:
+        query = np.asarray(v, dtype=np.float32)
+        timed(lambda query=query: np.argpartition(-(matrix @ query), 10)[:10], ms)
+    print(summary("reference: numpy scan of all", ms))
+    knn = knn_reference(store_path, rowids, matrix)
+    ms = []
+    for q, v in zip(queries, vectors, strict=True):
+        user = f"{q['user_id']}~0.0"
+        timed(lambda v=v, user=user: knn(v, user), ms)
+    print(summary("reference: vec0 KNN in a partition", ms))
+
+
+def references(store) -> tuple[list[int], np.ndarray]:
+    from mempipe.adapters.store.sqlite import memory_sql
+
+    table = memory_sql.vector_table("stm", MODEL)
+    rows = store._rows(f"SELECT memory_rowid, embedding FROM {table}")
+    matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
+    return [r for r, _ in rows], matrix
+
+
+def knn_reference(store_path: Path, rowids: list[int], matrix: np.ndarray):
+    import apsw
+    import sqlite_vec
+
+    conn = apsw.Connection(str(store_path.with_suffix(".ref.db")))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    users = dict(
+        apsw.Connection(str(store_path), flags=apsw.SQLITE_OPEN_READONLY)
+        .execute("SELECT id, user_id FROM turns")
+        .fetchall()
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS ref USING vec0(id integer primary key, "
+        f"user_id text partition key, embedding float[{matrix.shape[1]}] distance_metric=cosine)"
+    )
+    if not conn.execute("SELECT count(*) FROM ref").fetchall()[0][0]:
+        with conn:
+            conn.executemany(
+                "INSERT INTO ref (id, user_id, embedding) VALUES (?, ?, ?)",
+                [(r, users[r], matrix[i].tobytes()) for i, r in enumerate(rowids)],
+            )
+
+    def knn(vector: list[float], user: str) -> list:
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        return conn.execute(
+            "SELECT id, distance FROM ref WHERE embedding MATCH ? AND k = 10 AND user_id = ?",
+            (blob, user),
+        ).fetchall()
+
+    return knn
+
+
+if __name__ == "__main__":
+    main()
