@@ -113,7 +113,7 @@ def main() -> None:
     store_path = args.out / f"search-{args.turns}.db"
     if not store_path.exists():
         build(store_path, args.out, args.turns, args.per_user)
-    store = open_store(f"sqlite:///{store_path}", read_only=True)
+    store = open_store(f"sqlite:///{store_path}")
     users = store._rows("SELECT count(DISTINCT user_id), count(*) FROM turns")[0]
     print(f"store: {users[1]:,} turns, {users[0]:,} users ({store_path})")
 

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.adapters.store.sqlite.scoped_bm25 import FUNCTION as BM25
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.schemas.search import STM, ReadFilter, collection_of
@@ -62,7 +63,7 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
             "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
             "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, -bm25(turns_fts) "
             "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND {where} ORDER BY bm25(turns_fts) LIMIT ?",
+            f"WHERE turns_fts MATCH ? AND {where} ORDER BY bm25(turns_fts), t.id LIMIT ?",
             values,
         )
     table, where, values = _memory_source(source, filters)
@@ -70,7 +71,28 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
         f"m.visibility, NULL, -bm25({table}_fts) FROM {table}_fts "
         f"JOIN {table} m ON m.rowid = {table}_fts.rowid WHERE {table}_fts MATCH ? "
-        f"AND m.status = 'active' AND {where} ORDER BY bm25({table}_fts) LIMIT ?",
+        f"AND m.status = 'active' AND {where} ORDER BY bm25({table}_fts), m.rowid LIMIT ?",
+        values,
+    )
+
+
+def turn_span_sql(filters: ReadFilter) -> tuple[str, list[Any]]:
+    """The lowest and highest id, and the number, of the turns in scope (an index range scan
+    when the scope names a user)."""
+    where, values = read_where(filters, TURN_FIELDS, "t")
+    return f"SELECT min(t.id), max(t.id), count(*) FROM turns t WHERE {where}", values
+
+
+def scoped_turn_search_sql(filters: ReadFilter, phrases: int) -> tuple[str, list[Any]]:
+    """The turns in scope that match, inside an id span, each with the bm25 of
+    :mod:`scoped_bm25` (its document counts bound first) and its id to break ties."""
+    where, values = read_where(filters, TURN_FIELDS, "t")
+    counts = ", ".join("?" for _ in range(phrases))
+    return (
+        "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
+        f"t.user_id, t.agent_id, t.session_id, NULL, t.message_id, {BM25}(turns_fts, {counts}), "
+        "t.id FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+        f"WHERE turns_fts MATCH ? AND turns_fts.rowid BETWEEN ? AND ? AND {where}",
         values,
     )
 
