@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,12 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data" / "longmemeval-dev"
+DATA = Path(
+    os.environ.get(
+        "MEMPIPE_LONGMEMEVAL", Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
+    )
+)
+"""The LongMemEval development set (beside the checkout, or where MEMPIPE_LONGMEMEVAL says)."""
 MODEL = "all-MiniLM-L6-v2"
 
 
@@ -120,6 +126,7 @@ def main() -> None:
     queries = [orjson.loads(line) for line in (DATA / "queries.jsonl").read_bytes().splitlines()]
     queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
     embedder = embedder_for(MODEL)
+    embedder.embed(["warm up the model"])
     started = time.perf_counter()
     vectors = embedder.embed([q["query"] for q in queries])
     batch_ms = (time.perf_counter() - started) * 1000 / len(queries)

@@ -105,6 +105,11 @@ class SqliteIndexAdmin(SqliteParts):
             status.differences.append(f"filter fields missing: {', '.join(missing)}")
         if extra:
             status.differences.append(f"filter fields not declared: {', '.join(extra)}")
+        partition = memory_sql.vector_partition_key(sql[0][0])
+        if partition != memory_sql.PARTITION_KEY:
+            status.differences.append(
+                f"partitioned by {partition or 'nothing'}, declared {memory_sql.PARTITION_KEY}"
+            )
         if status.differences:
             status.state = IndexState.DRIFT
         return status

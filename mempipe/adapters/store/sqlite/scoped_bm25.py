@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import apsw
 
@@ -39,6 +38,10 @@ class ScopedBm25:
         self._conn = conn
         self._tokenizer = conn.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
         self._vocabularies: set[str] = set()
+        self._counts: dict[tuple[str, str], int] = {}
+        """Documents per term, kept while no connection has written (fts5vocab counts a term's
+        documents by walking its doclist: a common word costs as much as bm25()'s own count)."""
+        self._version: tuple[int, int] | None = None
         conn.register_fts5_function(FUNCTION, _bm25)
 
     def document_counts(self, fts_table: str, words: Sequence[str]) -> list[int] | None:
@@ -51,14 +54,19 @@ class ScopedBm25:
             if len(tokens) != 1:
                 return None
             terms.append(tokens[0][0])
-        vocabulary = self._vocabulary(fts_table)
-        marks = ", ".join("?" for _ in terms)
-        found = dict(
-            self._conn.execute(
-                f"SELECT term, doc FROM temp.{vocabulary} WHERE term IN ({marks})", terms
-            ).fetchall()
+        version = (
+            self._conn.execute("PRAGMA data_version").fetchall()[0][0],
+            self._conn.total_changes(),
         )
-        return [found.get(term, 0) for term in terms]
+        if version != self._version:
+            self._counts.clear()
+            self._version = version
+        lookup = f"SELECT doc FROM temp.{self._vocabulary(fts_table)} WHERE term = ?"
+        for term in terms:
+            if (fts_table, term) not in self._counts:
+                found = self._conn.execute(lookup, (term,)).fetchall()
+                self._counts[(fts_table, term)] = found[0][0] if found else 0
+        return [self._counts[(fts_table, term)] for term in terms]
 
     def _vocabulary(self, fts_table: str) -> str:
         name = f"mempipe_vocab_{fts_table}"
@@ -71,17 +79,21 @@ class ScopedBm25:
         return name
 
 
-def _bm25(api: apsw.FTS5ExtensionApi, *counts: Any) -> float:
+def _bm25(api: apsw.FTS5ExtensionApi, *counts: int) -> float:
     """FTS5's bm25 for the current row, the document counts given as arguments in phrase
-    order."""
-    rows = api.row_count
-    average = api.column_total_size(-1) / rows
-    size = float(api.column_size(-1))
+    order; the per-query figures are kept in the query's aux data."""
+    figures = api.aux_data
+    if figures is None:
+        rows = api.row_count
+        idfs = [math.log((rows - documents + 0.5) / (documents + 0.5)) for documents in counts]
+        figures = api.aux_data = (
+            [idf if idf > 0.0 else IDF_FLOOR for idf in idfs],
+            api.column_total_size(-1) / rows,
+        )
+    idfs, average = figures
+    length = K1 * (1 - B + B * float(api.column_size(-1)) / average)
     score = 0.0
-    for phrase, documents in enumerate(counts):
-        idf = math.log((rows - documents + 0.5) / (documents + 0.5))
-        if idf <= 0.0:
-            idf = IDF_FLOOR
+    for phrase, idf in enumerate(idfs):
         frequency = float(sum(len(offsets) for offsets in api.phrase_locations(phrase)))
-        score += idf * ((frequency * (K1 + 1.0)) / (frequency + K1 * (1 - B + B * size / average)))
+        score += idf * ((frequency * (K1 + 1.0)) / (frequency + length))
     return -1.0 * score

@@ -84,15 +84,18 @@ def turn_span_sql(filters: ReadFilter) -> tuple[str, list[Any]]:
 
 
 def scoped_turn_search_sql(filters: ReadFilter, phrases: int) -> tuple[str, list[Any]]:
-    """The turns in scope that match, inside an id span, each with the bm25 of
-    :mod:`scoped_bm25` (its document counts bound first) and its id to break ties."""
+    """The turns in scope that match inside an id span, each with the bm25 of
+    :mod:`scoped_bm25` (its document counts bound first) and its id to break ties. The match is
+    walked first (materialized), then joined to the turns: driven from the turns, SQLite would
+    start one full-text query per turn."""
     where, values = read_where(filters, TURN_FIELDS, "t")
     counts = ", ".join("?" for _ in range(phrases))
     return (
+        f"WITH m AS MATERIALIZED (SELECT rowid AS id, {BM25}(turns_fts, {counts}) AS score "
+        "FROM turns_fts WHERE turns_fts MATCH ? AND rowid BETWEEN ? AND ?) "
         "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
-        f"t.user_id, t.agent_id, t.session_id, NULL, t.message_id, {BM25}(turns_fts, {counts}), "
-        "t.id FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
-        f"WHERE turns_fts MATCH ? AND turns_fts.rowid BETWEEN ? AND ? AND {where}",
+        "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, m.score, t.id "
+        f"FROM m JOIN turns t ON t.id = m.id WHERE {where}",
         values,
     )
 

@@ -1,0 +1,106 @@
+"""Vectors are stored per user (migration 0012): a store whose vector tables predate it is
+rebuilt on migration with every vector kept, and finds exactly what it found before; a table in
+the old layout is reported as drift by ``rebuild-indexes`` and rebuilt with ``--force``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store import open_store
+from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.migrations import migrate
+from mempipe.schemas.indexes import IndexState
+from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.search import Near, ReadFilter
+
+EMBEDDER = HashingEmbedder(32)
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+TABLE = memory_sql.vector_table("semantic", EMBEDDER.model_id)
+WORDS = ["refund", "airport", "seat", "visa", "hotel", "train", "luggage", "passport"]
+VECTORS = np.random.default_rng(3).normal(size=(320, EMBEDDER.dimensions)).tolist()
+"""Random directions, so that no two distances tie and "the 10 nearest" is one answer."""
+
+
+def loaded(store) -> None:
+    store.ensure_vector_table("semantic", EMBEDDER.model_id, EMBEDDER.dimensions)
+    with store.write_transaction():
+        for n in range(300):
+            text = f"{WORDS[n % 8]} {WORDS[n * 7 % 8]} note {n}"
+            store.add_memory(
+                "semantic",
+                SemanticMemory(
+                    id=f"m{n}",
+                    org_id="o",
+                    project_id="p",
+                    user_id=f"u{n % 5}",
+                    text=text,
+                    label=f"l{n}",
+                    has_embedding=True,
+                    embedding_model_id=EMBEDDER.model_id,
+                    created_at=NOW,
+                    updated_at=NOW,
+                ),
+                VECTORS[n],
+            )
+
+
+def old_layout(store) -> None:
+    """The vector table as stores before migration 0012 have it: no partition key."""
+    conn = store._conn
+    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (TABLE,)).fetchall()[0][0]
+    old = ddl.replace(" partition key", "").replace(f", chunk_size={memory_sql.CHUNK_SIZE}", "")
+    with conn:
+        conn.execute(f"CREATE TEMP TABLE keep AS SELECT * FROM {TABLE}")
+        conn.execute(f"DROP TABLE {TABLE}")
+        conn.execute(old)
+        conn.execute(f"INSERT INTO {TABLE} SELECT * FROM keep")
+        conn.execute("DROP TABLE keep")
+
+
+def results(store) -> list[list[tuple[str, float]]]:
+    found = []
+    for n in range(8):
+        near = Near(vector=VECTORS[300 + n], model_id=EMBEDDER.model_id)
+        for filters in (ReadFilter(user_id=f"u{n % 5}"), ReadFilter(org_id="o")):
+            hits = store.search_vector("semantic", near, filters, 10)
+            found.append([(h.id, h.score) for h in hits])
+    return found
+
+
+def layout(store) -> str:
+    return store._rows("SELECT sql FROM sqlite_master WHERE name = ?", (TABLE,))[0][0]
+
+
+def test_migration_rebuilds_old_vector_tables_per_user_and_finds_the_same(store_url) -> None:
+    store = open_store(store_url)
+    loaded(store)
+    old_layout(store)
+    before = results(store)
+    store._conn.execute("DELETE FROM _migrations WHERE id LIKE '0012%'")
+    assert memory_sql.vector_partition_key(layout(store)) is None
+
+    migrate(store)
+
+    assert memory_sql.vector_partition_key(layout(store)) == "user_id"
+    assert store.vector_counts("semantic", EMBEDDER.model_id) == (300, 300)
+    assert results(store) == before
+    assert all(len(r) == 10 for r in before)
+    store.close()
+
+
+def test_an_old_layout_is_drift_until_rebuilt_with_force(store) -> None:
+    loaded(store)
+    old_layout(store)
+    before = results(store)
+
+    (status,) = [s for s in store.index_status() if s.kind == "vector"]
+    assert status.state is IndexState.DRIFT
+    assert "partitioned by nothing, declared user_id" in status.differences
+    store.rebuild_indexes(force=True)
+
+    (status,) = [s for s in store.index_status() if s.kind == "vector"]
+    assert status.state is IndexState.OK
+    assert results(store) == before
