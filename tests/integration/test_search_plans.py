@@ -1,11 +1,13 @@
-"""The fast plans find what the plain ones find: a user's turns ranked by mempipe's own bm25
-(document counts from the index vocabulary, the walk limited to the user's id span) give the
-same hits, in the same order, with the same scores, as FTS5's ``bm25()`` over the whole index."""
+"""The fast plans find what the plain ones find: a user's turns or memories ranked by mempipe's
+own bm25 (document counts from the index vocabulary, the walk limited to the user's id span)
+give the same hits, in the same order, with the same scores, as FTS5's ``bm25()`` over the
+whole index."""
 
 from __future__ import annotations
 
 import itertools
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -13,6 +15,7 @@ import pytest
 
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
 from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import STM, ReadFilter
 from mempipe.services.ingest import ingest_file
 
@@ -51,22 +54,63 @@ def turns(store, tmp_path: Path, defaults):
     return store, words
 
 
-def plain(store, query: str, filters: ReadFilter, k: int) -> list[tuple[str, float]]:
-    sql, values = search_sql.text_search_sql(STM, filters)
+def plain(
+    store, query: str, filters: ReadFilter, k: int, source: str = STM
+) -> list[tuple[str, float]]:
+    sql, values = search_sql.text_search_sql(source, filters)
     match = search_sql.fts_query(query)
     return [(row[0], row[9]) for row in store._rows(sql, (match, *values, k))]
 
 
+def fast_plan_counter(monkeypatch) -> list[int]:
+    used: list[int] = []
+    scoped_sql = search_sql.scoped_search_sql
+
+    def counted(scope: search_sql.ScopedText, phrases: int) -> str:
+        used.append(phrases)
+        return scoped_sql(scope, phrases)
+
+    monkeypatch.setattr(search_sql, "scoped_search_sql", counted)
+    return used
+
+
+def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, monkeypatch) -> None:
+    """Active memories only, private and org-visible, several users interleaved."""
+    rng = random.Random(5)
+    words = vocabulary(rng)
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    with store.write_transaction():
+        for n in range(1200):
+            store.add_memory(
+                "semantic",
+                SemanticMemory(
+                    id=f"m{n}",
+                    org_id="o",
+                    project_id="p",
+                    user_id=USERS[n % len(USERS)],
+                    visibility="org" if n % 7 == 0 else "private",
+                    text=" ".join(rng.choices(words, weights, k=rng.randint(3, 60))),
+                    label=f"l{n}",
+                    created_at=now,
+                    updated_at=now,
+                ),
+                None,
+            )
+            if n % 11 == 0:
+                store.supersede_memory("semantic", f"m{n}")
+    fast_plans = fast_plan_counter(monkeypatch)
+    queries = [" ".join(rng.sample(words[:40], 2) + rng.sample(words[40:], 3)) for _ in range(10)]
+    for user, query, visibility in itertools.product(USERS, queries, (None, "org")):
+        filters = ReadFilter(user_id=user, visibility=visibility)
+        fast = [(h.id, h.score) for h in store.search_text("semantic", query, filters, 10)]
+        assert fast == plain(store, query, filters, 10, "semantic"), (user, query)
+    assert len(fast_plans) == len(USERS) * len(queries) * 2
+
+
 def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, monkeypatch) -> None:
     store, words = turns
-    fast_plans: list[int] = []
-    scoped_sql = search_sql.scoped_turn_search_sql
-
-    def counted(filters: ReadFilter, phrases: int) -> tuple[str, list]:
-        fast_plans.append(phrases)
-        return scoped_sql(filters, phrases)
-
-    monkeypatch.setattr(search_sql, "scoped_turn_search_sql", counted)
+    fast_plans = fast_plan_counter(monkeypatch)
     rng = random.Random(11)
     queries = [" ".join(rng.sample(words[:60], 2) + rng.sample(words[60:], 4)) for _ in range(15)]
     queries += [words[0], "café naïve 2023 x", "nothing matches zzzzzzzzzz"]

@@ -8,7 +8,7 @@ from typing import Any
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
-from mempipe.schemas.search import STM, Hit, Near, ReadFilter
+from mempipe.schemas.search import Hit, Near, ReadFilter
 
 
 def _hit(source: str, row: tuple[Any, ...]) -> Hit:
@@ -37,34 +37,37 @@ class SqliteSearch(SqliteParts):
         match = search_sql.fts_query(query)
         if match is None:
             return []
-        if source == STM and filters.user_id is not None:
-            scoped = self._user_turns_text(query, match, filters, k)
+        if filters.user_id is not None:
+            scoped = self._user_text(source, query, match, filters, k)
             if scoped is not None:
                 return scoped
         sql, values = search_sql.text_search_sql(source, filters)
         return [_hit(source, row) for row in self._rows(sql, (match, *values, k))]
 
-    def _user_turns_text(
-        self, query: str, match: str, filters: ReadFilter, k: int
+    def _user_text(
+        self, source: str, query: str, match: str, filters: ReadFilter, k: int
     ) -> list[Hit] | None:
-        """One user's turns ranked as ``bm25()`` ranks them, without its walk over every
+        """One user's rows ranked as ``bm25()`` ranks them, without its walk over every
         document of every query word (:mod:`scoped_bm25`); None where that cannot be exact."""
-        span, values = search_sql.turn_span_sql(filters)
-        low, high, count = self._rows(span, values)[0]
+        scope = search_sql.scoped_text(source, filters)
+        low, high, count = self._rows(search_sql.span_sql(scope), scope.values)[0]
         if not count:
             return []
         if high - low > scoped_bm25.MAX_SPAN:
             return None
         if self._bm25 is None:
             self._bm25 = scoped_bm25.ScopedBm25(self._conn)
-        counts = self._bm25.document_counts("turns_fts", scoped_bm25.query_words(query))
+        counts = self._bm25.document_counts(scope.fts, scoped_bm25.query_words(query))
         if counts is None:
             return None
-        sql, values = search_sql.scoped_turn_search_sql(filters, len(counts))
         rows = sorted(
-            self._rows(sql, (*counts, match, low, high, *values)), key=lambda r: (r[9], r[10])
+            self._rows(
+                search_sql.scoped_search_sql(scope, len(counts)),
+                (*counts, match, low, high, *scope.values),
+            ),
+            key=lambda r: (r[9], r[10]),
         )
-        return [_hit(STM, (*row[:9], -row[9])) for row in rows[:k]]
+        return [_hit(source, (*row[:9], -row[9])) for row in rows[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
         sql, values = search_sql.vector_search_sql(source, near.model_id, filters)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.scoped_bm25 import FUNCTION as BM25
@@ -76,35 +76,66 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
     )
 
 
-def turn_span_sql(filters: ReadFilter) -> tuple[str, list[Any]]:
-    """The lowest and highest id, and the number, of the turns in scope (an index range scan
-    when the scope names a user)."""
-    where, values = read_where(filters, TURN_FIELDS, "t")
-    return f"SELECT min(t.id), max(t.id), count(*) FROM turns t WHERE {where}", values
+class ScopedText(NamedTuple):
+    """Where a source's searchable rows live: the full-text index, and the rows as a
+    ``FROM ... WHERE`` (alias ``r``) for a scope, with the columns a hit is made of."""
+
+    fts: str
+    rows: str
+    where: str
+    values: list[Any]
+    hit_columns: str
 
 
-def scoped_turn_search_sql(filters: ReadFilter, phrases: int) -> tuple[str, list[Any]]:
-    """The turns in scope that match inside an id span, each with the bm25 of
-    :mod:`scoped_bm25` (its document counts bound first) and its id to break ties. The match is
-    walked first (materialized), then joined to the turns: driven from the turns, SQLite would
-    start one full-text query per turn."""
-    where, values = read_where(filters, TURN_FIELDS, "t")
-    counts = ", ".join("?" for _ in range(phrases))
-    return (
-        f"WITH m AS MATERIALIZED (SELECT rowid AS id, {BM25}(turns_fts, {counts}) AS score "
-        "FROM turns_fts WHERE turns_fts MATCH ? AND rowid BETWEEN ? AND ?) "
-        "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
-        "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, m.score, t.id "
-        f"FROM m JOIN turns t ON t.id = m.id WHERE {where}",
+def scoped_text(source: str, filters: ReadFilter) -> ScopedText:
+    if source == STM:
+        where, values = read_where(filters, TURN_FIELDS, "r")
+        return ScopedText(
+            "turns_fts",
+            "turns r",
+            where,
+            values,
+            "r.session_id || '#' || r.turn_seq, r.content, r.org_id, r.project_id, r.user_id, "
+            "r.agent_id, r.session_id, NULL, r.message_id",
+        )
+    table, where, values = _memory_source(source, filters, "r")
+    return ScopedText(
+        f"{table}_fts",
+        f"{table} r",
+        f"r.status = 'active' AND {where}",
         values,
+        "r.id, r.text, r.org_id, r.project_id, r.user_id, r.agent_id, r.session_id, "
+        "r.visibility, NULL",
     )
 
 
-def _memory_source(source: str, filters: ReadFilter) -> tuple[str, str, list[Any]]:
+def span_sql(scope: ScopedText) -> str:
+    """The lowest and highest rowid, and the number, of the rows in scope (an index range scan
+    when the scope names a user)."""
+    return f"SELECT min(r.rowid), max(r.rowid), count(*) FROM {scope.rows} WHERE {scope.where}"
+
+
+def scoped_search_sql(scope: ScopedText, phrases: int) -> str:
+    """The rows in scope that match inside a rowid span, each with the bm25 of
+    :mod:`scoped_bm25` (its document counts bound first) and its rowid to break ties. The match
+    is walked first (materialized), then joined to the rows: driven from the rows, SQLite would
+    start one full-text query per row."""
+    counts = ", ".join("?" for _ in range(phrases))
+    return (
+        f"WITH found AS MATERIALIZED (SELECT rowid AS id, {BM25}({scope.fts}, {counts}) "
+        f"AS score FROM {scope.fts} WHERE {scope.fts} MATCH ? AND rowid BETWEEN ? AND ?) "
+        f"SELECT {scope.hit_columns}, found.score, r.rowid FROM found "
+        f"JOIN {scope.rows} ON r.rowid = found.id WHERE {scope.where}"
+    )
+
+
+def _memory_source(
+    source: str, filters: ReadFilter, alias: str = "m"
+) -> tuple[str, str, list[Any]]:
     table = memory_sql.table(collection_of(source))
-    where, values = read_where(filters, MEMORY_FIELDS, "m")
+    where, values = read_where(filters, MEMORY_FIELDS, alias)
     if collection_of(source) == "custom":
-        where, values = f"{where} AND m.type_name = ?", [*values, source]
+        where, values = f"{where} AND {alias}.type_name = ?", [*values, source]
     return table, where, values
 
 
