@@ -62,19 +62,25 @@ def plain(
     return [(row[0], row[9]) for row in store._rows(sql, (match, *values, k))]
 
 
-def fast_plan_counter(monkeypatch) -> list[int]:
-    used: list[int] = []
-    scoped_sql = search_sql.scoped_search_sql
+@pytest.fixture(params=["span", "rows"])
+def fast_plans(request, monkeypatch) -> list[str]:
+    """Which fast plan runs: the match walked inside the user's span, or (with no span
+    narrow enough) the user's rows ranked from their own text. Lists each use."""
+    used: list[str] = []
+    if request.param == "rows":
+        monkeypatch.setattr(scoped_bm25, "MAX_SPAN", -1)
+    builder = "scoped_search_sql" if request.param == "span" else "scope_rows_sql"
+    original = getattr(search_sql, builder)
 
-    def counted(scope: search_sql.ScopedText, phrases: int) -> str:
-        used.append(phrases)
-        return scoped_sql(scope, phrases)
+    def counted(*args):
+        used.append(request.param)
+        return original(*args)
 
-    monkeypatch.setattr(search_sql, "scoped_search_sql", counted)
+    monkeypatch.setattr(search_sql, builder, counted)
     return used
 
 
-def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, monkeypatch) -> None:
+def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, fast_plans) -> None:
     """Active memories only, private and org-visible, several users interleaved."""
     rng = random.Random(5)
     words = vocabulary(rng)
@@ -99,7 +105,6 @@ def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, monkeypatc
             )
             if n % 11 == 0:
                 store.supersede_memory("semantic", f"m{n}")
-    fast_plans = fast_plan_counter(monkeypatch)
     queries = [" ".join(rng.sample(words[:40], 2) + rng.sample(words[40:], 3)) for _ in range(10)]
     for user, query, visibility in itertools.product(USERS, queries, (None, "org")):
         filters = ReadFilter(user_id=user, visibility=visibility)
@@ -108,9 +113,8 @@ def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, monkeypatc
     assert len(fast_plans) == len(USERS) * len(queries) * 2
 
 
-def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, monkeypatch) -> None:
+def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, fast_plans) -> None:
     store, words = turns
-    fast_plans = fast_plan_counter(monkeypatch)
     rng = random.Random(11)
     queries = [" ".join(rng.sample(words[:60], 2) + rng.sample(words[60:], 4)) for _ in range(15)]
     queries += [words[0], "café naïve 2023 x", "nothing matches zzzzzzzzzz"]
@@ -126,5 +130,6 @@ def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, monkeypatch) 
 
 def test_a_word_the_tokenizer_splits_keeps_fts5s_own_ranking(store) -> None:
     ranker = scoped_bm25.ScopedBm25(store._conn)
-    assert ranker.document_counts("turns_fts", ["foo_bar"]) is None
-    assert ranker.document_counts("turns_fts", ["café"]) == [0]
+    assert ranker.terms(["foo_bar"]) is None
+    assert ranker.terms(["café", "Naïve"]) == ["cafe", "naive"]
+    assert ranker.document_counts("turns_fts", ["cafe"]) == [0]

@@ -23,12 +23,47 @@ B = 0.75
 IDF_FLOOR = 1e-6
 FUNCTION = "mempipe_bm25"
 MAX_SPAN = 50_000
-"""Widest rowid span searched this way; a wider scope is cheaper for FTS5's own ranking."""
+"""Widest rowid span whose match is walked; a scope spread wider is ranked from its own rows."""
+MAX_ROWS = 5_000
+"""Most rows ranked from their own text; a larger scope is cheaper for FTS5's own ranking."""
 
 
 def query_words(text: str) -> list[str]:
     """The query's words, in the order ``fts_query`` puts them in the MATCH expression."""
     return list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+
+
+def idfs(rows: int, counts: Sequence[int]) -> list[float]:
+    """Each phrase's idf as FTS5 computes it, floored at 1e-6."""
+    found = [math.log((rows - documents + 0.5) / (documents + 0.5)) for documents in counts]
+    return [idf if idf > 0.0 else IDF_FLOOR for idf in found]
+
+
+def bm25(idf: Sequence[float], average: float, size: int, frequencies: Sequence[int]) -> float:
+    """FTS5's bm25 of one row (negative: lower ranks first), operation for operation."""
+    length = K1 * (1 - B + B * float(size) / average)
+    score = 0.0
+    for weight, frequency in zip(idf, frequencies, strict=True):
+        score += weight * ((float(frequency) * (K1 + 1.0)) / (float(frequency) + length))
+    return -1.0 * score
+
+
+def _varints(block: bytes) -> list[int]:
+    """SQLite varints, as FTS5 writes its averages record."""
+    values, at = [], 0
+    while at < len(block):
+        value = 0
+        for position in range(9):
+            byte = block[at]
+            at += 1
+            if position == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
 
 
 class ScopedBm25:
@@ -44,16 +79,18 @@ class ScopedBm25:
         self._version: tuple[int, int] | None = None
         conn.register_fts5_function(FUNCTION, _bm25)
 
-    def document_counts(self, fts_table: str, words: Sequence[str]) -> list[int] | None:
-        """Documents holding each word; None when a word is not one token to the index."""
+    def terms(self, words: Sequence[str]) -> list[str] | None:
+        """Each word as the index holds it; None when a word is not one token to the index."""
         terms = []
         for word in words:
-            tokens = self._tokenizer(
-                word.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False
-            )
+            tokens = self._tokens(word, apsw.FTS5_TOKENIZE_QUERY)
             if len(tokens) != 1:
                 return None
-            terms.append(tokens[0][0])
+            terms.append(tokens[0])
+        return terms
+
+    def document_counts(self, fts_table: str, terms: Sequence[str]) -> list[int]:
+        """Documents holding each term."""
         version = (
             self._conn.execute("PRAGMA data_version").fetchall()[0][0],
             self._conn.total_changes(),
@@ -67,6 +104,26 @@ class ScopedBm25:
                 found = self._conn.execute(lookup, (term,)).fetchall()
                 self._counts[(fts_table, term)] = found[0][0] if found else 0
         return [self._counts[(fts_table, term)] for term in terms]
+
+    def rank_texts(
+        self, fts_table: str, terms: Sequence[str], counts: Sequence[int], texts: Sequence[str]
+    ) -> list[float | None]:
+        """The bm25 of each text as if it were its row of the index (None: no term matches):
+        the same tokenizer gives the same tokens, so the same frequencies and length."""
+        block = self._conn.execute(f"SELECT block FROM {fts_table}_data WHERE id = 1").fetchall()
+        rows, tokens = _varints(block[0][0])[:2]
+        weights, average = idfs(rows, counts), tokens / rows
+        scores: list[float | None] = []
+        for text in texts:
+            own = self._tokens(text, apsw.FTS5_TOKENIZE_DOCUMENT)
+            frequencies = [own.count(term) for term in terms]
+            matched = any(frequencies)
+            scores.append(bm25(weights, average, len(own), frequencies) if matched else None)
+        return scores
+
+    def _tokens(self, text: str, reason: int) -> list[str]:
+        found = self._tokenizer(text.encode(), reason, None, include_offsets=False)
+        return [group[0] for group in found]
 
     def _vocabulary(self, fts_table: str) -> str:
         name = f"mempipe_vocab_{fts_table}"
@@ -84,16 +141,13 @@ def _bm25(api: apsw.FTS5ExtensionApi, *counts: int) -> float:
     order; the per-query figures are kept in the query's aux data."""
     figures = api.aux_data
     if figures is None:
-        rows = api.row_count
-        idfs = [math.log((rows - documents + 0.5) / (documents + 0.5)) for documents in counts]
         figures = api.aux_data = (
-            [idf if idf > 0.0 else IDF_FLOOR for idf in idfs],
-            api.column_total_size(-1) / rows,
+            idfs(api.row_count, counts),
+            api.column_total_size(-1) / api.row_count,
         )
-    idfs, average = figures
-    length = K1 * (1 - B + B * float(api.column_size(-1)) / average)
-    score = 0.0
-    for phrase, idf in enumerate(idfs):
-        frequency = float(sum(len(offsets) for offsets in api.phrase_locations(phrase)))
-        score += idf * ((frequency * (K1 + 1.0)) / (frequency + length))
-    return -1.0 * score
+    weights, average = figures
+    frequencies = [
+        sum(len(offsets) for offsets in api.phrase_locations(phrase))
+        for phrase in range(len(weights))
+    ]
+    return bm25(weights, average, api.column_size(-1), frequencies)

@@ -48,26 +48,30 @@ class SqliteSearch(SqliteParts):
         self, source: str, query: str, match: str, filters: ReadFilter, k: int
     ) -> list[Hit] | None:
         """One user's rows ranked as ``bm25()`` ranks them, without its walk over every
-        document of every query word (:mod:`scoped_bm25`); None where that cannot be exact."""
+        document of every query word (:mod:`scoped_bm25`): the match is walked inside the
+        user's rowid span when the rows lie close together, else the user's own rows are
+        ranked from their text. None where neither is exact or cheaper."""
         scope = search_sql.scoped_text(source, filters)
         low, high, count = self._rows(search_sql.span_sql(scope), scope.values)[0]
         if not count:
             return []
-        if high - low > scoped_bm25.MAX_SPAN:
-            return None
         if self._bm25 is None:
             self._bm25 = scoped_bm25.ScopedBm25(self._conn)
-        counts = self._bm25.document_counts(scope.fts, scoped_bm25.query_words(query))
-        if counts is None:
+        terms = self._bm25.terms(scoped_bm25.query_words(query))
+        if terms is None:
             return None
-        rows = sorted(
-            self._rows(
-                search_sql.scoped_search_sql(scope, len(counts)),
-                (*counts, match, low, high, *scope.values),
-            ),
-            key=lambda r: (r[9], r[10]),
-        )
-        return [_hit(source, (*row[:9], -row[9])) for row in rows[:k]]
+        counts = self._bm25.document_counts(scope.fts, terms)
+        if high - low <= scoped_bm25.MAX_SPAN:
+            sql = search_sql.scoped_search_sql(scope, len(counts))
+            ranked = self._rows(sql, (*counts, match, low, high, *scope.values))
+        elif count <= scoped_bm25.MAX_ROWS:
+            rows = self._rows(search_sql.scope_rows_sql(scope), scope.values)
+            scores = self._bm25.rank_texts(scope.fts, terms, counts, [r[1] for r in rows])
+            ranked = [(*r[:9], score, r[9]) for r, score in zip(rows, scores, strict=True) if score]
+        else:
+            return None
+        ranked.sort(key=lambda r: (r[9], r[10]))
+        return [_hit(source, (*row[:9], -row[9])) for row in ranked[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
         sql, values = search_sql.vector_search_sql(source, near.model_id, filters)

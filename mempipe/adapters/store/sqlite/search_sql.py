@@ -115,6 +115,11 @@ def span_sql(scope: ScopedText) -> str:
     return f"SELECT min(r.rowid), max(r.rowid), count(*) FROM {scope.rows} WHERE {scope.where}"
 
 
+def scope_rows_sql(scope: ScopedText) -> str:
+    """Every row in scope with its hit columns (the text second) and its rowid."""
+    return f"SELECT {scope.hit_columns}, r.rowid FROM {scope.rows} WHERE {scope.where}"
+
+
 def scoped_search_sql(scope: ScopedText, phrases: int) -> str:
     """The rows in scope that match inside a rowid span, each with the bm25 of
     :mod:`scoped_bm25` (its document counts bound first) and its rowid to break ties. The match
