@@ -1,10 +1,13 @@
-"""Small readers shared by tests that compare two runs."""
+"""Small readers and builders shared by tests."""
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from mempipe.schemas.memory import SemanticMemory
 from mempipe.services.audit import scan_audit
 
 
@@ -12,3 +15,19 @@ def audit_actions(audit_dir: Path) -> Counter:
     """(memory type, action, text) of every audit row, counted: what two runs must agree on."""
     frame = scan_audit(audit_dir).collect()
     return Counter(zip(frame["memory_type"], frame["action"], frame["text"], strict=True))
+
+
+def semantic_memory(memory_id: str, text: str, user: str, **fields: Any) -> SemanticMemory:
+    """A semantic memory of org ``o``, project ``p``, as written on 2024-01-01."""
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    return SemanticMemory(
+        id=memory_id,
+        org_id="o",
+        project_id="p",
+        user_id=user,
+        text=text,
+        label=fields.pop("label", memory_id),
+        created_at=at,
+        updated_at=at,
+        **fields,
+    )

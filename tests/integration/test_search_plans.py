@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -15,9 +14,9 @@ import pytest
 
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
 from mempipe.schemas.archive import ArchiveFormat
-from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import STM, ReadFilter
 from mempipe.services.ingest import ingest_file
+from tests.helpers import semantic_memory
 
 USERS = [f"user-{n}" for n in range(6)]
 
@@ -85,24 +84,12 @@ def test_a_users_memories_rank_exactly_as_fts5_bm25_ranks_them(store, fast_plans
     rng = random.Random(5)
     words = vocabulary(rng)
     weights = [1 / (rank + 1) for rank in range(len(words))]
-    now = datetime(2024, 1, 1, tzinfo=UTC)
     with store.write_transaction():
         for n in range(1200):
-            store.add_memory(
-                "semantic",
-                SemanticMemory(
-                    id=f"m{n}",
-                    org_id="o",
-                    project_id="p",
-                    user_id=USERS[n % len(USERS)],
-                    visibility="org" if n % 7 == 0 else "private",
-                    text=" ".join(rng.choices(words, weights, k=rng.randint(3, 60))),
-                    label=f"l{n}",
-                    created_at=now,
-                    updated_at=now,
-                ),
-                None,
-            )
+            text = " ".join(rng.choices(words, weights, k=rng.randint(3, 60)))
+            visibility = "org" if n % 7 == 0 else "private"
+            memory = semantic_memory(f"m{n}", text, USERS[n % len(USERS)], visibility=visibility)
+            store.add_memory("semantic", memory, None)
             if n % 11 == 0:
                 store.supersede_memory("semantic", f"m{n}")
     queries = [" ".join(rng.sample(words[:40], 2) + rng.sample(words[40:], 3)) for _ in range(10)]

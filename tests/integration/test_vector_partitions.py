@@ -13,12 +13,13 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.migrations import migrate
 from mempipe.schemas.indexes import IndexState
-from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import Near, ReadFilter
+from tests.helpers import semantic_memory
 
 EMBEDDER = HashingEmbedder(32)
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
-TABLE = memory_sql.vector_table("semantic", EMBEDDER.model_id)
+MODEL = EMBEDDER.model_id
+TABLE = memory_sql.vector_table("semantic", MODEL)
 WORDS = ["refund", "airport", "seat", "visa", "hotel", "train", "luggage", "passport"]
 VECTORS = np.random.default_rng(3).normal(size=(320, EMBEDDER.dimensions)).tolist()
 """Random directions, so that no two distances tie and "the 10 nearest" is one answer."""
@@ -29,22 +30,10 @@ def loaded(store) -> None:
     with store.write_transaction():
         for n in range(300):
             text = f"{WORDS[n % 8]} {WORDS[n * 7 % 8]} note {n}"
-            store.add_memory(
-                "semantic",
-                SemanticMemory(
-                    id=f"m{n}",
-                    org_id="o",
-                    project_id="p",
-                    user_id=f"u{n % 5}",
-                    text=text,
-                    label=f"l{n}",
-                    has_embedding=True,
-                    embedding_model_id=EMBEDDER.model_id,
-                    created_at=NOW,
-                    updated_at=NOW,
-                ),
-                VECTORS[n],
+            memory = semantic_memory(
+                f"m{n}", text, f"u{n % 5}", has_embedding=True, embedding_model_id=MODEL
             )
+            store.add_memory("semantic", memory, VECTORS[n])
 
 
 def old_layout(store) -> None:
