@@ -19,6 +19,7 @@ from mempipe.schemas.search import Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.turn import SourceLocation, Turn
+from tests.helpers import semantic_memory
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -38,17 +39,7 @@ def turn(seq: int, session: str = "s", content: str | None = None, user: str = "
 
 
 def memory(memory_id: str, text: str, label: str, user: str = "u", **fields) -> SemanticMemory:
-    return SemanticMemory(
-        id=memory_id,
-        org_id="o",
-        project_id="p",
-        user_id=user,
-        text=text,
-        label=label,
-        created_at=T0,
-        updated_at=T0,
-        **fields,
-    )
+    return semantic_memory(memory_id, text, user, label=label, **fields)
 
 
 def promote(store, handlers=("semantic",)) -> int:

@@ -56,26 +56,6 @@ def vector_where(filters: ReadFilter, fields: tuple[str, ...]) -> tuple[str, lis
     return " AND ".join(clauses), values
 
 
-def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
-    if source == STM:
-        where, values = read_where(filters, TURN_FIELDS, "t")
-        return (
-            "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
-            "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, -bm25(turns_fts) "
-            "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND {where} ORDER BY bm25(turns_fts), t.id LIMIT ?",
-            values,
-        )
-    table, where, values = _memory_source(source, filters)
-    return (
-        "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
-        f"m.visibility, NULL, -bm25({table}_fts) FROM {table}_fts "
-        f"JOIN {table} m ON m.rowid = {table}_fts.rowid WHERE {table}_fts MATCH ? "
-        f"AND m.status = 'active' AND {where} ORDER BY bm25({table}_fts), m.rowid LIMIT ?",
-        values,
-    )
-
-
 class ScopedText(NamedTuple):
     """Where a source's searchable rows live: the full-text index, and the rows as a
     ``FROM ... WHERE`` (alias ``r``) for a scope, with the columns a hit is made of."""
@@ -106,6 +86,17 @@ def scoped_text(source: str, filters: ReadFilter) -> ScopedText:
         values,
         "r.id, r.text, r.org_id, r.project_id, r.user_id, r.agent_id, r.session_id, "
         "r.visibility, NULL",
+    )
+
+
+def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
+    """FTS5's own ranking over every match, the scope filtered in the same query."""
+    scope = scoped_text(source, filters)
+    return (
+        f"SELECT {scope.hit_columns}, -bm25({scope.fts}) FROM {scope.fts} "
+        f"JOIN {scope.rows} ON r.rowid = {scope.fts}.rowid WHERE {scope.fts} MATCH ? "
+        f"AND {scope.where} ORDER BY bm25({scope.fts}), r.rowid LIMIT ?",
+        scope.values,
     )
 
 
