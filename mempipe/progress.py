@@ -4,6 +4,8 @@ CLI's stderr. Tasks report through :func:`track`; the CLI installs its bar with
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 UPDATE_EVERY_SECONDS = 0.5
+ARTIFACT_EVERY_SECONDS = 2.0
+CLOSE_WAIT_SECONDS = 5.0
+logger = logging.getLogger(__name__)
 
 
 class ProgressSink(Protocol):
@@ -48,7 +53,7 @@ class Tracker:
 def track(label: str, total: float, unit: str) -> Iterator[Tracker]:
     sinks: list[ProgressSink] = []
     if _in_prefect_run():
-        sinks.append(PrefectArtifactSink(f"{label} ({unit})", total))
+        sinks.append(InBackground(lambda: PrefectArtifactSink(f"{label} ({unit})", total)))
     with _lock:
         factories = list(_factories)
     sinks.extend(factory(label, total, unit) for factory in factories)
@@ -65,6 +70,54 @@ def _in_prefect_run() -> bool:
     from prefect.context import FlowRunContext, TaskRunContext
 
     return TaskRunContext.get() is not None or FlowRunContext.get() is not None
+
+
+class InBackground:
+    """Runs a sink on its own thread, keeping only the latest value, so that a slow or
+    unanswering API (a Prefect server under load, seen holding a request for minutes) never
+    stalls the work it reports on; at close the last value gets :data:`CLOSE_WAIT_SECONDS`."""
+
+    def __init__(self, make: Callable[[], ProgressSink]) -> None:
+        self._make = make
+        self._latest: float | None = None
+        self._closed = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(self._run,),
+            name="mempipe-progress",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def update(self, completed: float) -> None:
+        with self._changed:
+            self._latest = completed
+            self._changed.notify()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        self._thread.join(CLOSE_WAIT_SECONDS)
+
+    def _run(self) -> None:
+        try:
+            sink = self._make()
+            due = 0.0
+            while True:
+                with self._changed:
+                    while not self._closed and (self._latest is None or time.monotonic() < due):
+                        self._changed.wait(None if self._latest is None else due - time.monotonic())
+                    latest, self._latest, closed = self._latest, None, self._closed
+                if latest is not None:
+                    sink.update(latest)
+                    due = time.monotonic() + ARTIFACT_EVERY_SECONDS
+                if closed:
+                    sink.close()
+                    return
+        except Exception as exc:  # progress is a side channel: the work goes on without it
+            logger.warning("progress reporting stopped: %s", exc)
 
 
 class PrefectArtifactSink:

@@ -17,8 +17,11 @@ from mempipe.cli.retrieval_commands import evaluate_queries, models, search
 from mempipe.cli.run_commands import recover, runs
 from mempipe.cli.store_commands import migrate, stats
 
-# A laptop run starts Prefect's temporary local server; it needs no usage telemetry.
+# A laptop run starts Prefect's temporary local server; it needs no usage telemetry, and on a
+# busy machine it may take longer than Prefect's default 20 s to answer: wait for it rather than
+# fail the command (a server started with `prefect server start` avoids the wait altogether).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

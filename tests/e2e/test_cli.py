@@ -197,3 +197,21 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
     assert serving["hashing-64"] is False
     rolled = mempipe("reembed", "rollback", *store, "--json", cwd=tmp_path, api_url=prefect_server)
     assert "semantic" in json.loads(rolled.stdout)["collections"]
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 180), ("45", 45)])
+def test_the_cli_waits_for_a_slow_temporary_prefect_server(given, expected) -> None:
+    """Prefect's own 20 s start-up wait fails commands on a busy machine; the CLI waits
+    longer unless the user set the wait."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_SERVER_EPHEMERAL")}
+    if given:
+        env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = given
+    probe = (
+        "import mempipe.cli\n"
+        "from prefect.settings import get_current_settings\n"
+        "print(get_current_settings().server.ephemeral.startup_timeout_seconds)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(shown.stdout) == expected
