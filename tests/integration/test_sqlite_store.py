@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import apsw
 import pytest
 
@@ -12,6 +16,7 @@ from mempipe.errors import StoreError
 from mempipe.schemas.turn import SourceLocation, Turn
 
 ALL = [m.id for m in migrations.all_migrations()]
+ROOT = Path(__file__).parents[2]
 
 
 def make_turn(seq: int, content: str = "hello", session: str = "s") -> Turn:
@@ -116,3 +121,38 @@ def test_unusable_stores_are_clear_errors(tmp_path) -> None:
         open_store(f"sqlite:///{not_a_db}")
     with pytest.raises(StoreError, match="unsupported store URL scheme 'postgres'"):
         open_store("postgres://localhost/db")
+
+
+WRITER = """
+import sys
+from mempipe.adapters.store import open_store
+from tests.integration.test_sqlite_store import make_turn
+
+store = open_store(sys.argv[1], migrate=False)
+for batch in range(400):
+    session = f"{sys.argv[2]}-{batch}"
+    store.add_turns([make_turn(seq, session=session) for seq in range(20)], None)
+store.close()
+"""
+
+
+def test_writers_in_two_processes_wait_for_each_other_instead_of_failing(tmp_path) -> None:
+    """A write that reads before it writes (the turn count before an insert) takes the write
+    lock first: a deferred one fails at once with "database is locked" whenever the other
+    process commits between its read and its write, whatever the busy timeout."""
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    open_store(url).close()
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, name],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    errors = [w.communicate(timeout=240)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], errors
+    store = open_store(url)
+    assert store._rows("SELECT count(*) FROM turns")[0][0] == 2 * 400 * 20
+    store.close()

@@ -38,10 +38,35 @@ class SqliteParts:
             raise translate(exc, self.url) from exc
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """A transaction whose SQLite errors come back as mempipe's (busy is transient)."""
+    def write_transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE: the write lock is taken first, waiting out other writers under the
+        busy timeout, and held from the first read, so a read-decide-write (reconciliation) is
+        never interleaved with another writer's. A deferred transaction that reads first fails
+        at once with "database is locked" when another process wrote in between."""
         try:
-            with self._conn:
-                yield
+            self._conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write whose SQLite errors come back as mempipe's (busy is transient): its own
+        immediate transaction, or a savepoint inside the caller's."""
+        try:
+            if self._conn.in_transaction:
+                with self._conn:
+                    yield
+            else:
+                with self.write_transaction():
+                    yield
         except apsw.Error as exc:
             raise translate(exc, self.url) from exc

@@ -3,8 +3,6 @@ are mixed in from their modules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
@@ -90,24 +88,6 @@ class SqliteStore(
         except apsw.Error as exc:
             raise translate(exc, where) from exc
         return conn
-
-    @contextmanager
-    def write_transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE: the write lock is held from the first read, so a read-decide-write
-        (reconciliation) is never interleaved with another writer's."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
-        try:
-            yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        try:
-            self._conn.execute("COMMIT")
-        except apsw.Error as exc:
-            raise translate(exc, self.url) from exc
 
     def applied_migrations(self) -> list[str]:
         exists = self._rows(

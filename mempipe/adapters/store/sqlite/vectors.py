@@ -46,7 +46,7 @@ class SqliteVectors(SqliteParts):
                 f"dimensions, not {dimensions}"
             )
         if not registered:
-            with self._conn:
+            with self._writing():
                 columns = memory_sql.declared_filters(collection, self.partition_keys)
                 self._conn.execute(memory_sql.vector_table_ddl(name, dimensions, columns))
                 # Workers of one run may register the same model at once: one row wins.
