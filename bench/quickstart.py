@@ -1,0 +1,115 @@
+"""How long a small job takes as ops feel it: whole ``mempipe backfill`` processes of the 20-turn
+sample on a fresh store, against ``mempipe stats`` (the same interpreter, imports and store
+open, no flow) measured in the same run.
+
+    python bench/quickstart.py [--runs 5]
+
+Two ways of running the flow are timed: Prefect's temporary server, which every command
+without ``PREFECT_API_URL`` starts and stops (the laptop default), and a Prefect server started
+once with ``prefect server start`` that later commands reuse. Each uses its own Prefect home,
+initialised before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+SAMPLE = Path(__file__).parents[1] / "examples" / "sample-archive"
+
+
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "mempipe", *args], env=env, cwd=cwd, check=True, capture_output=True
+    )
+    return time.perf_counter() - started
+
+
+def backfills(env: dict[str, str], work: Path, runs: int, name: str) -> list[float]:
+    seconds = []
+    for n in range(runs + 1):
+        store = f"sqlite:///{work / f'{name}-{n}.db'}"
+        took = timed(["backfill", str(SAMPLE), "--user-id", "maya", "--store", store], env, work)
+        if n:  # the first run initialises the Prefect home and is not counted
+            seconds.append(took)
+    return seconds
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2).read()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"no Prefect server at {url} after {timeout} s")
+
+
+def report(name: str, seconds: list[float], reference: float) -> None:
+    median = statistics.median(seconds)
+    print(
+        f"{name:<44} median {median:6.2f} s  (min {min(seconds):.2f}, max {max(seconds):.2f})"
+        f"  {median / reference:5.1f}x stats"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+        env["PREFECT_HOME"] = str(work / "prefect-temporary")
+        store = f"sqlite:///{work / 'stats.db'}"
+        timed(["migrate", "--store", store], env, work)
+        reference = statistics.median(
+            timed(["stats", "--store", store], env, work) for _ in range(args.runs)
+        )
+        print(f"{'reference: mempipe stats':<44} median {reference:6.2f} s")
+        report(
+            "backfill, Prefect's temporary server",
+            backfills(env, work, args.runs, "temporary"),
+            reference,
+        )
+
+        served = dict(env, PREFECT_HOME=str(work / "prefect-served"))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/api"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--port", str(port)],
+            env=served,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(url)
+            served["PREFECT_API_URL"] = url
+            report(
+                "backfill, a running `prefect server start`",
+                backfills(served, work, args.runs, "served"),
+                reference,
+            )
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()
