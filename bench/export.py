@@ -1,0 +1,220 @@
+"""A ChatGPT export of real text, loaded by ``mempipe backfill`` as a whole process, against a
+minimal reader of the same file measured in the same run.
+
+    python bench/export.py [--turns 200000]
+
+The export is written in ChatGPT's ``conversations.json`` shape (a JSON array of conversations,
+each a ``mapping`` of message nodes) from the LongMemEval development set's real sessions,
+repeated until ``--turns`` turns. Measured, each in its own process: wall time and peak RSS of
+``mempipe backfill`` on a fresh store (Prefect's temporary server included), and of the
+reference: ijson streaming the same array, walking each conversation's nodes and inserting
+(session, seq, role, text) rows into a SQLite table with an FTS5 index through apsw, in
+transactions of 5,000 rows, with no validation, identity, rejects or promotion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+DATA = Path(
+    os.environ.get(
+        "MEMPIPE_LONGMEMEVAL", Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
+    )
+)
+
+REFERENCE = r"""
+import resource, sys, time
+import apsw, ijson
+
+started = time.perf_counter()
+conn = apsw.Connection(sys.argv[2])
+conn.execute("PRAGMA journal_mode = WAL")
+conn.execute("PRAGMA synchronous = NORMAL")
+conn.execute(
+    "CREATE TABLE turns (id INTEGER PRIMARY KEY, session_id TEXT, seq INTEGER, role TEXT, "
+    "content TEXT, UNIQUE (session_id, seq))"
+)
+conn.execute(
+    "CREATE VIRTUAL TABLE turns_fts USING fts5(content, content='turns', content_rowid='id')"
+)
+insert = "INSERT INTO turns (session_id, seq, role, content) VALUES (?, ?, ?, ?)"
+rows, total = [], 0
+
+def flush():
+    global rows, total
+    with conn:
+        before = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchall()[0][0]
+        conn.executemany(insert, rows)
+        conn.execute(
+            "INSERT INTO turns_fts (rowid, content) SELECT id, content FROM turns WHERE id > ?",
+            (before,),
+        )
+    total += len(rows)
+    rows = []
+
+with open(sys.argv[1], "rb") as f:
+    for conversation in ijson.items(f, "item", use_float=True):
+        nodes = conversation["mapping"]
+        node = nodes[conversation["current_node"]]
+        chain = []
+        while node is not None:
+            chain.append(node)
+            node = nodes.get(node["parent"]) if node["parent"] else None
+        seq = 0
+        for node in reversed(chain):
+            message = node["message"]
+            if message and message["content"]["parts"]:
+                text = "".join(p for p in message["content"]["parts"] if isinstance(p, str))
+                rows.append((conversation["id"], seq, message["author"]["role"], text))
+                seq += 1
+        if len(rows) >= 5000:
+            flush()
+if rows:
+    flush()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print(total, time.perf_counter() - started, peak)
+"""
+
+
+def conversations(turns: int) -> Iterator[dict]:
+    """LongMemEval's sessions as ChatGPT conversations, repeated, each under an id of its own
+    (a session id can recur in the set)."""
+    copy, written = 0, 0
+    while True:
+        session: list[dict] = []
+        with gzip.open(DATA / "turns.jsonl.gz") as lines:
+            for line in lines:
+                turn = orjson.loads(line)
+                if session and session[0]["session_id"] != turn["session_id"]:
+                    yield conversation(session, f"{copy}.{written}")
+                    written += len(session)
+                    session = []
+                    if written >= turns:
+                        return
+                session.append(turn)
+        if session:
+            yield conversation(session, f"{copy}.{written}")
+            written += len(session)
+            if written >= turns:
+                return
+        copy += 1
+
+
+def conversation(session: list[dict], serial: str) -> dict:
+    cid = f"{session[0]['session_id']}~{serial}"
+    mapping: dict[str, dict] = {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["m0"]}
+    }
+    for n, turn in enumerate(session):
+        created = datetime.fromisoformat(turn["created_at"].replace("Z", "+00:00")).timestamp()
+        mapping[f"m{n}"] = {
+            "id": f"m{n}",
+            "parent": "root" if n == 0 else f"m{n - 1}",
+            "children": [f"m{n + 1}"] if n + 1 < len(session) else [],
+            "message": {
+                "id": f"{cid}-m{n}",
+                "author": {"role": turn["role"], "name": None, "metadata": {}},
+                "create_time": created,
+                "content": {"content_type": "text", "parts": [turn["content"]]},
+                "metadata": {},
+                "recipient": "all",
+            },
+        }
+    return {
+        "title": cid,
+        "create_time": mapping["m0"]["message"]["create_time"],
+        "conversation_id": cid,
+        "id": cid,
+        "current_node": f"m{len(session) - 1}",
+        "mapping": mapping,
+    }
+
+
+def write_export(path: Path, turns: int) -> None:
+    with path.open("wb") as out:
+        out.write(b"[")
+        for n, item in enumerate(conversations(turns)):
+            out.write((b",\n" if n else b"\n") + orjson.dumps(item))
+        out.write(b"\n]\n")
+
+
+def mempipe_backfill(export: Path, work: Path) -> tuple[float, int]:
+    store = f"sqlite:///{work / 'mempipe.db'}"
+    started = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import resource, sys\n"
+            "from mempipe.cli import cli\n"
+            "try:\n"
+            "    cli(sys.argv[1:], standalone_mode=False)\n"
+            "finally:\n"
+            "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+            "    print('peak-rss-mb', peak, file=sys.stderr)",
+            "backfill",
+            str(export),
+            "--user-id",
+            "bench",
+            "--store",
+            store,
+            "--json",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    summary = orjson.loads(done.stdout)
+    print(f"mempipe: {summary['turns_inserted']:,} turns inserted")
+    peak = next(line for line in done.stderr.splitlines() if line.startswith("peak-rss-mb"))
+    return seconds, int(peak.split()[1])
+
+
+def reference(export: Path, work: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", REFERENCE, str(export), str(work / "reference.db")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    total, _, peak = done.stdout.split()
+    print(f"reference: {int(total):,} turns inserted")
+    return seconds, int(peak)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        export = work / "conversations.json"
+        write_export(export, args.turns)
+        print(f"export: {export.stat().st_size / 1e6:,.0f} MB")
+        ref_s, ref_rss = reference(export, work)
+        ours_s, ours_rss = mempipe_backfill(export, work)
+        for name, seconds, peak in (
+            ("reference: ijson + apsw + FTS5", ref_s, ref_rss),
+            ("mempipe backfill (whole process)", ours_s, ours_rss),
+        ):
+            print(f"{name:<36} {seconds:7.1f} s  peak RSS {peak:5d} MB")
+        print(f"ratio reference time / mempipe time: {ref_s / ours_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()
