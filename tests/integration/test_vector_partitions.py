@@ -93,3 +93,33 @@ def test_an_old_layout_is_drift_until_rebuilt_with_force(store) -> None:
     (status,) = [s for s in store.index_status() if s.kind == "vector"]
     assert status.state is IndexState.OK
     assert results(store) == before
+
+
+def partition_lookup_plan(store) -> str:
+    """How SQLite runs the lookup sqlite-vec makes for a partition's chunks (prepared afresh:
+    a cached EXPLAIN keeps the plan of the schema it was prepared on)."""
+    plan = store._conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT chunk_id, validity, rowids FROM {TABLE}_chunks "
+        "WHERE partition00 = ?",
+        ("u1",),
+        can_cache=False,
+    ).fetchall()
+    return " ".join(row[-1] for row in plan)
+
+
+def test_a_users_chunks_are_found_through_an_index_in_new_and_migrated_stores(
+    store_url,
+) -> None:
+    store = open_store(store_url)
+    loaded(store)
+    before = results(store)
+    assert "USING INDEX" in partition_lookup_plan(store)
+
+    store._conn.execute(f"DROP INDEX {TABLE}_by_partition")
+    store._conn.execute("DELETE FROM _migrations WHERE id LIKE '0014%'")
+    assert "SCAN" in partition_lookup_plan(store)
+    migrate(store)
+
+    assert "USING INDEX" in partition_lookup_plan(store)
+    assert results(store) == before
+    store.close()
