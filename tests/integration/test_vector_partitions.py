@@ -123,3 +123,20 @@ def test_a_users_chunks_are_found_through_an_index_in_new_and_migrated_stores(
     assert "USING INDEX" in partition_lookup_plan(store)
     assert results(store) == before
     store.close()
+
+
+def test_a_dropped_chunk_index_is_reported_and_recreated_without_force(store) -> None:
+    loaded(store)
+    before = results(store)
+    store._conn.execute(f"DROP INDEX {TABLE}_by_partition")
+
+    (status,) = [s for s in store.index_status() if s.kind == "vector"]
+    assert status.state is IndexState.DRIFT
+    assert status.differences == ["index on the chunks' partition key missing"]
+    (repaired,) = [s for s in store.rebuild_indexes(force=False) if s.kind == "vector"]
+
+    assert repaired.state is IndexState.CREATED
+    assert "USING INDEX" in partition_lookup_plan(store)
+    (status,) = [s for s in store.index_status() if s.kind == "vector"]
+    assert status.state is IndexState.OK
+    assert results(store) == before

@@ -20,6 +20,7 @@ TEXT_INDEXES = {
 
 
 METRIC = "cosine"
+CHUNK_INDEX_MISSING = "index on the chunks' partition key missing"
 
 
 class SqliteIndexAdmin(SqliteParts):
@@ -110,6 +111,10 @@ class SqliteIndexAdmin(SqliteParts):
             status.differences.append(
                 f"partitioned by {partition or 'nothing'}, declared {memory_sql.PARTITION_KEY}"
             )
+        elif not self._rows(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (f"{entry.vector_table}_by_partition",)
+        ):
+            status.differences.append(CHUNK_INDEX_MISSING)
         if status.differences:
             status.state = IndexState.DRIFT
         return status
@@ -130,6 +135,9 @@ class SqliteIndexAdmin(SqliteParts):
         ddl = memory_sql.vector_table_ddl(status.name, entry.dimensions, columns)
         if status.state is IndexState.ABSENT:
             self._conn.execute(ddl)
+            return status.model_copy(update={"state": IndexState.CREATED})
+        if status.differences == [CHUNK_INDEX_MISSING]:
+            self._conn.execute(memory_sql.partition_index_ddl(status.name))
             return status.model_copy(update={"state": IndexState.CREATED})
         if not force or any(d.startswith("dimensions") for d in status.differences):
             return status
