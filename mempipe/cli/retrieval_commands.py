@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
+from pathlib import Path
 
 import click
 
@@ -15,6 +16,7 @@ from mempipe.cli.options import (
     reports_errors,
     store_options,
 )
+from mempipe.schemas.evaluation import EvalResult, Scores
 
 
 @click.command()
@@ -83,10 +85,13 @@ def search(
     def human() -> None:
         for hit in result.hits:
             where = hit.message_id or hit.id
-            click.echo(f"{hit.score:8.4f}  {where}  [{hit.user_id or '-'}]  {hit.text}")
+            said = f"{hit.name}: {hit.text}" if hit.name else hit.text
+            click.echo(f"{hit.score:8.4f}  {where}  [{hit.user_id or '-'}]  {said}")
         if not result.hits:
             click.echo("no hits")
 
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     emit(result, as_json, human)
 
 
@@ -115,7 +120,35 @@ def models(store: str | None, config: str | None, as_json: bool) -> None:
 @click.option(
     "--mode", type=click.Choice(["semantic", "text", "hybrid"]), default="hybrid", show_default=True
 )
-@click.option("--k", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option(
+    "--k",
+    "ks",
+    multiple=True,
+    default=(10,),
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Recall@k for each k given (repeatable: --k 5 --k 10); the first is the headline.",
+)
+@click.option(
+    "--model",
+    "model_id",
+    default=None,
+    help="Search this model's vectors instead of the serving model's (what a re-embed's recall "
+    "gate measures for the new model).",
+)
+@click.option(
+    "--group-by",
+    default=None,
+    help="Also report per value of this query field (default: category or question_type when "
+    "the file has one).",
+)
+@click.option(
+    "--details",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write one JSON line per query: the rank of each relevant id, and its recall@k.",
+)
+@click.option("--strict", is_flag=True, help="Refuse query fields eval does not use.")
 @store_options
 @json_option
 @reports_errors
@@ -123,27 +156,45 @@ def evaluate_queries(
     queries: str,
     source: str,
     mode: str,
-    k: int,
+    ks: tuple[int, ...],
+    model_id: str | None,
+    group_by: str | None,
+    details: str | None,
+    strict: bool,
     store: str | None,
     config: str | None,
     as_json: bool,
 ) -> None:
-    """Recall@k and MRR of labelled queries (JSONL: {"query", "relevant_ids", filters...})."""
-    from pathlib import Path
+    """Recall@k and MRR of labelled queries (JSONL: {"query", "relevant_ids", filters...});
+    fields it does not use are ignored and counted."""
 
     from mempipe.adapters.embedding import embedder_for
     from mempipe.bootstrap import load_context
     from mempipe.schemas.search import SearchMode
     from mempipe.services.evaluation import evaluate, read_queries
 
-    labelled = read_queries(Path(queries))
+    labelled = read_queries(Path(queries), strict=strict, group_by=group_by)
     with closing(load_context(store, config).open_store(read_only=True)) as opened:
-        result = evaluate(opened, embedder_for, labelled, source, SearchMode(mode), k)
-    emit(
-        result,
-        as_json,
-        lambda: click.echo(
-            f"{result.queries} queries, {source} {mode}: recall@{k} {result.recall}, "
-            f"MRR {result.mrr}"
-        ),
-    )
+        evaluation = evaluate(
+            opened, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id
+        )
+    if details is not None:
+        with Path(details).open("w", encoding="utf-8") as out:
+            out.writelines(d.model_dump_json() + "\n" for d in evaluation.details)
+    result = evaluation.result
+    emit(result, as_json, lambda: click.echo(eval_summary(result, details), err=False))
+
+
+def eval_summary(result: EvalResult, details: str | None) -> str:
+    def scores(s: Scores) -> str:
+        recalls = ", ".join(f"recall@{k} {r:.3f}" for k, r in s.recall_at.items())
+        return f"{recalls}, MRR {s.mrr:.3f}"
+
+    lines = [f"{result.queries} queries, {result.source} {result.mode}: {scores(result)}"]
+    lines += [f"  {result.group_by}={g.group} ({g.queries}): {scores(g)}" for g in result.groups]
+    if result.ignored_fields:
+        ignored = ", ".join(f"{f} ({n})" for f, n in sorted(result.ignored_fields.items()))
+        lines.append(f"ignored fields (lines): {ignored}")
+    if details is not None:
+        lines.append(f"details: {Path(details).resolve()}")
+    return "\n".join(lines)

@@ -67,6 +67,9 @@ class Hit(BaseModel):
     session_id: str | None = None
     visibility: Visibility | None = None
     message_id: str | None = Field(default=None, description="for turns: the source's own id")
+    name: str | None = Field(
+        default=None, description="for turns: who spoke, where the archive names them"
+    )
 
 
 class SearchResult(BaseModel):
@@ -76,3 +79,6 @@ class SearchResult(BaseModel):
     source: str
     mode: SearchMode
     hits: list[Hit] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list, description="what the reader should know about how it was answered"
+    )

@@ -3,91 +3,146 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.errors import ConfigError
 from mempipe.schemas.errors import describe
+from mempipe.schemas.evaluation import (
+    GROUP_FIELDS,
+    EvalQuery,
+    EvalResult,
+    GroupScores,
+    QueryDetail,
+    QueryFile,
+    Scores,
+)
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import Searchable, search
 
-
-class EvalQuery(BaseModel):
-    """One line of a queries file: the query, the ids that should come back (memory ids, or a
-    turn's source message id), and optional identity filters."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str
-    relevant_ids: list[str] = Field(min_length=1)
-    org_id: str | None = None
-    project_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    session_id: str | None = None
-    visibility: str | None = None
+KNOWN_FIELDS = frozenset(EvalQuery.model_fields) - {"group"}
 
 
-class EvalResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str
-    mode: SearchMode
-    k: int
-    queries: int
-    recall: float
-    mrr: float
-    model_id: str | None = None
-
-
-def read_queries(path: Path) -> list[EvalQuery]:
-    queries = []
+def read_queries(path: Path, *, strict: bool = False, group_by: str | None = None) -> QueryFile:
+    """Fields eval does not use are ignored and counted (refused when ``strict``); results are
+    grouped by ``group_by``, or by the first of GROUP_FIELDS the file carries."""
+    lines: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            queries.append(EvalQuery.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            reason = describe(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise ConfigError(f"{path}:{number}: {reason}") from exc
-    if not queries:
+            fields = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: {exc}") from exc
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{path}:{number}: a query line is a JSON object")
+        lines.append((number, fields))
+    if not lines:
         raise ConfigError(f"{path}: no queries")
-    return queries
+    if group_by is None:
+        group_by = next((f for f in GROUP_FIELDS if any(f in fields for _, fields in lines)), None)
+    ignored: Counter[str] = Counter()
+    queries = []
+    for number, fields in lines:
+        unknown = sorted(set(fields) - KNOWN_FIELDS - {group_by})
+        if unknown and strict:
+            raise ConfigError(f"{path}:{number}: unknown field(s) {', '.join(unknown)} (--strict)")
+        ignored.update(unknown)
+        known = {name: value for name, value in fields.items() if name in KNOWN_FIELDS}
+        group = fields.get(group_by) if group_by else None
+        try:
+            queries.append(
+                EvalQuery.model_validate({**known, "group": None if group is None else str(group)})
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"{path}:{number}: {describe(exc)}") from exc
+    return QueryFile(queries=queries, ignored_fields=dict(ignored), group_by=group_by)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    result: EvalResult
+    details: list[QueryDetail]
 
 
 def evaluate(
     store: Searchable,
     embedder_for: Callable[[str], Embedder],
-    queries: Iterable[EvalQuery],
+    queries: QueryFile,
     source: str,
     mode: SearchMode,
-    k: int,
+    ks: Sequence[int],
     model_id: str | None = None,
-) -> EvalResult:
-    items = list(queries)
+) -> Evaluation:
+    """Recall at each k (one search per k: a top-k list is what a user asking for k gets) and
+    MRR at the largest k. The recall gate of ``reembed`` calls this too, so its verdict is what
+    ``mempipe eval`` prints for the same file."""
+    items = queries.queries
     if mode is not SearchMode.TEXT:
         embedder_for = prefetching(embedder_for, [item.query for item in items])
-    recalls, reciprocal_ranks = [], []
-    for item in items:
-        filters = ReadFilter(**item.model_dump(exclude={"query", "relevant_ids"}))
+    details = [_score(store, embedder_for, item, source, mode, ks, model_id) for item in items]
+    groups = sorted({d.group for d in details if d.group is not None})
+    overall = _scores(details, ks)
+    return Evaluation(
+        result=EvalResult(
+            **overall.model_dump(),
+            source=source,
+            mode=mode,
+            k=ks[0],
+            model_id=model_id,
+            ignored_fields=queries.ignored_fields,
+            group_by=queries.group_by,
+            groups=[_group_scores(g, details, ks) for g in groups],
+        ),
+        details=details,
+    )
+
+
+def _score(
+    store: Searchable,
+    embedder_for: Callable[[str], Embedder],
+    item: EvalQuery,
+    source: str,
+    mode: SearchMode,
+    ks: Sequence[int],
+    model_id: str | None,
+) -> QueryDetail:
+    filters = ReadFilter(**item.model_dump(exclude={"query", "relevant_ids", "group"}))
+    relevant = set(item.relevant_ids)
+    found: dict[int, list[str]] = {}
+    for k in sorted(set(ks)):
         hits = search(store, embedder_for, item.query, source, mode, filters, k, model_id).hits
-        found = [h.message_id if h.message_id in item.relevant_ids else h.id for h in hits]
-        relevant = set(item.relevant_ids)
-        recalls.append(len(relevant & set(found)) / len(relevant))
-        rank = next((i for i, hit in enumerate(found, start=1) if hit in relevant), None)
-        reciprocal_ranks.append(1.0 / rank if rank else 0.0)
-    count = len(recalls)
-    return EvalResult(
-        source=source,
-        mode=mode,
-        k=k,
+        found[k] = [h.message_id if h.message_id in relevant else h.id for h in hits]
+    longest = found[max(found)]
+    return QueryDetail(
+        query=item.query,
+        user_id=item.user_id,
+        group=item.group,
+        ranks={r: longest.index(r) + 1 if r in longest else None for r in item.relevant_ids},
+        recall_at={k: len(relevant & set(found[k])) / len(relevant) for k in ks},
+    )
+
+
+def _group_scores(group: str, details: Sequence[QueryDetail], ks: Sequence[int]) -> GroupScores:
+    scores = _scores([d for d in details if d.group == group], ks)
+    return GroupScores(group=group, **scores.model_dump())
+
+
+def _scores(details: Sequence[QueryDetail], ks: Sequence[int]) -> Scores:
+    count = len(details)
+    recall_at = {k: round(sum(d.recall_at[k] for d in details) / count, 6) for k in ks}
+    firsts = [min((r for r in d.ranks.values() if r is not None), default=None) for d in details]
+    return Scores(
         queries=count,
-        recall=round(sum(recalls) / count, 6) if count else 0.0,
-        mrr=round(sum(reciprocal_ranks) / count, 6) if count else 0.0,
-        model_id=model_id,
+        recall=recall_at[ks[0]],
+        recall_at=recall_at,
+        mrr=round(sum(1.0 / r for r in firsts if r) / count, 6),
     )
 
 

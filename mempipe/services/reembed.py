@@ -19,10 +19,11 @@ from mempipe.adapters.store.base import AuditLog, Registry, RunLog, Vectors
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.progress import track
 from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
+from mempipe.schemas.evaluation import QueryFile
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
-from mempipe.services.evaluation import EvalQuery, evaluate
+from mempipe.services.evaluation import evaluate
 from mempipe.services.search import Searchable
 
 IdRange = tuple[int, int | None]
@@ -136,7 +137,7 @@ class _Filler:
 def recall_gate(
     store: Searchable,
     embedder_for: Callable[[str], Embedder],
-    queries: list[EvalQuery],
+    queries: QueryFile,
     new_model: str,
     min_ratio: float,
     k: int = 10,
@@ -146,8 +147,10 @@ def recall_gate(
     serving = store.active_embedding("semantic")
     if serving is None:
         return None
-    old = evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, k, serving[0])
-    new = evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, k, new_model)
+    old, new = (
+        evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, [k], model).result
+        for model in (serving[0], new_model)
+    )
     ratio = new.recall / old.recall if old.recall else (1.0 if new.recall else 0.0)
     return GateReport(
         queries=old.queries,

@@ -15,6 +15,7 @@ from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store.base import Registry, Schema, Search, Vectors
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
+from mempipe.domain.query import query_words
 from mempipe.domain.vectors import vector_problem
 from mempipe.errors import TerminalError
 from mempipe.schemas.memory import MemoryType
@@ -28,7 +29,8 @@ from mempipe.schemas.search import (
 )
 
 SOURCES = (STM, *(t.value for t in MemoryType))
-CANDIDATES = 50
+CANDIDATES = 100
+"""Records each list of a hybrid search brings to the fusion."""
 
 
 class Searchable(Search, Registry, Vectors, Schema, Protocol):
@@ -51,6 +53,17 @@ def search(
 ) -> SearchResult:
     """``model_id`` searches the vectors of a model other than the serving one (a re-embed's
     recall gate compares the two)."""
+    if not query.strip():
+        raise SearchError("the query is empty: give the words or question to search for")
+    notes = []
+    if not query_words(query):
+        if mode is SearchMode.TEXT:
+            raise SearchError(
+                f"{query!r} holds only stop words, which text search does not match: add a word "
+                "that carries meaning, or search with --mode semantic"
+            )
+        if mode is SearchMode.HYBRID:
+            notes.append(f"{query!r} holds only stop words: ranked by meaning alone")
     known = (*SOURCES, *store.custom_types)
     if source not in known:
         raise SearchError(f"unknown source {source!r}; known: {', '.join(known)}")
@@ -77,7 +90,7 @@ def search(
             hits = []
         else:
             hits = store.search_vector(source, near, filters, top_k)
-    return SearchResult(query=query, source=source, mode=mode, hits=hits)
+    return SearchResult(query=query, source=source, mode=mode, hits=hits, notes=notes)
 
 
 def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> None:

@@ -1,5 +1,5 @@
 """A test-only stand-in for what MongoDB Atlas adds to a server: ``mongomock`` plus the
-search-index API and the ``$vectorSearch`` / ``$search`` / ``$rankFusion`` stages.
+search-index API and the ``$vectorSearch`` / ``$search`` stages.
 
 It runs the exact pipelines the adapter sends, and refuses what Atlas refuses: a filter on a
 path the index does not declare as a filter (or token) field, a query vector of the wrong
@@ -31,7 +31,6 @@ from mongomock.collection import BulkOperationBuilder
 from pymongo.errors import OperationFailure
 from pymongo.operations import SearchIndexModel
 
-RRF_K = 60
 NEVER_QUERYABLE: set[str] = set()
 """Names of indexes that stay in ``PENDING`` forever once created (a search node that never
 catches up)."""
@@ -272,9 +271,11 @@ def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dic
     types = _tokens(definition["mappings"])
     compound = stage["compound"]
     (must,) = compound["must"]
-    path = must["text"]["path"]
-    if types.get(path) != "string":
-        raise OperationFailure(f"Path '{path}' is not indexed as string", code=8)
+    paths = must["text"]["path"]
+    paths = [paths] if isinstance(paths, str) else paths
+    for path in paths:
+        if types.get(path) != "string":
+            raise OperationFailure(f"Path '{path}' is not indexed as string", code=8)
     query: dict[str, Any] = {}
     for clause in compound.get("filter", []):
         equals = clause["equals"]
@@ -286,7 +287,8 @@ def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dic
     for document in collection.find(query):
         if not _synced(document):
             continue
-        found = re.findall(r"\w+", str(_value(document, path) or "").lower())
+        text = " ".join(str(_value(document, path) or "") for path in paths)
+        found = re.findall(r"\w+", text.lower())
         score = sum(1 for w in found if w in words)
         if score:
             scored.append((document, score / (1.0 + len(found) / 10.0)))
@@ -294,18 +296,7 @@ def _search(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dic
     return [{**d, "__score": s} for d, s in scored]
 
 
-def _rank_fusion(collection: mongomock.Collection, stage: dict[str, Any]) -> list[dict]:
-    scores: dict[Any, float] = {}
-    documents: dict[Any, dict] = {}
-    for pipeline in stage["input"]["pipelines"].values():
-        for rank, document in enumerate(_run(collection, pipeline), start=1):
-            scores[document["_id"]] = scores.get(document["_id"], 0.0) + 1.0 / (RRF_K + rank)
-            documents[document["_id"]] = document
-    ranked = sorted(scores, key=lambda key: -scores[key])
-    return [{**documents[key], "__score": scores[key]} for key in ranked]
-
-
-FIRST_STAGES = {"$vectorSearch": _vector_search, "$search": _search, "$rankFusion": _rank_fusion}
+FIRST_STAGES = {"$vectorSearch": _vector_search, "$search": _search}
 
 
 def _run(collection: mongomock.Collection, pipeline: list[dict[str, Any]]) -> list[dict]:

@@ -62,8 +62,7 @@ def test_a_failed_build_names_the_reason_atlas_gives_per_host(mongo) -> None:
 def test_query_time_checks_use_the_serving_definition_during_an_update(mongo, monkeypatch) -> None:
     """A partition key declared after the text index was built: the rebuild's new definition is
     accepted at once (``latestDefinition``) but serves only once built. Until then a text or
-    hybrid search filtering on it is refused with a clear error, never answered empty, on
-    ``$rankFusion`` servers too."""
+    hybrid search filtering on it is refused with a clear error, never answered empty."""
     monkeypatch.setattr(atlas, "UPDATE_DELAY_S", 0.8)
     semantic = mongo.db["semantic"]
     declared = mongo.search_indexes.definition(semantic, "text")
@@ -71,7 +70,6 @@ def test_query_time_checks_use_the_serving_definition_during_an_update(mongo, mo
     scoped = ReadFilter(user_id="u", metadata={"metadata.engagement_id": "e1"})
     with pytest.raises(StoreError, match=r"does not serve metadata\.engagement_id yet"):
         mongo.search_text("semantic", "refund", scoped, 5)
-    mongo.capabilities = mongo.capabilities.model_copy(update={"rank_fusion": True})
     mongo.ensure_vector_table("semantic", MODEL, 4)
     with pytest.raises(StoreError, match=r"does not serve metadata\.engagement_id yet"):
         mongo.search_hybrid("semantic", "refund", near([1.0, 0.0, 0.0, 0.0]), scoped, 5, 20)

@@ -11,10 +11,11 @@ import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.errors import StoreError
+from mempipe.schemas.evaluation import EvalQuery, QueryFile
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.evaluation import EvalQuery, evaluate
+from mempipe.services.evaluation import evaluate
 from mempipe.services.reembed import embed_collection, recall_gate
 from mempipe.services.search import search
 
@@ -153,7 +154,9 @@ def test_writes_and_queries_of_another_model_or_dimension_are_refused(big) -> No
 
 
 def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:
-    queries = [EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 400, 40)]
+    queries = QueryFile(
+        queries=[EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 400, 40)]
+    )
     embed_collection(big, "semantic", BLIND, run_id="r", batch_size=1000)
     embed_collection(big, "semantic", NEW, run_id="r", batch_size=1000)
     worse = recall_gate(big, MODELS.__getitem__, queries, BLIND.model_id, min_ratio=0.9)
@@ -170,6 +173,7 @@ def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:
 def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> None:
     """One model call per batch of queries, not one per query; recall as per-query search."""
     queries = [EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 2000, 7)]
+    labelled = QueryFile(queries=queries)
     calls: list[int] = []
 
     class Counting:
@@ -179,7 +183,9 @@ def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> Non
             calls.append(len(texts))
             return OLD.embed(texts)
 
-    batched = evaluate(big, lambda _: Counting(), queries, "semantic", SearchMode.SEMANTIC, 5)
+    batched = evaluate(
+        big, lambda _: Counting(), labelled, "semantic", SearchMode.SEMANTIC, [5]
+    ).result
     per_query = [
         search(big, MODELS.__getitem__, q.query, "semantic", SearchMode.SEMANTIC, ReadFilter(), 5)
         for q in queries

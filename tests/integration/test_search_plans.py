@@ -19,6 +19,7 @@ from mempipe.services.ingest import ingest_file
 from tests.helpers import semantic_memory
 
 USERS = [f"user-{n}" for n in range(6)]
+SPEAKERS = ["Caroline", "Melanie", "Jon"]
 
 
 def vocabulary(rng: random.Random) -> list[str]:
@@ -34,7 +35,8 @@ def vocabulary(rng: random.Random) -> list[str]:
 @pytest.fixture
 def turns(store, tmp_path: Path, defaults):
     """3,000 turns over six users, interleaved (one user's id span holds the others'), with
-    word frequencies from common to rare and documents from 3 to 400 words."""
+    word frequencies from common to rare and documents from 3 to 400 words; a third of them
+    name their speaker, which the index holds beside the text."""
     rng = random.Random(7)
     words = vocabulary(rng)
     weights = [1 / (rank + 1) for rank in range(len(words))]
@@ -44,6 +46,7 @@ def turns(store, tmp_path: Path, defaults):
             "session_id": f"s{n // 40}",
             "role": "user" if n % 2 else "assistant",
             "content": " ".join(rng.choices(words, weights, k=rng.randint(3, 400))),
+            **({"name": SPEAKERS[n % 9 // 3]} if n % 3 == 0 else {}),
         }
         for n in range(3000)
     ]
@@ -58,7 +61,7 @@ def plain(
 ) -> list[tuple[str, float]]:
     sql, values = search_sql.text_search_sql(source, filters)
     match = search_sql.fts_query(query)
-    return [(row[0], row[9]) for row in store._rows(sql, (match, *values, k))]
+    return [(row[0], row[10]) for row in store._rows(sql, (match, *values, k))]
 
 
 @pytest.fixture(params=["span", "rows"])
@@ -105,6 +108,7 @@ def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, fast_plans) -
     rng = random.Random(11)
     queries = [" ".join(rng.sample(words[:60], 2) + rng.sample(words[60:], 4)) for _ in range(15)]
     queries += [words[0], "café naïve 2023 x", "nothing matches zzzzzzzzzz"]
+    queries += [f"{speaker} {words[70]}" for speaker in SPEAKERS]
     compared = 0
     for user, query in itertools.product(USERS, queries):
         filters = ReadFilter(user_id=user)
@@ -118,5 +122,6 @@ def test_a_users_turns_rank_exactly_as_fts5_bm25_ranks_them(turns, fast_plans) -
 def test_a_word_the_tokenizer_splits_keeps_fts5s_own_ranking(store) -> None:
     ranker = scoped_bm25.ScopedBm25(store._conn)
     assert ranker.terms(["foo_bar"]) is None
-    assert ranker.terms(["café", "Naïve"]) == ["cafe", "naive"]
+    assert ranker.terms(["café", "Naïve"]) == ["cafe", "naiv"], "folded, then stemmed"
+    assert ranker.terms(["running", "Deployments"]) == ["run", "deploy"]
     assert ranker.document_counts("turns_fts", ["cafe"]) == [0]

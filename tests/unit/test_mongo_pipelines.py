@@ -103,7 +103,7 @@ def test_text_search_filters_with_equals_inside_the_search_stage() -> None:
             "$search": {
                 "index": "text",
                 "compound": {
-                    "must": [{"text": {"query": "refund policy", "path": "content"}}],
+                    "must": [{"text": {"query": "refund policy", "path": ["content", "name"]}}],
                     "filter": [
                         {"equals": {"path": "org_id", "value": "o"}},
                         {"equals": {"path": "user_id", "value": "u"}},
@@ -114,22 +114,6 @@ def test_text_search_filters_with_equals_inside_the_search_stage() -> None:
         {"$limit": 7},
         pipelines.project("searchScore"),
     ]
-
-
-def test_hybrid_ranks_both_lists_in_the_server_with_rank_fusion() -> None:
-    query = source_query("semantic", ReadFilter(user_id="u"))
-    pipeline = pipelines.rank_fusion_pipeline(
-        "semantic", "vector_m", "embedding", "refund", [1.0, 0.0], 10, 50, query
-    )
-    fusion = pipeline[0]["$rankFusion"]["input"]["pipelines"]
-    assert fusion["vector"] == [
-        pipelines.vector_search_stage("vector_m", "embedding", [1.0, 0.0], 50, query)
-    ]
-    assert fusion["text"] == [
-        pipelines.text_search_stage("semantic", "refund", query),
-        {"$limit": 50},
-    ]
-    assert pipeline[1:] == [{"$limit": 10}, pipelines.project("score")]
 
 
 def test_atlas_cosine_scores_map_back_to_cosine_similarity() -> None:

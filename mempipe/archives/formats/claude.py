@@ -1,5 +1,6 @@
 """The Claude.ai data export (``conversations.json``): ``chat_messages`` with ``sender`` human or
-assistant, text in ``content`` blocks (older exports: ``text``)."""
+assistant, text in ``content`` blocks (older exports: ``text``); a ``sender_name``, where present,
+is the speaker's name."""
 
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class ClaudeExport:
                     **shared,
                     "turn_seq": position,
                     "role": message.get("sender"),
+                    "name": message.get("sender_name"),
                     "content": text,
                     "created_at": message.get("created_at"),
                     "message_id": message.get("uuid"),

@@ -23,7 +23,8 @@ from mempipe.schemas.turn import TURN_FIELDS
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "session_id": ("conversation_id", "thread_id", "session", "conversation"),
     "turn_seq": ("seq", "turn", "turn_index", "position", "message_index"),
-    "role": ("speaker", "sender", "author", "from"),
+    "role": ("sender", "author", "from"),
+    "name": ("speaker", "speaker_name", "author_name", "sender_name"),
     "content": ("text", "message", "body", "value"),
     "created_at": ("timestamp", "time", "created", "ts", "date"),
     "message_id": ("msg_id", "id", "uuid"),
@@ -37,7 +38,9 @@ class ColumnMappingError(ValueError):
 
 
 def resolve_columns(header: Sequence[str], explicit: Mapping[str, str]) -> dict[str, str]:
-    """Turn field -> column name, from the explicit mapping first, then names and aliases."""
+    """Turn field -> column name, from the explicit mapping first, then names and aliases. A
+    ``speaker`` column names the speaker where another column gives the role, and is the role
+    where none does (``speaker: user``)."""
     unknown_fields = set(explicit) - set(TURN_FIELDS)
     if unknown_fields:
         raise ColumnMappingError(f"not turn fields: {', '.join(sorted(unknown_fields))}")
@@ -56,6 +59,8 @@ def resolve_columns(header: Sequence[str], explicit: Mapping[str, str]) -> dict[
                 resolved[field] = candidate
                 taken.add(candidate)
                 break
+    if "role" not in resolved and resolved.get("name") == "speaker" and "name" not in explicit:
+        resolved["role"] = resolved.pop("name")
     missing = [f for f in REQUIRED if f not in resolved]
     if missing:
         hint = " ".join(f"--column {f}=COLUMN" for f in missing)

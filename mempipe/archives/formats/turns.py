@@ -2,6 +2,7 @@
 
 ``turn_seq`` may be omitted: turns are then numbered per session in the order the file gives
 them, counting rejected records too, so that a repaired record later takes its own place.
+``speaker`` is taken as the speaker's ``name``.
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ class CanonicalTurns:
             yield reject(source, "expected a JSON object holding one turn", record)
             return
         fields = dict(value)
+        if "speaker" in fields:
+            if fields.get("name") not in (None, fields["speaker"]):
+                yield reject(source, "both name and speaker, and they differ", record)
+                return
+            fields["name"] = fields.pop("speaker")
         if fields.get("turn_seq") is None:
             key = (fields.get("org_id"), fields.get("project_id"), fields.get("session_id"))
             fields["turn_seq"] = self._next_seq.get(key, 0)
             self._next_seq[key] = fields["turn_seq"] + 1
-        unknown = value.keys() - _KNOWN
+        unknown = fields.keys() - _KNOWN
         if unknown:
             yield reject(source, f"unknown field(s): {', '.join(sorted(unknown))}", record)
             return

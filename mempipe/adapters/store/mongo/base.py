@@ -55,7 +55,6 @@ class MongoCapabilities(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     transactions: bool
-    rank_fusion: bool = False
 
 
 class MongoParts:

@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
 
-RANK_FUSION_SINCE = (8, 1)
 SNAPSHOT_STATES = [
     {
         "$project": {
@@ -88,17 +87,13 @@ EXTRACTION_STATES = [
 
 
 def detect_capabilities(client: MongoClient) -> MongoCapabilities:
-    """Transactions on replica sets and sharded clusters; ``$rankFusion`` from 8.1."""
-    version = tuple(int(p) for p in client.server_info()["version"].split(".")[:2] if p.isdigit())
+    """Transactions on replica sets and sharded clusters."""
     try:
         hello = client.admin.command("hello")
         transactions = "setName" in hello or hello.get("msg") == "isdbgrid"
     except (PyMongoError, NotImplementedError):
         transactions = False
-    return MongoCapabilities(
-        transactions=transactions,
-        rank_fusion=version >= RANK_FUSION_SINCE,
-    )
+    return MongoCapabilities(transactions=transactions)
 
 
 def require_search(db: Database) -> None:

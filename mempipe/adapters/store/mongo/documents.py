@@ -14,6 +14,7 @@ import bson
 
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.scope import Scope
+from mempipe.domain.spoken import spoken_text
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.identity import SESSION_IDENTITY_FIELDS
 from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
@@ -46,8 +47,16 @@ def field_key(name: str) -> str:
     return name.replace(".", "_").lstrip("$")
 
 
-def text_field(collection: str) -> str:
-    return "content" if collection == STM else "text"
+def searched_fields(collection: str) -> list[str]:
+    """The fields a collection's text index analyses: a turn's speaker name beside its text."""
+    return ["content", "name"] if collection == STM else ["text"]
+
+
+def embedded_text(collection: str, document: dict[str, Any]) -> str:
+    """What a record is embedded from: a turn with its speaker's name (``spoken_text``)."""
+    if collection == STM:
+        return spoken_text(document.get("name"), document["content"])
+    return document["text"]
 
 
 def plain(value: Any) -> Any:
@@ -192,6 +201,7 @@ def hit(source: str, document: dict[str, Any], score: float) -> Hit:
             score=score,
             text=document["content"],
             message_id=document.get("message_id"),
+            name=document.get("name"),
             **identity,
         )
     return Hit(
@@ -212,6 +222,7 @@ HIT_FIELDS = {
         "content",
         "turn_seq",
         "message_id",
+        "name",
         *MEMORY_FILTER_FIELDS,
     )
 }

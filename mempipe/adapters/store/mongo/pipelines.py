@@ -15,13 +15,15 @@ from mempipe.adapters.store.mongo.documents import (
     HIT_FIELDS,
     IDENTITY_FIELDS,
     MEMORY_FILTER_FIELDS,
-    text_field,
+    searched_fields,
 )
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.schemas.search import STM
 
 SIMILARITY = "cosine"
 TEXT_INDEX = "text"
+TEXT_ANALYZER = "lucene.english"
+"""Stems English words, as the SQLite store's Porter tokenizer does."""
 SERVING_PATH = "embedding"
 MAX_CANDIDATES = 10_000
 
@@ -62,7 +64,9 @@ def vector_index_definition(
 
 def text_index_definition(collection: str, partition_keys: tuple[str, ...]) -> dict[str, Any]:
     """Atlas Search: the text analysed, every filter field as a ``token`` (exact ``equals``)."""
-    fields: dict[str, Any] = {text_field(collection): {"type": "string"}}
+    fields: dict[str, Any] = {
+        name: {"type": "string", "analyzer": TEXT_ANALYZER} for name in searched_fields(collection)
+    }
     for path in filter_paths(collection, partition_keys):
         node = fields
         *parents, leaf = path.split(".")
@@ -120,7 +124,8 @@ def vector_search_stage(
 def text_search_stage(collection: str, text: str, query: dict[str, Any]) -> dict[str, Any]:
     """``$search`` matching the words, the read filter as ``equals`` clauses in ``filter`` (they
     narrow without changing the score)."""
-    compound: dict[str, Any] = {"must": [{"text": {"query": text, "path": text_field(collection)}}]}
+    path = searched_fields(collection)
+    compound: dict[str, Any] = {"must": [{"text": {"query": text, "path": path}}]}
     equals = [{"equals": {"path": path, "value": c["$eq"]}} for path, c in query.items()]
     if equals:
         compound["filter"] = equals
@@ -141,34 +146,6 @@ def text_search_pipeline(
     collection: str, text: str, k: int, query: dict[str, Any]
 ) -> list[dict[str, Any]]:
     return [text_search_stage(collection, text, query), {"$limit": k}, project("searchScore")]
-
-
-def rank_fusion_pipeline(
-    collection: str,
-    index: str,
-    path: str,
-    text: str,
-    vector: list[float],
-    k: int,
-    pool: int,
-    query: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """Hybrid in the server (MongoDB 8.1+ / Atlas): ``$rankFusion`` of the vector and text
-    rankings, each filtered inside its own stage."""
-    return [
-        {
-            "$rankFusion": {
-                "input": {
-                    "pipelines": {
-                        "vector": [vector_search_stage(index, path, vector, pool, query)],
-                        "text": [text_search_stage(collection, text, query), {"$limit": pool}],
-                    }
-                }
-            }
-        },
-        {"$limit": k},
-        project("score"),
-    ]
 
 
 def cosine(vector_search_score: float) -> float:

@@ -3,12 +3,12 @@ and memories."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.domain.fusion import fuse_hits
+from mempipe.domain.query import query_words
 from mempipe.errors import StoreError
 from mempipe.schemas.search import Hit, Near, ReadFilter, collection_of
 
@@ -26,7 +26,7 @@ class MongoSearch(MongoParts):
         ]
 
     def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
-        if not re.search(r"\w", query):
+        if not query_words(query):
             return []
         self._check_text_filters(source, filters)
         pipeline = pipelines.text_search_pipeline(
@@ -65,27 +65,9 @@ class MongoSearch(MongoParts):
     def search_hybrid(
         self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int
     ) -> list[Hit]:
-        """``$rankFusion`` in the server where it has it (8.1+), otherwise reciprocal rank
-        fusion of the text and vector result lists here."""
-        if near is None:
-            return fuse_hits(self.search_text(source, query, filters, pool), [], k)
-        if not self.capabilities.rank_fusion or not re.search(r"\w", query):
-            return fuse_hits(
-                self.search_text(source, query, filters, pool),
-                self.search_vector(source, near, filters, pool),
-                k,
-            )
-        self._check_text_filters(source, filters)
-        collection = collection_of(source)
-        entry = self._entry(collection, near.model_id)
-        pipeline = pipelines.rank_fusion_pipeline(
-            collection,
-            entry["vector_table"],
-            entry["path"],
-            query,
-            near.vector,
-            k,
-            pool,
-            documents.source_query(source, filters),
-        )
-        return self._run(source, pipeline, vector=False)
+        """Both lists fused here with the fusion SQLite uses, so that both backends rank alike
+        (a server's ``$rankFusion`` ranks by rank alone, which loses to the text list alone
+        where the vector list is weak: BENCHMARKS.md, "Retrieval quality")."""
+        text_hits = self.search_text(source, query, filters, pool)
+        vector_hits = [] if near is None else self.search_vector(source, near, filters, pool)
+        return fuse_hits(text_hits, vector_hits, k, pool)

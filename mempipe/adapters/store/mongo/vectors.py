@@ -17,6 +17,9 @@ from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.errors import StoreError
 from mempipe.schemas.search import STM
 
+EMBEDDED_FIELDS = dict.fromkeys(("text", "content", "name"), 1)
+"""What ``documents.embedded_text`` reads of a record."""
+
 
 class MongoVectors(MongoParts):
     """Vector fields and the records they lack."""
@@ -113,18 +116,20 @@ class MongoVectors(MongoParts):
     ) -> list[tuple[int, str]]:
         """Records (every version, superseded included) without a vector of ``model_id``."""
         path = self._entry(collection, model_id)["path"]
-        text = documents.text_field(collection)
         ids: dict[str, int] = {"$gt": after_id}
         if until_id is not None:
             ids["$lte"] = until_id
         with self._errors(collection):
             found = (
                 self._collection(collection)
-                .find({"_id": ids, path: {"$exists": False}}, {text: 1})
+                .find(
+                    {"_id": ids, path: {"$exists": False}},
+                    dict.fromkeys(("text", "content", "name"), 1),
+                )
                 .sort("_id", 1)
                 .limit(limit)
             )
-            return [(d["_id"], d[text]) for d in found]
+            return [(d["_id"], documents.embedded_text(collection, d)) for d in found]
 
     def set_vectors(
         self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]

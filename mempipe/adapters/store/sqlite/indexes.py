@@ -3,6 +3,7 @@ checked against them and rebuilt."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from mempipe.adapters.store.sqlite import memory_sql
@@ -12,11 +13,8 @@ from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
 from mempipe.schemas.indexes import IndexState, IndexStatus
 
-TEXT_INDEXES = {
-    name: (*memory_sql.source_table(name), "id" if name == "stm" else "rowid")
-    for name in COLLECTIONS
-}
-"""collection -> (table, text column, rowid column) of its FTS5 index."""
+TEXT_INDEXES = {name: f"{memory_sql.source_table(name)[0]}_fts" for name in COLLECTIONS}
+"""collection -> its FTS5 index."""
 
 
 METRIC = "cosine"
@@ -73,14 +71,17 @@ class SqliteIndexAdmin(SqliteParts):
         return results
 
     def _text_status(self, collection: str) -> IndexStatus:
-        table = TEXT_INDEXES[collection][0]
-        exists = self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (f"{table}_fts",))
-        return IndexStatus(
-            collection=collection,
-            kind="text",
-            name=f"{table}_fts",
-            state=IndexState.OK if exists else IndexState.ABSENT,
-        )
+        name = TEXT_INDEXES[collection]
+        status = IndexStatus(collection=collection, kind="text", name=name, state=IndexState.OK)
+        found = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (name,))
+        if not found:
+            status.state = IndexState.ABSENT
+        elif _words(found[0][0]) != _words(memory_sql.text_index_ddl(collection)):
+            status.state = IndexState.DRIFT
+            status.differences.append(
+                f"defined as {found[0][0]!r}, declared {memory_sql.text_index_ddl(collection)!r}"
+            )
+        return status
 
     def _vector_status(self, entry: RegistryEntry) -> IndexStatus:
         status = IndexStatus(
@@ -119,15 +120,20 @@ class SqliteIndexAdmin(SqliteParts):
             status.state = IndexState.DRIFT
         return status
 
+    def _repair_text(self, status: IndexStatus, force: bool) -> IndexStatus:
+        """An absent text index is made; a drifted one (another tokenizer or columns) is made
+        anew only when ``force``: either way from its content table, nothing is lost."""
+        if status.state is IndexState.OK or (status.state is IndexState.DRIFT and not force):
+            return status
+        self._conn.execute(f"DROP TABLE IF EXISTS {status.name}")
+        self._conn.execute(memory_sql.text_index_ddl(status.collection))
+        self._conn.execute(f"INSERT INTO {status.name} ({status.name}) VALUES ('rebuild')")
+        made = IndexState.CREATED if status.state is IndexState.ABSENT else IndexState.REBUILT
+        return status.model_copy(update={"state": made})
+
     def _repair(self, status: IndexStatus, force: bool) -> IndexStatus:
-        if status.kind == "text" and status.state is IndexState.ABSENT:
-            table, column, key = TEXT_INDEXES[status.collection]
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE {status.name} USING fts5({column}, content='{table}', "
-                f"content_rowid='{key}', tokenize='unicode61 remove_diacritics 2')"
-            )
-            self._conn.execute(f"INSERT INTO {status.name} ({status.name}) VALUES ('rebuild')")
-            return status.model_copy(update={"state": IndexState.CREATED})
+        if status.kind == "text":
+            return self._repair_text(status, force)
         if status.kind != "vector" or status.state is IndexState.OK:
             return status
         entry = next(e for e in self.registry() if e.vector_table == status.name)
@@ -159,3 +165,8 @@ class SqliteIndexAdmin(SqliteParts):
         )
         self._conn.execute(f"DROP TABLE {staging}")
         return status.model_copy(update={"state": IndexState.REBUILT})
+
+
+def _words(ddl: str) -> list[str]:
+    """A definition's words, whatever its spacing and quoting."""
+    return re.findall(r"[\w.]+", ddl.replace("IF NOT EXISTS", ""))

@@ -24,11 +24,38 @@ VECTOR_FILTERS = (*SESSION_IDENTITY_FIELDS, "visibility", "status")
 """A memory vector's filter columns: its identity, who may see it, and whether it is current."""
 
 
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+"""The text indexes' tokenizer: Porter stemming over unicode61 (recall@10 of the LongMemEval
+development set's text search 0.778 -> 0.836; BENCHMARKS.md, "Retrieval quality")."""
+TOKENIZER_ARGS = ("unicode61", "remove_diacritics", "2")
+"""The same, as apsw's ``fts5_tokenizer("porter", ...)`` takes it."""
+
+
 def source_table(collection: str) -> tuple[str, str]:
-    """(table, text column) of a collection."""
+    """(table, the SQL of the text a record is embedded from, over alias ``s``): a turn is
+    embedded with its speaker's name, as the text index sees it."""
     if collection == "stm":
-        return "turns", "content"
-    return table(collection), "text"
+        return "turns", SPOKEN_TEXT_SQL.format(alias="s")
+    return table(collection), "s.text"
+
+
+SPOKEN_TEXT_SQL = (
+    "CASE WHEN coalesce({alias}.name, '') = '' THEN {alias}.content "
+    "ELSE {alias}.name || ': ' || {alias}.content END"
+)
+"""SQL twin of :func:`mempipe.domain.spoken.spoken_text`."""
+
+
+def text_index_ddl(collection: str) -> str:
+    """The FTS5 index of a collection; a turn's index holds its speaker's name beside the text."""
+    if collection == "stm":
+        columns, source, key = "name, content", "turns", "id"
+    else:
+        columns, source, key = "text", table(collection), "rowid"
+    return (
+        f"CREATE VIRTUAL TABLE {source}_fts USING fts5({columns}, content='{source}', "
+        f"content_rowid='{key}', tokenize='{TOKENIZER}')"
+    )
 
 
 _VEC_DDL = re.compile(

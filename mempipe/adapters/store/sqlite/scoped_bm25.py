@@ -13,10 +13,11 @@ scope spread over the whole table) the caller keeps ``bm25()``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import apsw
+
+from mempipe.adapters.store.sqlite.memory_sql import TOKENIZER_ARGS
 
 K1 = 1.2
 B = 0.75
@@ -26,11 +27,6 @@ MAX_SPAN = 50_000
 """Widest rowid span whose match is walked; a scope spread wider is ranked from its own rows."""
 MAX_ROWS = 5_000
 """Most rows ranked from their own text; a larger scope is cheaper for FTS5's own ranking."""
-
-
-def query_words(text: str) -> list[str]:
-    """The query's words, in the order ``fts_query`` puts them in the MATCH expression."""
-    return list(dict.fromkeys(re.findall(r"\w+", text.lower())))
 
 
 def idfs(rows: int, counts: Sequence[int]) -> list[float]:
@@ -71,7 +67,7 @@ class ScopedBm25:
 
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
-        self._tokenizer = conn.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
+        self._tokenizer = conn.fts5_tokenizer("porter", list(TOKENIZER_ARGS))
         self._vocabularies: set[str] = set()
         self._counts: dict[tuple[str, str], int] = {}
         """Documents per term, kept while no connection has written (fts5vocab counts a term's
@@ -111,7 +107,8 @@ class ScopedBm25:
         """The bm25 of each text as if it were its row of the index (None: no term matches):
         the same tokenizer gives the same tokens, so the same frequencies and length."""
         block = self._conn.execute(f"SELECT block FROM {fts_table}_data WHERE id = 1").fetchall()
-        rows, tokens = _varints(block[0][0])[:2]
+        rows, *per_column = _varints(block[0][0])
+        tokens = sum(per_column)
         weights, average = idfs(rows, counts), tokens / rows
         scores: list[float | None] = []
         for text in texts:

@@ -8,11 +8,12 @@ from typing import Any
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
+from mempipe.domain.query import query_words
 from mempipe.schemas.search import Hit, Near, ReadFilter
 
 
 def _hit(source: str, row: tuple[Any, ...]) -> Hit:
-    memory_id, text, org, project, user, agent, session, visibility, message_id, score = row
+    memory_id, text, org, project, user, agent, session, visibility, message_id, name, score = row
     return Hit(
         id=memory_id,
         source=source,
@@ -25,6 +26,7 @@ def _hit(source: str, row: tuple[Any, ...]) -> Hit:
         session_id=session,
         visibility=visibility,
         message_id=message_id,
+        name=name,
     )
 
 
@@ -57,7 +59,7 @@ class SqliteSearch(SqliteParts):
             return []
         if self._bm25 is None:
             self._bm25 = scoped_bm25.ScopedBm25(self._conn)
-        terms = self._bm25.terms(scoped_bm25.query_words(query))
+        terms = self._bm25.terms(query_words(query))
         if terms is None:
             return None
         counts = self._bm25.document_counts(scope.fts, terms)
@@ -66,12 +68,12 @@ class SqliteSearch(SqliteParts):
             ranked = self._rows(sql, (*counts, match, low, high, *scope.values))
         elif count <= scoped_bm25.MAX_ROWS:
             rows = self._rows(search_sql.scope_rows_sql(scope), scope.values)
-            scores = self._bm25.rank_texts(scope.fts, terms, counts, [r[1] for r in rows])
-            ranked = [(*r[:9], score, r[9]) for r, score in zip(rows, scores, strict=True) if score]
+            scores = self._bm25.rank_texts(scope.fts, terms, counts, [r[10] for r in rows])
+            ranked = [(*r[:10], s, r[11]) for r, s in zip(rows, scores, strict=True) if s]
         else:
             return None
-        ranked.sort(key=lambda r: (r[9], r[10]))
-        return [_hit(source, (*row[:9], -row[9])) for row in ranked[:k]]
+        ranked.sort(key=lambda r: (r[10], r[11]))
+        return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
         sql, values = search_sql.vector_search_sql(source, near.model_id, filters)
@@ -83,4 +85,4 @@ class SqliteSearch(SqliteParts):
     ) -> list[Hit]:
         text_hits = self.search_text(source, query, filters, pool)
         vector_hits = [] if near is None else self.search_vector(source, near, filters, pool)
-        return fuse_hits(text_hits, vector_hits, k)
+        return fuse_hits(text_hits, vector_hits, k, pool)

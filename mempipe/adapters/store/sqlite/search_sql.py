@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.scoped_bm25 import FUNCTION as BM25
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
+from mempipe.domain.query import query_words
 from mempipe.schemas.search import STM, ReadFilter, collection_of
 
 TURN_FIELDS = memory_sql.STM_FILTERS
@@ -16,9 +16,9 @@ MEMORY_FIELDS = tuple(f for f in memory_sql.VECTOR_FILTERS if f != "status")
 
 
 def fts_query(text: str) -> str | None:
-    """The words of a free-text query as an FTS5 OR of quoted terms (no FTS syntax leaks in)."""
-    words = re.findall(r"\w+", text.lower())
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words)) or None
+    """The words of a free-text query as an FTS5 OR of quoted terms (no FTS syntax leaks in),
+    stop words left out."""
+    return " OR ".join(f'"{w}"' for w in query_words(text)) or None
 
 
 def _identity(
@@ -65,6 +65,8 @@ class ScopedText(NamedTuple):
     where: str
     values: list[Any]
     hit_columns: str
+    indexed_text: str
+    """The row's text as its FTS5 index holds it, every column in one."""
 
 
 def scoped_text(source: str, filters: ReadFilter) -> ScopedText:
@@ -76,7 +78,8 @@ def scoped_text(source: str, filters: ReadFilter) -> ScopedText:
             where,
             values,
             "r.session_id || '#' || r.turn_seq, r.content, r.org_id, r.project_id, r.user_id, "
-            "r.agent_id, r.session_id, NULL, r.message_id",
+            "r.agent_id, r.session_id, NULL, r.message_id, r.name",
+            "coalesce(r.name, '') || ' ' || r.content",
         )
     table, where, values = _memory_source(source, filters, "r")
     return ScopedText(
@@ -85,7 +88,8 @@ def scoped_text(source: str, filters: ReadFilter) -> ScopedText:
         f"r.status = 'active' AND {where}",
         values,
         "r.id, r.text, r.org_id, r.project_id, r.user_id, r.agent_id, r.session_id, "
-        "r.visibility, NULL",
+        "r.visibility, NULL, NULL",
+        "r.text",
     )
 
 
@@ -107,8 +111,11 @@ def span_sql(scope: ScopedText) -> str:
 
 
 def scope_rows_sql(scope: ScopedText) -> str:
-    """Every row in scope with its hit columns (the text second) and its rowid."""
-    return f"SELECT {scope.hit_columns}, r.rowid FROM {scope.rows} WHERE {scope.where}"
+    """Every row in scope with its hit columns, its indexed text and its rowid."""
+    return (
+        f"SELECT {scope.hit_columns}, {scope.indexed_text}, r.rowid FROM {scope.rows} "
+        f"WHERE {scope.where}"
+    )
 
 
 def scoped_search_sql(scope: ScopedText, phrases: int) -> str:
@@ -143,7 +150,8 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
         where, values = vector_where(filters, TURN_FIELDS)
         return (
             "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
-            "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, 1.0 - v.distance FROM "
+            "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, t.name, "
+            "1.0 - v.distance FROM "
             f"(SELECT memory_rowid, distance FROM {vectors} WHERE embedding MATCH ? AND k = ? "
             f"AND {where}) v JOIN turns t ON t.id = v.memory_rowid "
             "ORDER BY v.distance",
@@ -153,7 +161,7 @@ def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[
     where, values = vector_where(filters, MEMORY_FIELDS)
     return (
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
-        "m.visibility, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
+        "m.visibility, NULL, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
         f"{vectors} WHERE embedding MATCH ? AND k = ? AND status = 'active' AND "
         f"{where}) v JOIN {table} m ON m.rowid = v.memory_rowid "
         + ("WHERE m.type_name = ? " if collection_of(source) == "custom" else "")

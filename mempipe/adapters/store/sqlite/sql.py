@@ -33,7 +33,9 @@ INSERT_TURN = (
     "ON CONFLICT DO NOTHING"
 )
 MAX_TURN_ID = "SELECT coalesce(max(id), 0) FROM turns"
-SYNC_TURNS_FTS = "INSERT INTO turns_fts (rowid, content) SELECT id, content FROM turns WHERE id > ?"
+SYNC_TURNS_FTS = (
+    "INSERT INTO turns_fts (rowid, name, content) SELECT id, name, content FROM turns WHERE id > ?"
+)
 STORED_TURN_BY_KEY = (
     "SELECT id, role, content, source_path, source_line, source_index FROM turns "
     "WHERE org_id = ? AND project_id = ? AND coalesce(user_id, '') = ? AND session_id = ? "

@@ -105,7 +105,7 @@ class SqliteVectors(SqliteParts):
         source, text = memory_sql.source_table(collection)
         vectors = memory_sql.vector_table(collection, model_id)
         return self._rows(
-            f"SELECT s.rowid, s.{text} FROM {source} s WHERE s.rowid > ? AND s.rowid <= ? "
+            f"SELECT s.rowid, {text} FROM {source} s WHERE s.rowid > ? AND s.rowid <= ? "
             f"AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
             "ORDER BY s.rowid LIMIT ?",
             (after_id, until_id if until_id is not None else 2**63 - 1, limit),
