@@ -169,10 +169,39 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
             "search", "home airport LIS", *store, "--mode", "text", "--json", cwd=tmp_path
         ).stdout
     )["hits"][0]["id"]
-    queries.write_text(json.dumps({"query": "home airport", "relevant_ids": [lis]}) + "\n")
-    evaluated = json.loads(mempipe("eval", str(queries), *store, "--json", cwd=tmp_path).stdout)
-    assert set(evaluated) >= {"recall", "mrr", "queries"}
-    assert evaluated["queries"] == 1
+    lines = [
+        {"query": "home airport", "relevant_ids": [lis], "question_type": "travel", "note": "x"},
+        {"query": "window seat", "relevant_ids": ["no-such-id"], "question_type": "seats"},
+    ]
+    queries.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    details = tmp_path / "details.jsonl"
+    evaluated = json.loads(
+        mempipe(
+            "eval",
+            str(queries),
+            *store,
+            "--k",
+            "1",
+            "--k",
+            "5",
+            "--details",
+            str(details),
+            "--json",
+            cwd=tmp_path,
+        ).stdout
+    )
+    assert evaluated["queries"] == 2
+    assert evaluated["ignored_fields"] == {"note": 1}, "unknown fields are counted, not fatal"
+    assert evaluated["group_by"] == "question_type"
+    assert {g["group"]: g["queries"] for g in evaluated["groups"]} == {"seats": 1, "travel": 1}
+    assert set(evaluated["recall_at"]) == {"1", "5"}
+    assert evaluated["recall"] == evaluated["recall_at"]["1"]
+    written = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [d["ranks"] for d in written][1] == {"no-such-id": None}
+    assert written[0]["ranks"][lis] in range(1, 6)
+    strict = mempipe("eval", str(queries), *store, "--strict", cwd=tmp_path)
+    assert strict.returncode != 0
+    assert "queries.jsonl:1: unknown field(s) note (--strict)" in strict.stderr
 
     moved = mempipe(
         "reembed",
@@ -188,7 +217,21 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
     summary = json.loads(moved.stdout)
     assert moved.returncode == 0, moved.stderr
     assert summary["switched"] is True
-    assert summary["gate"]["queries"] == 1
+    gate = summary["gate"]
+    assert gate["queries"] == 2
+    for model, recall in (("hashing-64", gate["old_recall"]), ("hashing-128", gate["new_recall"])):
+        printed = mempipe(
+            "eval",
+            str(queries),
+            *store,
+            "--mode",
+            "semantic",
+            "--model",
+            model,
+            "--json",
+            cwd=tmp_path,
+        )
+        assert json.loads(printed.stdout)["recall"] == recall, "the gate's verdict is eval's"
     serving = {
         m["id"]: m["active"]
         for m in json.loads(mempipe("models", *store, "--json", cwd=tmp_path).stdout)

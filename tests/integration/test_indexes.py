@@ -109,3 +109,73 @@ def test_metadata_filters_name_declared_keys_by_their_qualified_path(store, path
     remember(store, "alpha", "engagement status green", "eng-alpha")
     with pytest.raises(SearchError, match=message):
         find(store, SearchMode.TEXT, **{path: "x"})
+
+
+def text_status(store, collection: str):
+    return next(s for s in store.index_status() if s.kind == "text" and s.collection == collection)
+
+
+def old_turns_index(store) -> None:
+    """The turns' text index as stores before migration 0015 have it: no stemming, no names."""
+    with store._conn:
+        store._conn.execute("DROP TABLE turns_fts")
+        store._conn.execute(
+            "CREATE VIRTUAL TABLE turns_fts USING fts5(content, content='turns', "
+            "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+        )
+        store._conn.execute("INSERT INTO turns_fts (turns_fts) VALUES ('rebuild')")
+
+
+def named_turns(store, fixtures, tmp_path, defaults) -> None:
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.services.ingest import ingest_file
+
+    archive = tmp_path / "named.jsonl"
+    archive.write_text(
+        '{"session_id": "s", "role": "user", "name": "Caroline", "content": "running late"}\n'
+    )
+    ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path)
+
+
+def stm_text(store, query: str) -> list[str | None]:
+    return [h.name for h in store.search_text("stm", query, ReadFilter(), 5)]
+
+
+def test_a_text_index_of_another_definition_is_drift_until_a_forced_rebuild(
+    store, fixtures, tmp_path, defaults
+) -> None:
+    named_turns(store, fixtures, tmp_path, defaults)
+    old_turns_index(store)
+    assert stm_text(store, "caroline runs") == [], "the old index: no names, no stems"
+
+    drift = text_status(store, "stm")
+    assert drift.state is IndexState.DRIFT
+    assert "porter" in drift.differences[0]
+    store.rebuild_indexes(force=False)
+    assert text_status(store, "stm").state is IndexState.DRIFT, "nothing rebuilt silently"
+
+    (rebuilt,) = [s for s in store.rebuild_indexes(force=True) if s.name == "turns_fts"]
+    assert rebuilt.state is IndexState.REBUILT
+    assert text_status(store, "stm").state is IndexState.OK
+    assert stm_text(store, "caroline runs") == ["Caroline"]
+
+
+def test_migration_0015_stems_and_names_existing_text_indexes(
+    store, fixtures, tmp_path, defaults
+) -> None:
+    from mempipe.migrations import migrate
+
+    named_turns(store, fixtures, tmp_path, defaults)
+    remember(store, "m1", "deployments were delayed", "e1")
+    old_turns_index(store)
+    store._conn.execute("DELETE FROM _migrations WHERE id LIKE '0015%'")
+
+    migrate(store)
+
+    assert {
+        s.collection: s.state for s in store.index_status() if s.kind == "text"
+    } == dict.fromkeys(
+        ("stm", "semantic", "episodic", "procedural", "taxonomic", "custom"), IndexState.OK
+    )
+    assert stm_text(store, "caroline runs") == ["Caroline"]
+    assert [h.id for h in store.search_text("semantic", "delays", ReadFilter(), 5)] == ["m1"]

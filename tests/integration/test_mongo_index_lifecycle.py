@@ -118,3 +118,28 @@ def test_a_memory_written_a_moment_ago_is_a_reconciliation_candidate_despite_ind
     assert [(c.memory_id, round(c.similarity or 0, 6)) for c in found] == [("e1", 1.0)]
     elsewhere = scope_of("o", "p", "someone-else", None, Visibility.PRIVATE)
     assert mongo.memory_candidates("episodic", elsewhere, None, near([1.0, 0, 0, 0]), 5) == []
+
+
+def test_a_text_index_without_stemming_or_speaker_names_is_drift_until_forced(mongo) -> None:
+    """A deployment whose turns' text index predates stemming and names (``content`` analysed
+    by the default analyzer) reports it, and a forced rebuild updates it."""
+    turns = mongo.db["turns"]
+    declared = mongo.search_indexes.definition(turns, "text")
+    fields = dict(declared["mappings"]["fields"])
+    fields.pop("name")
+    fields["content"] = {"type": "string"}
+    mongo.search_indexes.update(
+        turns, "text", {"mappings": {**declared["mappings"], "fields": fields}}
+    )
+    mongo.search_indexes.wait_queryable(turns, "text")
+
+    (drift,) = [s for s in mongo.index_status() if s.kind == "text" and s.collection == "stm"]
+    assert drift.state.value == "drift"
+    assert drift.differences == [
+        "text fields {'content': None}, declared "
+        "{'content': 'lucene.english', 'name': 'lucene.english'}"
+    ]
+    mongo.rebuild_indexes(force=True)
+    mongo.search_indexes.wait_queryable(turns, "text")
+    (fixed,) = [s for s in mongo.index_status() if s.kind == "text" and s.collection == "stm"]
+    assert fixed.state.value == "ok"

@@ -170,3 +170,33 @@ def test_a_declared_custom_type_is_a_search_source_of_its_own(store) -> None:
         assert [h.id for h in result.hits] == ["t1"], mode
     with pytest.raises(SearchError, match=r"known: stm, semantic, .*incident, ticket"):
         search(store, lambda _: EMBEDDER, "refund", "complaint", SearchMode.TEXT, ReadFilter(), 5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_an_empty_query_is_refused_in_every_mode(memories, mode, query) -> None:
+    """Before this rule, semantic and hybrid answered a blank query with arbitrary records."""
+    with pytest.raises(SearchError, match="the query is empty"):
+        ids(memories, mode, query=query)
+
+
+def test_a_query_of_only_stop_words_says_so(memories) -> None:
+    with pytest.raises(SearchError, match="holds only stop words"):
+        ids(memories, SearchMode.TEXT, query="is it the")
+    result = search(
+        memories, lambda _: EMBEDDER, "is it the", "semantic", SearchMode.HYBRID, ReadFilter(), 5
+    )
+    assert result.notes == ["'is it the' holds only stop words: ranked by meaning alone"]
+    assert result.hits, "the vector list still answers"
+
+
+def test_stop_words_do_not_make_a_text_match(memories) -> None:
+    remember(memories, "stop-only", "it is the one")
+    assert "stop-only" not in ids(memories, SearchMode.TEXT, query="the refund")
+    assert "u1-private" in ids(memories, SearchMode.TEXT, query="the refund")
+
+
+def test_words_match_their_stemmed_forms(memories) -> None:
+    remember(memories, "stemmed", "she was running the deployments")
+    assert "stemmed" in ids(memories, SearchMode.TEXT, query="deployment")
+    assert "stemmed" in ids(memories, SearchMode.TEXT, query="runs")

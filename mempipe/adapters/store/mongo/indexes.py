@@ -114,6 +114,9 @@ class MongoIndexAdmin(MongoParts):
         status.differences = filter_differences(
             pipelines.token_paths(actual), pipelines.token_paths(declared)
         )
+        analysed, wanted = pipelines.analysed_fields(actual), pipelines.analysed_fields(declared)
+        if analysed != wanted:
+            status.differences.append(f"text fields {analysed}, declared {wanted}")
         if status.differences:
             status.state = IndexState.DRIFT
         return status

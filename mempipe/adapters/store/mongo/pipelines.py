@@ -81,6 +81,13 @@ def declared_filters(definition: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f["path"] for f in definition.get("fields", []) if f.get("type") == "filter")
 
 
+def analysed_fields(definition: dict[str, Any]) -> dict[str, str | None]:
+    """The ``string`` (analysed) top-level fields of a search index's static mappings, with
+    their analyzers."""
+    fields = definition.get("mappings", definition).get("fields", {})
+    return {n: f.get("analyzer") for n, f in fields.items() if f.get("type") == "string"}
+
+
 def token_paths(definition: dict[str, Any], prefix: str = "") -> list[str]:
     """The ``token`` (filterable) paths of a search index's static mappings."""
     paths = []
