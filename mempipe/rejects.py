@@ -8,8 +8,8 @@ from pathlib import Path
 from mempipe.schemas.reject import Reject
 
 
-def rejects_path(rejects_dir: str | Path, run_id: str) -> Path:
-    return (Path(rejects_dir) / f"backfill-{run_id}.jsonl").absolute()
+def rejects_path(rejects_dir: str | Path, run_id: str, job: str = "backfill") -> Path:
+    return (Path(rejects_dir) / f"{job}-{run_id}.jsonl").absolute()
 
 
 def append_rejects(path: Path, rejects: Iterable[Reject]) -> int:

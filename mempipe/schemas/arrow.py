@@ -97,3 +97,19 @@ def to_arrow_table(rows: Sequence[BaseModel], model: type[BaseModel]) -> pa.Tabl
                 record[column] = orjson.dumps(record[column]).decode()
         records.append({k: v.value if isinstance(v, Enum) else v for k, v in record.items()})
     return pa.Table.from_pylist(records, schema=schema)
+
+
+def from_arrow_rows(rows: Sequence[dict[str, Any]], model: type[BaseModel]) -> list[BaseModel]:
+    """Rows read back from a table written by :func:`to_arrow_table`, as models."""
+    json_columns = [
+        f.name
+        for f in arrow_schema(model)
+        if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
+    ]
+    records = []
+    for row in rows:
+        for column in json_columns:
+            if row.get(column) is not None:
+                row[column] = orjson.loads(row[column])
+        records.append(model.model_validate(row))
+    return records

@@ -88,7 +88,7 @@ def test_a_changed_fact_updates_a_restated_one_reinforces_and_history_is_kept(
     seat = next(r for r in store.audit_rows() if r.action.value == "REINFORCE")
     reinforced = store.get_memory("semantic", seat.memory_id)
     assert reinforced["reinforcement_count"] == 1
-    assert len(set(eval(reinforced["evidence"]))) == 2
+    assert len(set(reinforced["evidence"])) == 2
 
 
 def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(

@@ -9,10 +9,13 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel
+
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
@@ -259,6 +262,22 @@ class Schema(Protocol):
     def close(self) -> None: ...
 
 
+class Transfer(Protocol):
+    """Every record of a collection, verbatim: what export, import and copy move."""
+
+    def export_page(
+        self, collection: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[BaseModel], Any]:
+        """Up to ``limit`` records of a bundle collection after the cursor ``after`` (None: from
+        the start), and the cursor to pass next; memories in every version."""
+        ...
+
+    def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
+        """Runs as recorded elsewhere (their times and counts kept); returns the ids added (a
+        run id already present is left alone)."""
+        ...
+
+
 class Store(
     Turns,
     WorkQueue,
@@ -271,6 +290,7 @@ class Store(
     RunLog,
     Leases,
     Schema,
+    Transfer,
     Protocol,
 ):
     """Every role: what a backend implements, and what jobs that move whole stores take."""

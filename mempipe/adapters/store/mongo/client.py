@@ -34,6 +34,7 @@ from mempipe.adapters.store.mongo.registry import MongoRegistry
 from mempipe.adapters.store.mongo.runs import MongoRunLog
 from mempipe.adapters.store.mongo.search import MongoSearch
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
+from mempipe.adapters.store.mongo.transfer import MongoTransfer
 from mempipe.adapters.store.mongo.turns import MongoTurns
 from mempipe.adapters.store.mongo.vectors import MongoVectors
 from mempipe.adapters.store.mongo.work import MongoWorkQueue
@@ -121,6 +122,7 @@ class MongoStore(
     MongoIndexAdmin,
     MongoRunLog,
     MongoLeases,
+    MongoTransfer,
 ):
     """One MongoDB database with Atlas Search / mongot vector and text indexes."""
 

@@ -19,6 +19,7 @@ from mempipe.adapters.store.sqlite.memories import SqliteMemories
 from mempipe.adapters.store.sqlite.registry import SqliteRegistry
 from mempipe.adapters.store.sqlite.runs import SqliteRunLog
 from mempipe.adapters.store.sqlite.search import SqliteSearch
+from mempipe.adapters.store.sqlite.transfer import SqliteTransfer
 from mempipe.adapters.store.sqlite.turns import SqliteTurns
 from mempipe.adapters.store.sqlite.vectors import SqliteVectors
 from mempipe.adapters.store.sqlite.work import SqliteWorkQueue
@@ -55,6 +56,7 @@ class SqliteStore(
     SqliteIndexAdmin,
     SqliteRunLog,
     SqliteLeases,
+    SqliteTransfer,
 ):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 

@@ -8,10 +8,11 @@ from typing import Any
 
 import orjson
 
-from mempipe.adapters.store.sqlite import memory_sql, search_sql
+from mempipe.adapters.store.sqlite import memory_sql, search_sql, sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
+from mempipe.schemas.bundle import BUNDLE_MODELS
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
 from mempipe.schemas.search import Near, ReadFilter
 
@@ -103,4 +104,4 @@ class SqliteMemories(SqliteParts):
             f"SELECT {', '.join(names)} FROM {memory_sql.table(memory_type)} WHERE id = ?",
             (memory_id,),
         )
-        return dict(zip(names, rows[0], strict=True)) if rows else None
+        return sql.from_sql_row(BUNDLE_MODELS[memory_type], names, rows[0]) if rows else None

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import Enum
 from operator import attrgetter
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import orjson
+from pydantic import BaseModel
 
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.selection import SnapshotSelection
@@ -131,6 +132,29 @@ def to_sql(value: Any) -> Any:
     if isinstance(value, list | dict):
         return orjson.dumps(value).decode()
     return value
+
+
+def stored_as_json(annotation: Any) -> bool:
+    """Lists and dicts are JSON text in SQLite (``sql.to_sql``)."""
+    for candidate in (annotation, *get_args(annotation)):
+        if candidate in (list, dict) or get_origin(candidate) in (list, dict):
+            return True
+    return False
+
+
+def from_sql_row(model: type[BaseModel], names: tuple[str, ...], row: tuple[Any, ...]) -> dict:
+    """A row's values as the model takes them: JSON text columns parsed, a NULL that stands for
+    an empty dict or list left to the model's default."""
+    fields: dict[str, Any] = {}
+    for name, value in zip(names, row, strict=True):
+        annotation = model.model_fields[name].annotation
+        if stored_as_json(annotation):
+            if value is None and model.model_fields[name].default_factory is not None:
+                continue
+            if isinstance(value, str):
+                value = orjson.loads(value)
+        fields[name] = value
+    return fields
 
 
 def json_key(name: str) -> str:

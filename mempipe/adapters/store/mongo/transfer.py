@@ -1,0 +1,89 @@
+"""The MongoDB store's transfer role: every record of a collection, as its model, read in pages
+for a bundle (every memory version, snapshots with their extraction states)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
+from mempipe.schemas.run import RunRecord
+from mempipe.schemas.snapshot import ExtractionState, Snapshot
+from mempipe.schemas.turn import TURN_FIELDS, Turn
+
+COLLECTIONS = {"turns": documents.TURNS, "snapshots": "snapshots"}
+
+
+class MongoTransfer(MongoParts):
+    """Reads for export and copy."""
+
+    def export_page(
+        self, collection: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[BaseModel], Any]:
+        """Up to ``limit`` records after the cursor ``after`` (None: from the start), and the
+        cursor to pass next."""
+        query = self._selected(collection, selection)
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        name = COLLECTIONS.get(collection, collection)
+        with self._errors(name):
+            found = list(self.db[name].find(query).sort("_id", 1).limit(limit))
+        records = [_record(collection, d) for d in found]
+        return records, found[-1]["_id"] if found else after
+
+    def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
+        """Runs as they were recorded elsewhere; a run id already here is left alone."""
+        added: set[str] = set()
+        with self._errors("runs"):
+            for run in runs:
+                document = documents.plain(run.model_dump(exclude={"run_id"}))
+                outcome = self.db["runs"].update_one(
+                    {"_id": run.run_id}, {"$setOnInsert": document}, upsert=True
+                )
+                if outcome.upserted_id is not None:
+                    added.add(run.run_id)
+        return added
+
+    def _selected(self, collection: str, selection: BundleSelection) -> dict[str, Any]:
+        """Audit rows by their identity; failures by their org and project, and by the user's
+        snapshots; runs by what the selected audit rows and failures name."""
+        identity = {k: v for k, v in selection.model_dump().items() if v is not None}
+        if collection in ("turns", "snapshots", "audit", *MEMORY_COLLECTIONS):
+            return identity
+        org = {k: v for k, v in identity.items() if k != "user_id"}
+        if selection.user_id is not None:
+            snapshots = self.db["snapshots"].distinct("_id", identity)
+            org["snapshot_id"] = {"$in": snapshots}
+        if collection == "failures":
+            return org
+        if not identity:
+            return {}
+        runs = {*self.db["audit"].distinct("run_id", identity)}
+        runs |= {*self.db["failures"].distinct("run_id", org)}
+        return {"_id": {"$in": sorted(runs)}}
+
+
+def _record(collection: str, d: dict[str, Any]) -> BaseModel:
+    model = BUNDLE_MODELS[collection]
+    if collection == "turns":
+        fields = {f: d.get(f) for f in TURN_FIELDS if d.get(f) is not None}
+        return Turn.model_validate(
+            {**fields, "snapshot_id": d.get("snapshot_id"), "source": d["source"]}
+        )
+    if collection == "snapshots":
+        names = [f for f in Snapshot.model_fields if f not in ("snapshot_id", "extraction")]
+        states = [
+            ExtractionState(handler=handler, **{k: v for k, v in s.items() if k != "updated_at"})
+            for handler, s in sorted((d.get("extraction") or {}).items())
+        ]
+        return Snapshot(snapshot_id=d["_id"], **{f: d.get(f) for f in names}, extraction=states)
+    if collection == "runs":
+        return model.model_validate(
+            {k: v for k, v in d.items() if k != "_id"} | {"run_id": d["_id"]}
+        )
+    fields = {f: d[f] for f in model.model_fields if d.get(f) is not None}
+    return model.model_validate(fields)

@@ -1,0 +1,159 @@
+"""The SQLite store's transfer role: every record of a collection, as its model, read in pages
+for a bundle (every memory version, snapshots with their extraction states)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from mempipe.adapters.store.sqlite import memory_sql, sql
+from mempipe.adapters.store.sqlite.base import SqliteParts
+from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
+from mempipe.schemas.run import RunRecord
+from mempipe.schemas.snapshot import ExtractionState, Snapshot
+from mempipe.schemas.turn import TURN_FIELDS, SourceLocation, Turn
+
+RUN_FIELDS = tuple(RunRecord.model_fields)
+SOURCE_COLUMNS = tuple(f"source_{f}" for f in SourceLocation.model_fields)
+
+
+class SqliteTransfer(SqliteParts):
+    """Reads for export and copy."""
+
+    def export_page(
+        self, collection: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[BaseModel], Any]:
+        """Up to ``limit`` records after the cursor ``after`` (None: from the start), and the
+        cursor to pass next."""
+        start = after or 0
+        if collection == "turns":
+            return self._turns(selection, start, limit)
+        if collection == "snapshots":
+            return self._snapshots(selection, start, limit)
+        if collection in MEMORY_COLLECTIONS:
+            return self._memories(collection, selection, start, limit)
+        model = BUNDLE_MODELS[collection]
+        names = tuple(model.model_fields)
+        table, key = {"audit": ("audit", "id"), "failures": ("failures", "id")}.get(
+            collection, ("runs", "rowid")
+        )
+        where, values = _selected(collection, selection)
+        rows = self._rows(
+            f"SELECT {key}, {', '.join(names)} FROM {table} WHERE {key} > ? AND {where} "
+            f"ORDER BY {key} LIMIT ?",
+            (start, *values, limit),
+        )
+        records = [model.model_validate(sql.from_sql_row(model, names, row[1:])) for row in rows]
+        return records, rows[-1][0] if rows else start
+
+    def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
+        """Runs as they were recorded elsewhere; a run id already here is left alone."""
+        added: set[str] = set()
+        with self._writing():
+            for run in runs:
+                row = [sql.to_sql(getattr(run, f)) for f in RUN_FIELDS]
+                added |= {
+                    r[0]
+                    for r in self._conn.execute(
+                        f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES "
+                        f"({', '.join('?' for _ in RUN_FIELDS)}) ON CONFLICT DO NOTHING "
+                        "RETURNING run_id",
+                        row,
+                    )
+                }
+        return added
+
+    def _turns(self, selection: BundleSelection, start: int, limit: int) -> tuple[list, Any]:
+        names = (*TURN_FIELDS, "snapshot_id")
+        where, values = _identity(selection)
+        rows = self._rows(
+            f"SELECT id, {', '.join(names)}, {', '.join(SOURCE_COLUMNS)} FROM turns "
+            f"WHERE id > ? AND {where} ORDER BY id LIMIT ?",
+            (start, *values, limit),
+        )
+        turns = []
+        for row in rows:
+            own, source = row[1 : 1 + len(names)], row[1 + len(names) :]
+            fields = sql.from_sql_row(Turn, names, own)
+            fields["source"] = dict(zip(SourceLocation.model_fields, source, strict=True))
+            turns.append(Turn.model_validate(fields))
+        return turns, rows[-1][0] if rows else start
+
+    def _snapshots(self, selection: BundleSelection, start: str, limit: int) -> tuple[list, Any]:
+        names = tuple(f for f in Snapshot.model_fields if f not in ("snapshot_id", "extraction"))
+        where, values = _identity(selection)
+        rows = self._rows(
+            f"SELECT id, {', '.join(names)} FROM snapshots WHERE id > ? AND {where} "
+            "ORDER BY id LIMIT ?",
+            (start or "", *values, limit),
+        )
+        states: dict[str, list[ExtractionState]] = {}
+        if rows:
+            marks = ", ".join("?" for _ in rows)
+            for snapshot_id, handler, status, attempts, error in self._rows(
+                "SELECT snapshot_id, handler, status, attempts, last_error FROM "
+                f"snapshot_extractions WHERE snapshot_id IN ({marks}) ORDER BY handler",
+                [r[0] for r in rows],
+            ):
+                states.setdefault(snapshot_id, []).append(
+                    ExtractionState(
+                        handler=handler, status=status, attempts=attempts, last_error=error
+                    )
+                )
+        snapshots = [
+            Snapshot(
+                snapshot_id=row[0],
+                **sql.from_sql_row(Snapshot, names, row[1:]),
+                extraction=states.get(row[0], []),
+            )
+            for row in rows
+        ]
+        return snapshots, rows[-1][0] if rows else start
+
+    def _memories(
+        self, collection: str, selection: BundleSelection, start: int, limit: int
+    ) -> tuple[list, Any]:
+        model = BUNDLE_MODELS[collection]
+        names = (*memory_sql.COMMON, *memory_sql.SPECIFIC[collection])
+        where, values = _identity(selection)
+        rows = self._rows(
+            f"SELECT rowid, {', '.join(names)} FROM {memory_sql.table(collection)} "
+            f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?",
+            (start, *values, limit),
+        )
+        records = [model.model_validate(sql.from_sql_row(model, names, row[1:])) for row in rows]
+        return records, rows[-1][0] if rows else start
+
+
+def _identity(selection: BundleSelection) -> tuple[str, list[Any]]:
+    clauses, values = ["1 = 1"], []
+    for field in ("org_id", "project_id", "user_id"):
+        value = getattr(selection, field)
+        if value is not None:
+            clauses.append(f"{field} = ?")
+            values.append(value)
+    return " AND ".join(clauses), values
+
+
+def _selected(collection: str, selection: BundleSelection) -> tuple[str, list[Any]]:
+    """Audit rows by their identity; failures by their org and project, and by the user's
+    snapshots; runs by what the selected audit rows and failures name."""
+    if collection == "audit":
+        return _identity(selection)
+    org = BundleSelection(org_id=selection.org_id, project_id=selection.project_id)
+    where, values = _identity(org)
+    if selection.user_id is not None:
+        where += " AND snapshot_id IN (SELECT id FROM snapshots WHERE user_id = ?)"
+        values.append(selection.user_id)
+    if collection == "failures":
+        return where, values
+    if selection == BundleSelection():
+        return "1 = 1", []
+    audit_where, audit_values = _identity(selection)
+    return (
+        f"(run_id IN (SELECT run_id FROM audit WHERE {audit_where}) "
+        f"OR run_id IN (SELECT run_id FROM failures WHERE {where}))",
+        [*audit_values, *values],
+    )

@@ -1,0 +1,108 @@
+"""Moving memory: export a bundle, import one."""
+
+from __future__ import annotations
+
+import click
+
+from mempipe.cli.options import emit, json_option, reports_errors, store_options
+
+
+@click.command("export")
+@click.option(
+    "--out", required=True, type=click.Path(file_okay=False), help="The bundle's directory."
+)
+@click.option("--org-id", default=None, help="Only this org.")
+@click.option("--project-id", default=None, help="Only this project.")
+@click.option("--user-id", default=None, help="Only this user (an access request).")
+@store_options
+@json_option
+@reports_errors
+def export(
+    out: str,
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
+    with every version, audit, failures, runs) and manifest.json with counts and digests."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.transfer import export_flow
+
+    context = load_context(store, config)
+    context.open_store(read_only=True).close()
+    summary = export_flow(
+        out=out,
+        org_id=org_id,
+        project_id=project_id,
+        user_id=user_id,
+        store=context.store_url,
+        config=str(context.settings.config),
+    )
+
+    def human() -> None:
+        held = ", ".join(f"{n} {c}" for c, n in summary.counts.items() if n)
+        click.echo(f"exported {held or 'nothing'} to {summary.out} in {summary.seconds:.1f} s")
+
+    emit(summary, as_json, human)
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--format",
+    "source_format",
+    type=click.Choice(["mempipe"]),
+    default="mempipe",
+    show_default=True,
+    help="mempipe: a bundle written by `mempipe export`.",
+)
+@click.option(
+    "--rejects-dir",
+    default="mempipe-rejects",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the rejects file of the run is written (only when something is rejected).",
+)
+@store_options
+@json_option
+@reports_errors
+def import_command(
+    path: str,
+    source_format: str,
+    rejects_dir: str,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Import a bundle verbatim (ids, versions, times, evidence, audit); what the store holds
+    is skipped, a record held with other content is rejected, never overwritten."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.transfer import import_flow
+
+    context = load_context(store, config)
+    context.prepare_store()
+    summary = import_flow(
+        path=path,
+        store=context.store_url,
+        config=str(context.settings.config),
+        rejects_dir=rejects_dir,
+    )
+
+    def human() -> None:
+        written = ", ".join(f"{n} {c}" for c, n in summary.written.items() if n)
+        skipped = sum(summary.duplicates_skipped.values())
+        click.echo(f"imported {written or 'nothing'}; {skipped} already held")
+        if summary.conflicts:
+            click.echo(f"{summary.conflicts} held with other content, kept: {summary.rejects_path}")
+        if summary.without_vector:
+            click.echo(
+                f"{summary.without_vector} memories without a vector: "
+                "`mempipe reembed --incremental` embeds them"
+            )
+        verdict = "match" if summary.digests_match else "differ"
+        click.echo(f"digests {verdict}" + "".join(f"\n  {d}" for d in summary.digest_differences))
+
+    emit(summary, as_json, human)

@@ -1,0 +1,67 @@
+"""Export a store (or one org, project or user) as a bundle; import a bundle into a store."""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from mempipe.bootstrap import load_context
+from mempipe.flows.hooks import record_failed_run
+from mempipe.rejects import rejects_path
+from mempipe.schemas.bundle import BundleImportSummary, BundleSelection, ExportSummary
+from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
+from mempipe.tasks.transfer import read_bundle, write_bundle
+
+
+@flow(name="export")
+def export_flow(
+    out: str,
+    org_id: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    store: str | None = None,
+    config: str | None = None,
+) -> ExportSummary:
+    """Read-only: the store is not changed, and no run is recorded in it."""
+    context = load_context(store, config)
+    selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
+    summary = write_bundle(context.store_url, out, selection)
+    publish_table(
+        "export",
+        [
+            {"collection": c, "records": n, "digest": summary.digests[c]}
+            for c, n in summary.counts.items()
+        ],
+        f"exported to {summary.out}",
+    )
+    return summary
+
+
+@flow(name="import", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def import_flow(
+    path: str,
+    store: str | None = None,
+    config: str | None = None,
+    rejects_dir: str = "mempipe-rejects",
+) -> BundleImportSummary:
+    """Idempotent: importing the same bundle again writes nothing."""
+    context = load_context(store, config)
+    run_id = str(flow_run.id)
+    prepare_store(context.store_url, config)
+    record_run_start(context.store_url, run_id, "import", {"path": path, "format": "mempipe"})
+    rejects = rejects_path(rejects_dir, run_id, "import")
+    summary = read_bundle(context.store_url, path, run_id, str(rejects))
+    counts = {f"written_{c}": n for c, n in summary.written.items()} | {
+        "conflicts": summary.conflicts
+    }
+    record_run_end(context.store_url, run_id, counts)
+    publish_table(
+        "import",
+        [
+            {"collection": c, "written": n, "skipped": summary.duplicates_skipped.get(c, 0)}
+            for c, n in summary.written.items()
+        ],
+        f"import {run_id}: digests {'match' if summary.digests_match else 'differ'}",
+    )
+    return summary

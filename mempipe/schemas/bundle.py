@@ -1,0 +1,94 @@
+"""A portable bundle of a store (or of one org, project or user): one Parquet dataset per
+collection and a manifest that says what it holds and how to check it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.failure import Failure
+from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory
+from mempipe.schemas.run import RunRecord
+from mempipe.schemas.snapshot import Snapshot
+from mempipe.schemas.turn import Turn
+
+BUNDLE_FORMAT = 1
+"""Raised when a bundle's layout changes in a way an older reader cannot follow."""
+
+BUNDLE_MODELS: dict[str, type[BaseModel]] = {
+    "runs": RunRecord,
+    "turns": Turn,
+    "snapshots": Snapshot,
+    **{str(t): model for t, model in MEMORY_MODELS.items()},
+    "custom": CustomMemory,
+    "audit": AuditRow,
+    "failures": Failure,
+}
+"""Each collection of a bundle and the model its rows are, in the order an import writes them
+(runs first: the audit and failures of a run the target already holds are not written twice)."""
+
+MEMORY_COLLECTIONS = (*(str(t) for t in MEMORY_MODELS), "custom")
+
+NOT_DIGESTED: dict[str, frozenset[str]] = {
+    name: frozenset({"embedding", "has_embedding", "embedding_model_id"})
+    for name in MEMORY_COLLECTIONS
+}
+"""Fields left out of a collection's digest: which model embeds a memory depends on the store
+that holds it, not on what the memory is."""
+
+
+class BundleSelection(BaseModel):
+    """What a bundle holds: every given field narrows it (AND)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bundle_format: int = BUNDLE_FORMAT
+    mempipe_version: str
+    source_store: str = Field(description="the kind of store it came from: sqlite or mongodb")
+    selection: BundleSelection
+    counts: dict[str, int]
+    digests: dict[str, str] = Field(
+        description="per collection, order-independent, over the canonical fields: the same "
+        "records give the same digest on any backend"
+    )
+    vectors: dict[str, str] = Field(
+        default_factory=dict, description="collection -> the model whose vectors the bundle holds"
+    )
+    registry: list[RegistryEntry] = Field(default_factory=list)
+    partition_keys: list[str] = Field(default_factory=list)
+    custom_types: list[str] = Field(default_factory=list)
+
+
+class ExportSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    out: str
+    counts: dict[str, int]
+    digests: dict[str, str]
+    vectors: dict[str, int] = Field(default_factory=dict)
+    seconds: float
+
+
+class BundleImportSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    source: str
+    written: dict[str, int] = Field(default_factory=dict)
+    duplicates_skipped: dict[str, int] = Field(default_factory=dict)
+    conflicts: int = 0
+    rejects_path: str | None = None
+    vectors_reused: int = 0
+    without_vector: int = 0
+    digests_match: bool
+    digest_differences: list[str] = Field(default_factory=list)
+    seconds: float

@@ -1,0 +1,198 @@
+"""Import a mempipe bundle into any store, verbatim: ids, versions, times, evidence and audit
+kept; what the store already holds is skipped, a record held with other content is a reject
+(never overwritten); at the end the store's digests are compared with the manifest's."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from mempipe.adapters.store.base import AuditLog, Memories, RunLog, Schema, Transfer, Turns
+from mempipe.domain.digest import canonical
+from mempipe.errors import ConfigError
+from mempipe.progress import track
+from mempipe.rejects import append_rejects
+from mempipe.schemas.arrow import from_arrow_rows
+from mempipe.schemas.bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_MODELS,
+    MEMORY_COLLECTIONS,
+    NOT_DIGESTED,
+    BundleImportSummary,
+    Manifest,
+)
+from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.reject import Reject
+from mempipe.services.export import MANIFEST, digest_collection
+
+
+class Importable(Transfer, Turns, Memories, AuditLog, RunLog, Schema, Protocol):
+    """What a bundle import reads and writes."""
+
+
+def read_manifest(path: Path) -> Manifest:
+    try:
+        manifest = Manifest.model_validate_json((path / MANIFEST).read_bytes())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: not a mempipe bundle (no {MANIFEST})") from exc
+    if manifest.bundle_format > BUNDLE_FORMAT:
+        raise ConfigError(
+            f"{path}: bundle format {manifest.bundle_format}; this mempipe reads up to "
+            f"{BUNDLE_FORMAT}: upgrade mempipe"
+        )
+    return manifest
+
+
+def check_declarations(store: Schema, manifest: Manifest) -> None:
+    """Refused before anything is written: custom types the target has not declared (their
+    memories would have no declared shape there). Partition keys the bundle adds are declared
+    (adding one is allowed; the target's vector indexes report drift until rebuilt)."""
+    missing = sorted(set(manifest.custom_types) - set(store.custom_types))
+    if missing:
+        raise ConfigError(
+            f"the bundle holds custom types the target has not declared: {', '.join(missing)}; "
+            "declare them in the target's project-config.yaml first"
+        )
+
+
+def import_bundle(
+    store: Importable, path: Path, *, run_id: str, rejects_file: Path, batch_size: int = 2000
+) -> BundleImportSummary:
+    started = time.perf_counter()
+    manifest = read_manifest(path)
+    check_declarations(store, manifest)
+    written: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    conflicts = 0
+    known_runs: set[str] = set()
+    bundle_runs: set[str] = set()
+    with track("import", sum(manifest.counts.values()), "records") as progress:
+        done = 0
+        for collection, model in BUNDLE_MODELS.items():
+            for batch, first_index in _batches(path / f"{collection}.parquet", model, batch_size):
+                if collection == "runs":
+                    bundle_runs.update(r.run_id for r in batch)
+                added, rejects = _write(store, collection, batch, run_id, known_runs)
+                written[collection] += added
+                skipped[collection] += len(batch) - added - len(rejects)
+                conflicts += append_rejects(
+                    rejects_file,
+                    [
+                        r.model_copy(
+                            update={
+                                "path": str(path / f"{collection}.parquet"),
+                                "index": first_index + (r.index or 0),
+                            }
+                        )
+                        for r in rejects
+                    ],
+                )
+                done += len(batch)
+                progress.update(done)
+    differences = _digest_differences(store, manifest, bundle_runs, batch_size)
+    return BundleImportSummary(
+        run_id=run_id,
+        source=str(path),
+        written=dict(written),
+        duplicates_skipped=dict(skipped),
+        conflicts=conflicts,
+        rejects_path=str(rejects_file) if conflicts else None,
+        without_vector=sum(written[c] for c in MEMORY_COLLECTIONS),
+        digests_match=not differences,
+        digest_differences=differences,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def _digest_differences(
+    store: Transfer, manifest: Manifest, bundle_runs: set[str], batch_size: int
+) -> list[str]:
+    """Each collection whose digest in the store, for the bundle's selection, is not the
+    bundle's (runs: the bundle's runs only, not the store's own, such as this import's)."""
+    differences = []
+    for collection in BUNDLE_MODELS:
+        held = digest_collection(
+            store, collection, manifest.selection, batch_size, runs=bundle_runs
+        ).hexdigest()
+        if held != manifest.digests.get(collection):
+            differences.append(
+                f"{collection}: {held} in the store, {manifest.digests.get(collection)} in the "
+                "bundle"
+            )
+    return differences
+
+
+def _batches(
+    path: Path, model: type[BaseModel], size: int
+) -> Iterator[tuple[list[BaseModel], int]]:
+    index = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=size):
+        rows = from_arrow_rows(batch.to_pylist(), model)
+        yield rows, index
+        index += len(rows)
+
+
+def _write(
+    store: Importable,
+    collection: str,
+    batch: list,
+    run_id: str,
+    known_runs: set[str],
+) -> tuple[int, list[Reject]]:
+    """Records written, and rejects (their ``index`` within the batch)."""
+    if collection == "runs":
+        added = store.add_runs(batch)
+        known_runs.update(r.run_id for r in batch if r.run_id not in added)
+        return len(added), []
+    if collection == "turns":
+        result = store.add_turns(batch, run_id)
+        return result.inserted, result.conflicts
+    if collection == "snapshots":
+        return len(store.add_snapshots(batch)), []
+    if collection in MEMORY_COLLECTIONS:
+        return _write_memories(store, collection, batch)
+    fresh = [row for row in batch if row.run_id not in known_runs]
+    with store.write_transaction():
+        if collection == "audit":
+            store.add_audit(fresh)
+        else:
+            for failure in fresh:
+                store.add_failure(failure)
+    return len(fresh), []
+
+
+def _write_memories(
+    store: Importable, collection: str, batch: list[MemoryRecord]
+) -> tuple[int, list[Reject]]:
+    """A memory id already held is a duplicate when its content is the same, a conflict when
+    not. Memories arrive without vectors: ``mempipe reembed --incremental`` embeds them with
+    the target's serving model; until then text and hybrid search find them."""
+    leave_out = NOT_DIGESTED[collection]
+    added, rejects = 0, []
+    with store.write_transaction():
+        for index, record in enumerate(batch):
+            held = store.get_memory(collection, record.id)
+            if held is None:
+                bare = record.model_copy(
+                    update={"has_embedding": False, "embedding_model_id": None}
+                )
+                store.add_memory(collection, bare, None)
+                added += 1
+                continue
+            stored = type(record).model_validate({k: v for k, v in held.items() if v is not None})
+            if canonical(stored, leave_out) != canonical(record, leave_out):
+                rejects.append(
+                    Reject(
+                        path="",
+                        index=index,
+                        reason=f"{collection} {record.id} is held with other content: kept",
+                        raw=record.model_dump_json(),
+                    )
+                )
+    return added, rejects

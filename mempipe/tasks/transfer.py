@@ -1,0 +1,33 @@
+"""Move a store's records out as a bundle and in from one."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store import open_store
+from mempipe.schemas.bundle import BundleImportSummary, BundleSelection, ExportSummary
+from mempipe.services.bundle_import import import_bundle
+from mempipe.services.export import export_bundle
+
+
+@task(name="write-bundle", cache_policy=NO_CACHE)
+def write_bundle(store_url: str, out: str, selection: BundleSelection) -> ExportSummary:
+    with closing(open_store(store_url, migrate=False)) as store:
+        summary = export_bundle(store, Path(out), selection)
+    get_run_logger().info("exported %s to %s", summary.counts, summary.out)
+    return summary
+
+
+@task(name="read-bundle", cache_policy=NO_CACHE)
+def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
+    with closing(open_store(store_url, migrate=False)) as store:
+        summary = import_bundle(store, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
+    logger = get_run_logger()
+    logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
+    for difference in summary.digest_differences:
+        logger.warning("digest differs: %s", difference)
+    return summary
