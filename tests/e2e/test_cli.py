@@ -258,3 +258,44 @@ def test_the_cli_waits_for_a_slow_temporary_prefect_server(given, expected) -> N
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
     assert int(shown.stdout) == expected
+
+
+@pytest.mark.prefect
+def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    source = ("--store", "sqlite:///source.db")
+    target = ("--store", "sqlite:///target.db")
+    loaded = mempipe(
+        "backfill", str(sample), "--user-id", "maya", *source, cwd=tmp_path, api_url=prefect_server
+    )
+    assert loaded.returncode == 0, loaded.stderr
+
+    exported = mempipe(
+        "export", "--out", "bundle", *source, "--json", cwd=tmp_path, api_url=prefect_server
+    )
+    summary = json.loads(exported.stdout)
+    assert set(summary) >= {"out", "counts", "digests", "seconds"}
+    assert summary["counts"]["turns"] == 20
+    assert (
+        json.loads((tmp_path / "bundle" / "manifest.json").read_text())["digests"]
+        == (summary["digests"])
+    )
+
+    runs = []
+    for _ in range(2):
+        imported = mempipe(
+            "import",
+            "bundle",
+            "--format",
+            "mempipe",
+            *target,
+            "--json",
+            cwd=tmp_path,
+            api_url=prefect_server,
+        )
+        assert imported.returncode == 0, imported.stderr
+        runs.append(json.loads(imported.stdout))
+    assert runs[0]["written"]["turns"] == 20
+    assert runs[0]["digests_match"] is True
+    assert sum(runs[1]["written"].values()) == 0, "a second import writes nothing"
+    assert runs[1]["digests_match"] is True

@@ -1,0 +1,125 @@
+"""The transfer role on every backend: each collection read back in pages as its models, every
+record once whatever the page size, a user's selection holding only that user's records; runs
+added verbatim and only once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
+from mempipe.schemas.failure import Failure, FailureClass
+from mempipe.schemas.run import RunRecord, RunStatus
+from tests.contract.test_store_contract import memory, promote, turn
+
+AT = datetime(2024, 3, 1, 9, 30, 15, 250000, tzinfo=UTC)
+
+
+def filled(backend) -> None:
+    backend.add_turns([turn(n, "s", user=u) for u in ("ann", "bob") for n in range(5)], "r")
+    promote(backend)
+    snapshots = backend.export_page("snapshots", BundleSelection(user_id="ann"), None, 100)[0]
+    with backend.write_transaction():
+        for n, user in enumerate(("ann", "ann", "bob")):
+            backend.add_memory("semantic", memory(f"m{n}", f"fact {n}", f"l{n}", user=user), None)
+        backend.supersede_memory("semantic", "m0")
+        backend.reinforce_memory("semantic", "m1", snapshots[0].snapshot_id)
+        backend.add_audit(
+            [
+                AuditRow(
+                    run_id="r",
+                    at=AT,
+                    day=AT.date(),
+                    org_id="o",
+                    project_id="p",
+                    user_id=user,
+                    memory_type="semantic",
+                    action=ReconcileAction.ADD,
+                    memory_id=f"m{n}",
+                    version=1,
+                    text=f"fact {n}",
+                )
+                for n, user in enumerate(("ann", "ann", "bob"))
+            ]
+        )
+        backend.add_failure(
+            Failure(
+                run_id="r",
+                step="extract:semantic",
+                failure_class=FailureClass.CONTENT,
+                error_type="schema",
+                error="not JSON",
+                attempts=1,
+                org_id="o",
+                project_id="p",
+                snapshot_id=snapshots[0].snapshot_id,
+                at=AT,
+            )
+        )
+    backend.add_runs([RunRecord(run_id="r", flow="replay", started_at=AT)])
+
+
+def everything(backend, collection: str, selection: BundleSelection, page: int) -> list:
+    records, after = [], None
+    while True:
+        batch, after = backend.export_page(collection, selection, after, page)
+        records += batch
+        if len(batch) < page:
+            return records
+
+
+def test_every_record_comes_once_as_its_model_whatever_the_page_size(backend) -> None:
+    filled(backend)
+    for collection, model in BUNDLE_MODELS.items():
+        whole = everything(backend, collection, BundleSelection(), 1000)
+        paged = everything(backend, collection, BundleSelection(), 2)
+        assert all(isinstance(r, model) for r in whole), collection
+        assert [r.model_dump_json() for r in paged] == [r.model_dump_json() for r in whole]
+    counts = {c: len(everything(backend, c, BundleSelection(), 100)) for c in BUNDLE_MODELS}
+    assert counts == {
+        "runs": 1,
+        "turns": 10,
+        "snapshots": 6,
+        "semantic": 3,
+        "episodic": 0,
+        "procedural": 0,
+        "taxonomic": 0,
+        "custom": 0,
+        "audit": 3,
+        "failures": 1,
+    }
+    (superseded,) = [
+        r for r in everything(backend, "semantic", BundleSelection(), 9) if r.id == "m0"
+    ]
+    assert superseded.status.value == "superseded"
+    (reinforced,) = [
+        r for r in everything(backend, "semantic", BundleSelection(), 9) if r.id == "m1"
+    ]
+    assert (reinforced.reinforcement_count, len(reinforced.evidence)) == (1, 1)
+
+
+def test_a_users_selection_holds_that_users_records_only(backend) -> None:
+    filled(backend)
+    ann = BundleSelection(user_id="ann")
+    assert {t.user_id for t in everything(backend, "turns", ann, 100)} == {"ann"}
+    assert {m.id for m in everything(backend, "semantic", ann, 100)} == {"m0", "m1"}
+    assert {a.memory_id for a in everything(backend, "audit", ann, 100)} == {"m0", "m1"}
+    assert len(everything(backend, "failures", ann, 100)) == 1, "it names ann's snapshot"
+    assert everything(backend, "failures", BundleSelection(user_id="bob"), 100) == []
+    assert [r.run_id for r in everything(backend, "runs", ann, 100)] == ["r"]
+
+
+def test_runs_are_added_verbatim_and_once(backend) -> None:
+    run = RunRecord(
+        run_id="old",
+        flow="backfill",
+        status=RunStatus.COMPLETED,
+        counts={"turns_inserted": 7},
+        started_at=AT,
+        finished_at=AT,
+        host="h",
+        pid=12,
+    )
+    assert backend.add_runs([run]) == {"old"}
+    assert backend.add_runs([run.model_copy(update={"flow": "changed"})]) == set()
+    assert backend.get_run("old") == run
