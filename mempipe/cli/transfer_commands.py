@@ -1,6 +1,8 @@
-"""Moving memory: export a bundle, import one."""
+"""Moving memory: export a bundle, import one; erase a user."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -104,5 +106,69 @@ def import_command(
             )
         verdict = "match" if summary.digests_match else "differ"
         click.echo(f"digests {verdict}" + "".join(f"\n  {d}" for d in summary.digest_differences))
+
+    emit(summary, as_json, human)
+
+
+@click.command("erase")
+@click.option("--user-id", required=True, help="The user whose data goes.")
+@click.option("--org-id", default=None, help="Only within this org.")
+@click.option("--project-id", default=None, help="Only within this project.")
+@click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--audit-dir",
+    default="audit",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The Parquet audit whose rows of the user are redacted too.",
+)
+@store_options
+@json_option
+@reports_errors
+def erase(
+    user_id: str,
+    org_id: str | None,
+    project_id: str | None,
+    dry_run: bool,
+    yes: bool,
+    audit_dir: str,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Erase one user's data (a data request): turns, snapshots, private memories in every
+    version with their vectors and text-index entries; the user's audit text redacted. Org-wide
+    shared memories stay."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.transfer import erase_flow
+
+    context = load_context(store, config)
+    context.open_store(read_only=True).close()
+    if not dry_run and not yes:
+        click.confirm(
+            f"Erase every record of user {user_id!r} in {context.store_url}? This cannot be undone",
+            abort=True,
+            err=True,
+        )
+    summary = erase_flow(
+        user_id=user_id,
+        org_id=org_id,
+        project_id=project_id,
+        dry_run=dry_run,
+        audit_dir=audit_dir,
+        store=context.store_url,
+        config=str(context.settings.config),
+    )
+
+    def human() -> None:
+        verb = "would erase" if dry_run else "erased"
+        gone = ", ".join(f"{n} {k}" for k, n in summary.counts.items() if n) or "nothing"
+        click.echo(f"{verb} {gone}")
+        if summary.audit_files:
+            click.echo(
+                f"{'would redact' if dry_run else 'redacted'} {summary.audit_file_rows} rows in "
+                f"{summary.audit_files} Parquet audit file(s) under {Path(audit_dir).resolve()}"
+            )
 
     emit(summary, as_json, human)

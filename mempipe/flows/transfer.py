@@ -1,4 +1,5 @@
-"""Export a store (or one org, project or user) as a bundle; import a bundle into a store."""
+"""Export a store (or one org, project or user) as a bundle; import a bundle into a store; erase
+one user's data."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from prefect.runtime import flow_run
 from mempipe.bootstrap import load_context
 from mempipe.flows.hooks import record_failed_run
 from mempipe.rejects import rejects_path
-from mempipe.schemas.bundle import BundleImportSummary, BundleSelection, ExportSummary
+from mempipe.schemas.bundle import (
+    BundleImportSummary,
+    BundleSelection,
+    EraseSummary,
+    ExportSummary,
+)
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
-from mempipe.tasks.transfer import read_bundle, write_bundle
+from mempipe.tasks.transfer import erase_user, read_bundle, write_bundle
 
 
 @flow(name="export")
@@ -63,5 +69,37 @@ def import_flow(
             for c, n in summary.written.items()
         ],
         f"import {run_id}: digests {'match' if summary.digests_match else 'differ'}",
+    )
+    return summary
+
+
+@flow(name="erase", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def erase_flow(
+    user_id: str,
+    org_id: str | None = None,
+    project_id: str | None = None,
+    dry_run: bool = False,
+    audit_dir: str | None = "audit",
+    store: str | None = None,
+    config: str | None = None,
+) -> EraseSummary:
+    """Irreversible unless ``dry_run``; never scheduled. The run record (who, scope, counts,
+    when) stays in the store: it holds no content."""
+    context = load_context(store, config)
+    selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
+    run_id = str(flow_run.id)
+    if not dry_run:
+        prepare_store(context.store_url, config)
+        record_run_start(
+            context.store_url, run_id, "erase", selection.model_dump(exclude_none=True)
+        )
+    summary = erase_user(context.store_url, selection, dry_run, audit_dir)
+    summary.run_id = None if dry_run else run_id
+    if not dry_run:
+        record_run_end(context.store_url, run_id, summary.counts)
+    publish_table(
+        "erase",
+        [{"kind": k, "records": n} for k, n in summary.counts.items()],
+        f"{'dry run: would erase' if dry_run else 'erased'} user {user_id}",
     )
     return summary

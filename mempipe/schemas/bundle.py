@@ -38,6 +38,10 @@ NOT_DIGESTED: dict[str, frozenset[str]] = {
 that holds it, not on what the memory is."""
 
 
+REDACTED = "[erased]"
+"""What an erased user's audit text becomes."""
+
+
 class BundleSelection(BaseModel):
     """What a bundle holds: every given field narrows it (AND)."""
 
@@ -91,4 +95,18 @@ class BundleImportSummary(BaseModel):
     without_vector: int = 0
     digests_match: bool
     digest_differences: list[str] = Field(default_factory=list)
+    seconds: float
+
+
+class EraseSummary(BaseModel):
+    """What one user's erase removed (or, dry, would remove): counts only, no content."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = None
+    selection: BundleSelection
+    dry_run: bool
+    counts: dict[str, int]
+    audit_files: int = Field(description="Parquet audit files that held the user's text")
+    audit_file_rows: int
     seconds: float

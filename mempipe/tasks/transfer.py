@@ -9,7 +9,13 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store import open_store
-from mempipe.schemas.bundle import BundleImportSummary, BundleSelection, ExportSummary
+from mempipe.schemas.bundle import (
+    BundleImportSummary,
+    BundleSelection,
+    EraseSummary,
+    ExportSummary,
+)
+from mempipe.services import erase as erasing
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
 
@@ -30,4 +36,17 @@ def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> Bu
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
     for difference in summary.digest_differences:
         logger.warning("digest differs: %s", difference)
+    return summary
+
+
+@task(name="erase-user", cache_policy=NO_CACHE)
+def erase_user(
+    store_url: str, selection: BundleSelection, dry_run: bool, audit_dir: str | None
+) -> EraseSummary:
+    with closing(open_store(store_url, migrate=False)) as store:
+        summary = erasing.erase_user(
+            store, selection, dry_run=dry_run, audit_dir=Path(audit_dir) if audit_dir else None
+        )
+    verb = "would erase" if dry_run else "erased"
+    get_run_logger().info("%s %s", verb, summary.counts)
     return summary

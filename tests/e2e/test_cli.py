@@ -299,3 +299,36 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
     assert runs[0]["digests_match"] is True
     assert sum(runs[1]["written"].values()) == 0, "a second import writes nothing"
     assert runs[1]["digests_match"] is True
+
+
+@pytest.mark.prefect
+def test_erase_asks_first_counts_when_dry_and_leaves_a_record_without_content(
+    prefect_server, tmp_path
+) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    store = ("--store", "sqlite:///memory.db")
+    loaded = mempipe(
+        "backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path, api_url=prefect_server
+    )
+    assert loaded.returncode == 0, loaded.stderr
+
+    def erase(*extra: str):
+        return mempipe(
+            "erase", "--user-id", "maya", *extra, *store, cwd=tmp_path, api_url=prefect_server
+        )
+
+    dry = erase("--dry-run", "--json")
+    assert json.loads(dry.stdout)["counts"]["turns"] == 20
+    refused = erase()  # no terminal to answer the question: nothing happens
+    assert refused.returncode != 0
+    assert "Aborted" in refused.stderr
+    assert json.loads(erase("--dry-run", "--json").stdout)["counts"]["turns"] == 20
+
+    done = erase("--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["turns"] == 20
+    assert json.loads(mempipe("stats", *store, "--json", cwd=tmp_path).stdout)["turns"] == 0
+    runs = json.loads(mempipe("runs", *store, "--json", cwd=tmp_path).stdout)["runs"]
+    (record,) = [r["run"] for r in runs if r["run"]["flow"] == "erase"]
+    assert record["parameters"] == {"user_id": "maya"}
+    assert record["counts"]["turns"] == 20

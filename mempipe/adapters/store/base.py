@@ -278,6 +278,17 @@ class Transfer(Protocol):
         ...
 
 
+class Erasure(Protocol):
+    """Data requests: one user's data removed."""
+
+    def erase_user(self, selection: BundleSelection, *, dry_run: bool) -> dict[str, int]:
+        """Delete the user's turns, snapshots with their extraction states and failures, and
+        private memories in every version with their text-index entries and vectors; redact the
+        text of the user's audit rows (kept, so the audit still counts what happened). Returns
+        what went (or, with ``dry_run``, would go) by kind."""
+        ...
+
+
 class Store(
     Turns,
     WorkQueue,
@@ -291,6 +302,7 @@ class Store(
     Leases,
     Schema,
     Transfer,
+    Erasure,
     Protocol,
 ):
     """Every role: what a backend implements, and what jobs that move whole stores take."""

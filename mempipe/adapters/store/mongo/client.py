@@ -22,6 +22,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from mempipe.adapters.store.mongo.audit import MongoAuditLog
 from mempipe.adapters.store.mongo.base import MongoCapabilities, now
 from mempipe.adapters.store.mongo.configuration import MongoConfig
+from mempipe.adapters.store.mongo.erasure import MongoErasure
 from mempipe.adapters.store.mongo.exceptions import (
     NO_SEARCH_HINT,
     SEARCH_NOT_ENABLED,
@@ -123,6 +124,7 @@ class MongoStore(
     MongoRunLog,
     MongoLeases,
     MongoTransfer,
+    MongoErasure,
 ):
     """One MongoDB database with Atlas Search / mongot vector and text indexes."""
 

@@ -12,6 +12,7 @@ from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.audit import SqliteAuditLog
 from mempipe.adapters.store.sqlite.base import now_text
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
+from mempipe.adapters.store.sqlite.erasure import SqliteErasure
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.adapters.store.sqlite.indexes import SqliteIndexAdmin
 from mempipe.adapters.store.sqlite.leases import SqliteLeases
@@ -57,6 +58,7 @@ class SqliteStore(
     SqliteRunLog,
     SqliteLeases,
     SqliteTransfer,
+    SqliteErasure,
 ):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 

@@ -1,0 +1,61 @@
+"""The MongoDB store's erasure role: one user's turns, snapshots and private memories deleted
+(their vectors are fields of the documents; the search indexes follow the deletes), the user's
+audit text redacted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mempipe.adapters.store.mongo import documents
+from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.errors import ConfigError
+from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
+
+
+class MongoErasure(MongoParts):
+    """Data requests: what one user's erase removes."""
+
+    def erase_user(self, selection: BundleSelection, *, dry_run: bool) -> dict[str, int]:
+        """Counts of what goes (``dry_run``: of what would go; nothing changes)."""
+        owner = _owner(selection)
+        db = self.db
+        snapshot_ids = db["snapshots"].distinct("_id", owner)
+        private = {**owner, "visibility": "private"}
+        counts = {
+            "turns": db[documents.TURNS].count_documents(owner),
+            "snapshots": len(snapshot_ids),
+            "extraction_states": sum(
+                len(d.get("extraction") or {})
+                for d in db["snapshots"].find(owner, {"extraction": 1})
+            ),
+            "failures": db["failures"].count_documents({"snapshot_id": {"$in": snapshot_ids}}),
+            "audit_redacted": db["audit"].count_documents(owner),
+            **{c: db[c].count_documents(private) for c in MEMORY_COLLECTIONS},
+        }
+        counts["vectors"] = self._vectors(owner, private)
+        if dry_run:
+            return counts
+        with self._errors("erase"):
+            db[documents.TURNS].delete_many(owner)
+            db["failures"].delete_many({"snapshot_id": {"$in": snapshot_ids}})
+            db["snapshots"].delete_many(owner)
+            for collection in MEMORY_COLLECTIONS:
+                db[collection].delete_many(private)
+            db["audit"].update_many(owner, {"$set": {"text": REDACTED}})
+        return counts
+
+    def _vectors(self, owner: dict[str, Any], private: dict[str, Any]) -> int:
+        held = 0
+        for entry in self.registry():
+            path = self._entry(entry.collection, entry.model_id)["path"]
+            query = owner if entry.collection == "stm" else private
+            held += self._collection(entry.collection).count_documents(
+                {**query, path: {"$exists": True}}
+            )
+        return held
+
+
+def _owner(selection: BundleSelection) -> dict[str, str]:
+    if selection.user_id is None:
+        raise ConfigError("an erase names its user: give --user-id")
+    return {k: v for k, v in selection.model_dump().items() if v is not None}

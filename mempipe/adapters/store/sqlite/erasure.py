@@ -1,0 +1,113 @@
+"""The SQLite store's erasure role: one user's turns, snapshots and private memories deleted
+with their text-index entries and vectors, the user's audit text redacted, in one
+transaction."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from mempipe.adapters.store.sqlite import memory_sql
+from mempipe.adapters.store.sqlite.base import SqliteParts
+from mempipe.errors import ConfigError
+from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
+from mempipe.schemas.embedding import RegistryEntry
+
+
+class SqliteErasure(SqliteParts):
+    """Data requests: what one user's erase removes."""
+
+    registry: Callable[[], list[RegistryEntry]]
+
+    def erase_user(self, selection: BundleSelection, *, dry_run: bool) -> dict[str, int]:
+        """Counts of what goes (``dry_run``: of what would go; nothing changes)."""
+        owner, values = _owner(selection)
+        counts: Counter[str] = Counter()
+        with self._writing():
+            turns = [r[0] for r in self._rows(f"SELECT id FROM turns WHERE {owner}", values)]
+            snapshots = f"SELECT id FROM snapshots WHERE {owner}"
+            counts["turns"] = len(turns)
+            counts["snapshots"] = self._count(f"SELECT count(*) FROM ({snapshots})", values)
+            counts["extraction_states"] = self._count(
+                f"SELECT count(*) FROM snapshot_extractions WHERE snapshot_id IN ({snapshots})",
+                values,
+            )
+            counts["failures"] = self._count(
+                f"SELECT count(*) FROM failures WHERE snapshot_id IN ({snapshots})", values
+            )
+            counts["audit_redacted"] = self._count(
+                f"SELECT count(*) FROM audit WHERE {owner}", values
+            )
+            memories = {
+                c: [
+                    r[0]
+                    for r in self._rows(
+                        f"SELECT rowid FROM {memory_sql.table(c)} WHERE {owner} "
+                        "AND visibility = 'private'",
+                        values,
+                    )
+                ]
+                for c in MEMORY_COLLECTIONS
+            }
+            counts.update({c: len(ids) for c, ids in memories.items()})
+            counts["vectors"] = self._vectors({"stm": turns, **memories}, dry_run=dry_run)
+            if dry_run:
+                return dict(counts)
+            self._conn.execute(
+                "INSERT INTO turns_fts (turns_fts, rowid, name, content) "
+                f"SELECT 'delete', id, name, content FROM turns WHERE {owner}",
+                values,
+            )
+            self._conn.execute(
+                f"DELETE FROM snapshot_extractions WHERE snapshot_id IN ({snapshots})", values
+            )
+            self._conn.execute(f"DELETE FROM failures WHERE snapshot_id IN ({snapshots})", values)
+            self._conn.execute(f"DELETE FROM turns WHERE {owner}", values)
+            self._conn.execute(f"DELETE FROM snapshots WHERE {owner}", values)
+            for collection, rowids in memories.items():
+                table = memory_sql.table(collection)
+                self._conn.executemany(
+                    f"INSERT INTO {table}_fts ({table}_fts, rowid, text) "
+                    f"SELECT 'delete', rowid, text FROM {table} WHERE rowid = ?",
+                    [(r,) for r in rowids],
+                )
+                self._conn.executemany(
+                    f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in rowids]
+                )
+            self._conn.execute(f"UPDATE audit SET text = ? WHERE {owner}", (REDACTED, *values))
+        return dict(counts)
+
+    def _vectors(self, rowids: dict[str, list[int]], *, dry_run: bool) -> int:
+        removed = 0
+        for entry in self.registry():
+            ids = rowids.get(entry.collection, [])
+            if not ids or not self._rows(
+                "SELECT 1 FROM sqlite_master WHERE name = ?", (entry.vector_table,)
+            ):
+                continue
+            held = [
+                (r,)
+                for r in ids
+                if self._rows(f"SELECT 1 FROM {entry.vector_table} WHERE memory_rowid = ?", (r,))
+            ]
+            removed += len(held)
+            if not dry_run:
+                self._conn.executemany(
+                    f"DELETE FROM {entry.vector_table} WHERE memory_rowid = ?", held
+                )
+        return removed
+
+    def _count(self, query: str, values: list) -> int:
+        return self._rows(query, values)[0][0]
+
+
+def _owner(selection: BundleSelection) -> tuple[str, list[str]]:
+    if selection.user_id is None:
+        raise ConfigError("an erase names its user: give --user-id")
+    clauses, values = ["user_id = ?"], [selection.user_id]
+    for field in ("org_id", "project_id"):
+        value = getattr(selection, field)
+        if value is not None:
+            clauses.append(f"{field} = ?")
+            values.append(value)
+    return " AND ".join(clauses), values
