@@ -16,7 +16,7 @@ from mempipe.cli.extraction_commands import replay, report
 from mempipe.cli.retrieval_commands import evaluate_queries, models, search
 from mempipe.cli.run_commands import recover, runs
 from mempipe.cli.store_commands import migrate, stats
-from mempipe.cli.transfer_commands import erase, export, import_command
+from mempipe.cli.transfer_commands import copy, erase, export, import_command
 
 # A laptop run starts Prefect's temporary local server; it needs no usage telemetry, and on a
 # busy machine it may take longer than Prefect's default 20 s to answer: wait for it rather than
@@ -47,6 +47,7 @@ for command in (
     recover,
     export,
     import_command,
+    copy,
     erase,
 ):
     cli.add_command(command)

@@ -172,3 +172,49 @@ def erase(
             )
 
     emit(summary, as_json, human)
+
+
+@click.command("copy")
+@click.option("--to", "to", required=True, help="The target store's URL.")
+@click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--rejects-dir",
+    default="mempipe-rejects",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the rejects file of the run is written (only when something is rejected).",
+)
+@store_options
+@json_option
+@reports_errors
+def copy(
+    to: str,
+    batch_size: int,
+    rejects_dir: str,
+    store: str | None,
+    config: str | None,
+    as_json: bool,
+) -> None:
+    """Copy every record of the store (--store) into another (--to), batch by batch; a copy
+    that was killed goes on where it stopped; verified by counts and digests at the end."""
+    from mempipe.bootstrap import load_context
+    from mempipe.flows.transfer import copy_flow
+
+    source = load_context(store, config)
+    source.open_store(read_only=True).close()
+    target = load_context(to, config)
+    target.prepare_store()
+    summary = copy_flow(
+        to=target.store_url,
+        store=source.store_url,
+        config=str(source.settings.config),
+        batch_size=batch_size,
+        rejects_dir=rejects_dir,
+    )
+
+    def human() -> None:
+        copied = ", ".join(f"{n} {c}" for c, n in summary.copied.items() if n) or "nothing new"
+        click.echo(f"copied {copied} to {summary.target} in {summary.seconds:.1f} s")
+        click.echo("verified: every collection's count and digest agree")
+
+    emit(summary, as_json, human)

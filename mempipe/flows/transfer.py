@@ -1,23 +1,28 @@
 """Export a store (or one org, project or user) as a bundle; import a bundle into a store; erase
-one user's data."""
+one user's data; copy a store into another."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from prefect import flow
 from prefect.runtime import flow_run
+from pydantic import Field
 
 from mempipe.bootstrap import load_context
+from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
     BundleImportSummary,
     BundleSelection,
+    CopySummary,
     EraseSummary,
     ExportSummary,
 )
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
-from mempipe.tasks.transfer import erase_user, read_bundle, write_bundle
+from mempipe.tasks.transfer import copy_records, erase_user, read_bundle, write_bundle
 
 
 @flow(name="export")
@@ -102,4 +107,33 @@ def erase_flow(
         [{"kind": k, "records": n} for k, n in summary.counts.items()],
         f"{'dry run: would erase' if dry_run else 'erased'} user {user_id}",
     )
+    return summary
+
+
+@flow(name="copy", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def copy_flow(
+    to: str,
+    store: str | None = None,
+    config: str | None = None,
+    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 2000,
+    rejects_dir: str = "mempipe-rejects",
+) -> CopySummary:
+    """Resumable: a copy into the same target that was killed goes on after its last committed
+    batch. The run is recorded in the target; it fails when the verification does."""
+    source = load_context(store, config)
+    target = load_context(to, config)
+    run_id = str(flow_run.id)
+    prepare_store(target.store_url, config)
+    record_run_start(target.store_url, run_id, "copy", {"from": source.store_url})
+    rejects = rejects_path(rejects_dir, run_id, "copy")
+    summary = copy_records(source.store_url, target.store_url, run_id, str(rejects), batch_size)
+    failed = None if summary.verified else "; ".join(summary.differences)
+    record_run_end(target.store_url, run_id, summary.copied, failed)
+    publish_table(
+        "copy",
+        [{"collection": c, "copied": n} for c, n in summary.copied.items()],
+        f"copy {run_id}: {'verified' if summary.verified else 'NOT verified'}",
+    )
+    if failed:
+        raise IncompleteRunError(f"the copy differs from its source: {failed}", summary)
     return summary

@@ -110,3 +110,18 @@ class EraseSummary(BaseModel):
     audit_files: int = Field(description="Parquet audit files that held the user's text")
     audit_file_rows: int
     seconds: float
+
+
+class CopySummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    source: str
+    target: str
+    copied: dict[str, int] = Field(description="records written per collection by this run")
+    rejected: int = 0
+    rejects_path: str | None = None
+    verified: bool = Field(description="every collection's count and digest agree")
+    differences: list[str] = Field(default_factory=list)
+    digests: dict[str, str] = Field(description="the source's digest per collection")
+    seconds: float

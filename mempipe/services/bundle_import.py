@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -49,14 +49,13 @@ def read_manifest(path: Path) -> Manifest:
     return manifest
 
 
-def check_declarations(store: Schema, manifest: Manifest) -> None:
+def check_custom_types(store: Schema, custom_types: Sequence[str]) -> None:
     """Refused before anything is written: custom types the target has not declared (their
-    memories would have no declared shape there). Partition keys the bundle adds are declared
-    (adding one is allowed; the target's vector indexes report drift until rebuilt)."""
-    missing = sorted(set(manifest.custom_types) - set(store.custom_types))
+    memories would have no declared shape there)."""
+    missing = sorted(set(custom_types) - set(store.custom_types))
     if missing:
         raise ConfigError(
-            f"the bundle holds custom types the target has not declared: {', '.join(missing)}; "
+            f"the source holds custom types the target has not declared: {', '.join(missing)}; "
             "declare them in the target's project-config.yaml first"
         )
 
@@ -66,7 +65,7 @@ def import_bundle(
 ) -> BundleImportSummary:
     started = time.perf_counter()
     manifest = read_manifest(path)
-    check_declarations(store, manifest)
+    check_custom_types(store, manifest.custom_types)
     written: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     conflicts = 0
@@ -78,7 +77,7 @@ def import_bundle(
             for batch, first_index in _batches(path / f"{collection}.parquet", model, batch_size):
                 if collection == "runs":
                     bundle_runs.update(r.run_id for r in batch)
-                added, rejects = _write(store, collection, batch, run_id, known_runs)
+                added, rejects = write_records(store, collection, batch, run_id, known_runs)
                 written[collection] += added
                 skipped[collection] += len(batch) - added - len(rejects)
                 conflicts += append_rejects(
@@ -138,33 +137,44 @@ def _batches(
         index += len(rows)
 
 
-def _write(
+def write_records(
     store: Importable,
     collection: str,
     batch: list,
     run_id: str,
     known_runs: set[str],
+    then: Callable[[], None] = lambda: None,
 ) -> tuple[int, list[Reject]]:
-    """Records written, and rejects (their ``index`` within the batch)."""
+    """Write a batch of one collection's records as they are; returns how many were written,
+    and the rejects (``index`` within the batch). ``then`` runs after the batch, in the same
+    transaction where the batch has one: a copy's checkpoint, so that a batch that is not
+    idempotent by key (audit rows, failures) is never written twice."""
     if collection == "runs":
         added = store.add_runs(batch)
         known_runs.update(r.run_id for r in batch if r.run_id not in added)
+        then()
         return len(added), []
     if collection == "turns":
         result = store.add_turns(batch, run_id)
+        then()
         return result.inserted, result.conflicts
     if collection == "snapshots":
-        return len(store.add_snapshots(batch)), []
-    if collection in MEMORY_COLLECTIONS:
-        return _write_memories(store, collection, batch)
-    fresh = [row for row in batch if row.run_id not in known_runs]
+        created = store.add_snapshots(batch)
+        then()
+        return len(created), []
     with store.write_transaction():
-        if collection == "audit":
-            store.add_audit(fresh)
+        if collection in MEMORY_COLLECTIONS:
+            written = _write_memories(store, collection, batch)
         else:
-            for failure in fresh:
-                store.add_failure(failure)
-    return len(fresh), []
+            fresh = [row for row in batch if row.run_id not in known_runs]
+            if collection == "audit":
+                store.add_audit(fresh)
+            else:
+                for failure in fresh:
+                    store.add_failure(failure)
+            written = len(fresh), []
+        then()
+    return written
 
 
 def _write_memories(
@@ -175,24 +185,21 @@ def _write_memories(
     the target's serving model; until then text and hybrid search find them."""
     leave_out = NOT_DIGESTED[collection]
     added, rejects = 0, []
-    with store.write_transaction():
-        for index, record in enumerate(batch):
-            held = store.get_memory(collection, record.id)
-            if held is None:
-                bare = record.model_copy(
-                    update={"has_embedding": False, "embedding_model_id": None}
+    for index, record in enumerate(batch):
+        held = store.get_memory(collection, record.id)
+        if held is None:
+            bare = record.model_copy(update={"has_embedding": False, "embedding_model_id": None})
+            store.add_memory(collection, bare, None)
+            added += 1
+            continue
+        stored = type(record).model_validate({k: v for k, v in held.items() if v is not None})
+        if canonical(stored, leave_out) != canonical(record, leave_out):
+            rejects.append(
+                Reject(
+                    path="",
+                    index=index,
+                    reason=f"{collection} {record.id} is held with other content: kept",
+                    raw=record.model_dump_json(),
                 )
-                store.add_memory(collection, bare, None)
-                added += 1
-                continue
-            stored = type(record).model_validate({k: v for k, v in held.items() if v is not None})
-            if canonical(stored, leave_out) != canonical(record, leave_out):
-                rejects.append(
-                    Reject(
-                        path="",
-                        index=index,
-                        reason=f"{collection} {record.id} is held with other content: kept",
-                        raw=record.model_dump_json(),
-                    )
-                )
+            )
     return added, rejects

@@ -12,9 +12,11 @@ from mempipe.adapters.store import open_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
     BundleSelection,
+    CopySummary,
     EraseSummary,
     ExportSummary,
 )
+from mempipe.services import copy as copying
 from mempipe.services import erase as erasing
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
@@ -49,4 +51,22 @@ def erase_user(
         )
     verb = "would erase" if dry_run else "erased"
     get_run_logger().info("%s %s", verb, summary.counts)
+    return summary
+
+
+@task(name="copy-store", cache_policy=NO_CACHE)
+def copy_records(
+    source_url: str, target_url: str, run_id: str, rejects_file: str, batch_size: int
+) -> CopySummary:
+    with (
+        closing(open_store(source_url, migrate=False, read_only=True)) as source,
+        closing(open_store(target_url, migrate=False)) as target,
+    ):
+        summary = copying.copy_store(
+            source, target, run_id=run_id, rejects_file=Path(rejects_file), batch_size=batch_size
+        )
+    logger = get_run_logger()
+    logger.info("copied %s", summary.copied)
+    for difference in summary.differences:
+        logger.warning("differs: %s", difference)
     return summary

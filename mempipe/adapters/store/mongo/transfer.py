@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bson import ObjectId
 from pydantic import BaseModel
 
 from mempipe.adapters.store.mongo import documents
@@ -16,6 +17,8 @@ from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.turn import TURN_FIELDS, Turn
 
 COLLECTIONS = {"turns": documents.TURNS, "snapshots": "snapshots"}
+GENERATED_IDS = ("audit", "failures")
+"""Collections whose documents have MongoDB's own ObjectIds: their cursor travels as text."""
 
 
 class MongoTransfer(MongoParts):
@@ -28,12 +31,15 @@ class MongoTransfer(MongoParts):
         cursor to pass next."""
         query = self._selected(collection, selection)
         if after is not None:
-            query["_id"] = {"$gt": after}
+            query["_id"] = {"$gt": ObjectId(after) if collection in GENERATED_IDS else after}
         name = COLLECTIONS.get(collection, collection)
         with self._errors(name):
             found = list(self.db[name].find(query).sort("_id", 1).limit(limit))
         records = [_record(collection, d) for d in found]
-        return records, found[-1]["_id"] if found else after
+        if not found:
+            return records, after
+        last = found[-1]["_id"]
+        return records, str(last) if collection in GENERATED_IDS else last
 
     def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
         """Runs as they were recorded elsewhere; a run id already here is left alone."""
