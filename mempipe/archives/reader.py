@@ -60,7 +60,7 @@ class ArchiveReader:
         try:
             for item in self._items():
                 if isinstance(item, Draft):
-                    item = finish(item, self.defaults)
+                    item = self._finish(item)
                 elif isinstance(item, Reject) and item.whole_file:
                     self.failed = item.reason
                 yield item
@@ -87,13 +87,19 @@ class ArchiveReader:
                         delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","
                         yield from csv_drafts(stream.stream, name, self.columns, delimiter)
                     else:
-                        yield from self._json_items(JSON_PARSERS[fmt](name), stream)
+                        yield from self._json_items(self._parser(fmt, name), stream)
                 except UNREADABLE as exc:
                     yield self._unreadable(exc, "the records before it were kept")
         except (UnknownFormatError, ColumnMappingError, ArchiveError, pa.ArrowException) as exc:
             yield self._whole_file(f"{exc}")
         except UNREADABLE as exc:
             yield self._unreadable(exc, "nothing of it could be read")
+
+    def _finish(self, draft: Draft) -> Turn | Reject:
+        return finish(draft, self.defaults)
+
+    def _parser(self, fmt: ArchiveFormat, name: str) -> RecordParser:
+        return JSON_PARSERS[fmt](name)
 
     def _unreadable(self, exc: BaseException, kept: str) -> Reject:
         kind = "cannot read the file" if isinstance(exc, OSError) else "corrupt or truncated"

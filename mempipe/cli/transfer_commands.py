@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from mempipe.cli.options import emit, json_option, reports_errors, store_options
+from mempipe.cli.options import (
+    emit,
+    identity_options,
+    json_option,
+    reports_errors,
+    store_options,
+)
+from mempipe.schemas.bundle import BundleImportSummary
+from mempipe.schemas.memory import MemoryType
 
 
 @click.command("export")
@@ -52,14 +60,35 @@ def export(
 
 
 @click.command("import")
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
     "source_format",
-    type=click.Choice(["mempipe"]),
-    default="mempipe",
+    type=click.Choice(["mempipe", "mem0", "langgraph", "memories"]),
+    required=True,
+    help="mempipe: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
+    "get_all returns or its export; langgraph: LangGraph store items (LangMem values too); "
+    "memories: mempipe's memory JSONL.",
+)
+@identity_options
+@click.option(
+    "--memory-type",
+    type=click.Choice([t.value for t in MemoryType]),
+    default=None,
+    help="The type of memories that do not say (default semantic; mem0 and LangGraph memories "
+    "are text: semantic or episodic).",
+)
+@click.option(
+    "--verbatim",
+    is_flag=True,
+    help="Store the memories as they are (their ids and times kept) instead of reconciling them.",
+)
+@click.option(
+    "--extractor",
+    type=click.Choice(["offline", "openai"]),
+    default="offline",
     show_default=True,
-    help="mempipe: a bundle written by `mempipe export`.",
+    help="openai: its judge decides ambiguous pairs (UPDATE, REINFORCE or ADD).",
 )
 @click.option(
     "--rejects-dir",
@@ -72,42 +101,79 @@ def export(
 @json_option
 @reports_errors
 def import_command(
-    path: str,
+    paths: tuple[str, ...],
     source_format: str,
+    org_id: str | None,
+    project_id: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+    memory_type: str | None,
+    verbatim: bool,
+    extractor: str,
     rejects_dir: str,
     store: str | None,
     config: str | None,
     as_json: bool,
 ) -> None:
-    """Import a bundle verbatim (ids, versions, times, evidence, audit); what the store holds
-    is skipped, a record held with other content is rejected, never overwritten."""
+    """Import a mempipe bundle verbatim, or the long-term memories of another system (mem0,
+    LangGraph, mempipe's memory JSONL: files, directories, globs, gzip / zstd), reconciled
+    against what the store holds and audited like extraction."""
     from mempipe.bootstrap import load_context
-    from mempipe.flows.transfer import import_flow
+    from mempipe.flows.transfer import import_flow, import_memories_flow
 
     context = load_context(store, config)
+    if source_format == "mempipe":
+        if len(paths) != 1 or not Path(paths[0]).is_dir():
+            raise click.UsageError("--format mempipe takes one bundle directory")
+    else:
+        from mempipe.archives.paths import expand_paths
+
+        expand_paths(paths)
     context.prepare_store()
-    summary = import_flow(
-        path=path,
-        store=context.store_url,
-        config=str(context.settings.config),
+    common = {"store": context.store_url, "config": str(context.settings.config)}
+    if source_format == "mempipe":
+        bundle = import_flow(path=paths[0], rejects_dir=rejects_dir, **common)
+        emit(bundle, as_json, lambda: _bundle_lines(bundle))
+        return
+    summary = import_memories_flow(
+        paths=list(paths),
+        format=source_format,
+        org_id=org_id,
+        project_id=project_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        memory_type=memory_type,
+        verbatim=verbatim,
+        extractor=extractor,
         rejects_dir=rejects_dir,
+        **common,
     )
 
     def human() -> None:
-        written = ", ".join(f"{n} {c}" for c, n in summary.written.items() if n)
-        skipped = sum(summary.duplicates_skipped.values())
-        click.echo(f"imported {written or 'nothing'}; {skipped} already held")
-        if summary.conflicts:
-            click.echo(f"{summary.conflicts} held with other content, kept: {summary.rejects_path}")
-        if summary.without_vector:
-            click.echo(
-                f"{summary.without_vector} memories without a vector: "
-                "`mempipe reembed --incremental` embeds them"
-            )
-        verdict = "match" if summary.digests_match else "differ"
-        click.echo(f"digests {verdict}" + "".join(f"\n  {d}" for d in summary.digest_differences))
+        click.echo(
+            f"read {summary.records_read}: {summary.added} added, {summary.updated} updated, "
+            f"{summary.reinforced} reinforced, {summary.duplicates_skipped} already held, "
+            f"{summary.rejected} rejected"
+        )
+        if summary.rejects_path:
+            click.echo(f"rejects: {summary.rejects_path}")
 
     emit(summary, as_json, human)
+
+
+def _bundle_lines(summary: BundleImportSummary) -> None:
+    written = ", ".join(f"{n} {c}" for c, n in summary.written.items() if n)
+    skipped = sum(summary.duplicates_skipped.values())
+    click.echo(f"imported {written or 'nothing'}; {skipped} already held")
+    if summary.conflicts:
+        click.echo(f"{summary.conflicts} held with other content, kept: {summary.rejects_path}")
+    if summary.without_vector:
+        click.echo(
+            f"{summary.without_vector} memories without a vector: "
+            "`mempipe reembed --incremental` embeds them"
+        )
+    verdict = "match" if summary.digests_match else "differ"
+    click.echo(f"digests {verdict}" + "".join(f"\n  {d}" for d in summary.digest_differences))
 
 
 @click.command("erase")

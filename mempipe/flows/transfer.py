@@ -3,6 +3,7 @@ one user's data; copy a store into another."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from prefect import flow
@@ -20,9 +21,20 @@ from mempipe.schemas.bundle import (
     EraseSummary,
     ExportSummary,
 )
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
+from mempipe.schemas.replay import ExtractorName, ReplaySettings
+from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
-from mempipe.tasks.transfer import copy_records, erase_user, read_bundle, write_bundle
+from mempipe.tasks.transfer import (
+    copy_records,
+    erase_user,
+    import_memory_file,
+    read_bundle,
+    write_bundle,
+)
 
 
 @flow(name="export")
@@ -136,4 +148,90 @@ def copy_flow(
     )
     if failed:
         raise IncompleteRunError(f"the copy differs from its source: {failed}", summary)
+    return summary
+
+
+COUNTED = (
+    "records_read",
+    "added",
+    "updated",
+    "reinforced",
+    "duplicates_skipped",
+    "rejected",
+    "without_vector",
+)
+"""The counts of a memory import, summed over its files and recorded with its run."""
+
+
+@flow(name="import-memories", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def import_memories_flow(
+    paths: Annotated[list[str], Field(min_length=1)],
+    format: MemoryFormat,
+    org_id: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    memory_type: MemoryType | None = None,
+    verbatim: bool = False,
+    extractor: ExtractorName = ExtractorName.OFFLINE,
+    store: str | None = None,
+    config: str | None = None,
+    rejects_dir: str = "mempipe-rejects",
+) -> MemoryImportSummary:
+    """Reconciled and audited as extraction is (``verbatim``: stored as they are); importing
+    the same files again changes nothing. The judge of an LLM ``extractor`` decides the
+    ambiguous pairs."""
+    started = time.monotonic()
+    context = load_context(store, config)
+    run_id = str(flow_run.id)
+    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+    prepare_store(context.store_url, config)
+    record_run_start(
+        context.store_url,
+        run_id,
+        "import-memories",
+        {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
+    )
+    settings = ReplaySettings(
+        extractor=extractor,
+        embedding_model=context.config.memory.embedding.model,
+        llm=load_llm_settings(),
+        thresholds=context.config.memory.reconcile,
+    )
+    rejects = rejects_path(rejects_dir, run_id, "import")
+    files = [
+        import_memory_file(
+            context.store_url,
+            path,
+            format,
+            defaults,
+            settings,
+            run_id,
+            memory_type,
+            verbatim,
+            str(rejects),
+        )
+        for path in resolve_archives(paths)
+    ]
+    summary = MemoryImportSummary(run_id=run_id, format=format)
+    for part in files:
+        for count in COUNTED:
+            setattr(summary, count, getattr(summary, count) + getattr(part, count))
+        summary.failed_files += part.failed_files
+    summary.rejects_path = str(rejects) if summary.rejected else None
+    summary.seconds = round(time.monotonic() - started, 3)
+    failed = (
+        f"{len(summary.failed_files)} file(s) could not be read to the end: "
+        + ", ".join(summary.failed_files)
+        if summary.failed_files
+        else None
+    )
+    record_run_end(context.store_url, run_id, {c: getattr(summary, c) for c in COUNTED}, failed)
+    publish_table(
+        "import-memories",
+        [{"count": c, "value": getattr(summary, c)} for c in COUNTED],
+        f"import {run_id} ({format.value})",
+    )
+    if failed:
+        raise IncompleteRunError(failed, summary)
     return summary

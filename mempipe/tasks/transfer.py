@@ -8,6 +8,8 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.llm.factory import extractor_for
 from mempipe.adapters.store import open_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
@@ -16,10 +18,16 @@ from mempipe.schemas.bundle import (
     EraseSummary,
     ExportSummary,
 )
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
+from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import copy as copying
 from mempipe.services import erase as erasing
+from mempipe.services import memory_import
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
+from mempipe.services.replay import ReplayContext
 
 
 @task(name="write-bundle", cache_policy=NO_CACHE)
@@ -69,4 +77,46 @@ def copy_records(
     logger.info("copied %s", summary.copied)
     for difference in summary.differences:
         logger.warning("differs: %s", difference)
+    return summary
+
+
+@task(name="import-memory-file", cache_policy=NO_CACHE)
+def import_memory_file(
+    store_url: str,
+    path: str,
+    fmt: MemoryFormat,
+    defaults: IdentityDefaults,
+    settings: ReplaySettings,
+    run_id: str,
+    memory_type: MemoryType | None,
+    verbatim: bool,
+    rejects_file: str,
+) -> MemoryImportSummary:
+    context = ReplayContext(
+        run_id=run_id,
+        extractor=extractor_for(settings.extractor, settings.llm),
+        embedder=embedder_for(settings.embedding_model),
+        thresholds=settings.thresholds,
+        retry=settings.retry,
+    )
+    with closing(open_store(store_url, migrate=False)) as store:
+        summary = memory_import.import_memory_file(
+            store,
+            Path(path),
+            fmt,
+            defaults,
+            context,
+            memory_type=memory_type,
+            verbatim=verbatim,
+            rejects_file=Path(rejects_file),
+        )
+    get_run_logger().info(
+        "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
+        path,
+        summary.added,
+        summary.updated,
+        summary.reinforced,
+        summary.duplicates_skipped,
+        summary.rejected,
+    )
     return summary

@@ -332,3 +332,29 @@ def test_erase_asks_first_counts_when_dry_and_leaves_a_record_without_content(
     (record,) = [r["run"] for r in runs if r["run"]["flow"] == "erase"]
     assert record["parameters"] == {"user_id": "maya"}
     assert record["counts"]["turns"] == 20
+
+
+@pytest.mark.prefect
+def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    args = ["import", str(ROOT / "tests" / "fixtures" / "mem0_get_all.json"), "--format", "mem0"]
+    args += ["--org-id", "acme", "--project-id", "travel", "--store", "sqlite:///m.db", "--json"]
+    first = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert set(summary) >= {
+        "run_id",
+        "records_read",
+        "added",
+        "updated",
+        "reinforced",
+        "duplicates_skipped",
+        "rejected",
+        "rejects_path",
+        "without_vector",
+        "seconds",
+    }
+    assert (summary["added"], summary["reinforced"], summary["rejected"]) == (3, 1, 1)
+    again = json.loads(mempipe(*args, cwd=tmp_path, api_url=prefect_server).stdout)
+    assert (again["added"], again["duplicates_skipped"]) == (0, 4)

@@ -1,0 +1,59 @@
+"""Long-term memories brought in from other systems: what a parser makes of one source record,
+and what an import did."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.schemas.extraction import Extracted
+from mempipe.schemas.identity import IdStr
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.turn import SourceLocation
+
+
+class MemoryFormat(StrEnum):
+    MEM0 = "mem0"
+    LANGGRAPH = "langgraph"
+    MEMORIES = "memories"
+
+
+class ImportedMemory(BaseModel):
+    """One memory of another system, in mempipe's terms: its identity, its type and the
+    fields extraction would have given it, its times, and where it was read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_system: MemoryFormat
+    source_id: str | None = Field(default=None, description="the id the other system gave it")
+    memory_type: MemoryType
+    org_id: IdStr
+    project_id: IdStr
+    user_id: IdStr | None = None
+    agent_id: IdStr | None = None
+    session_id: IdStr | None = None
+    memory: Extracted
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: SourceLocation
+
+
+class MemoryImportSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    format: MemoryFormat
+    records_read: int = 0
+    added: int = 0
+    updated: int = 0
+    reinforced: int = 0
+    duplicates_skipped: int = 0
+    rejected: int = 0
+    rejects_path: str | None = None
+    without_vector: int = 0
+    failed_files: list[str] = Field(default_factory=list)
+    seconds: float = 0.0

@@ -1,0 +1,209 @@
+"""Import the long-term memories of another system, one file at a time, streamed: each memory
+is reconciled against what the store already holds in its scope (ADD, UPDATE with the old
+version kept, REINFORCE), embedded and audited exactly as extraction's are; or, ``verbatim``,
+stored as it is. Every source record is its own evidence (``<format>:<its id>``), so importing
+the same file again changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+
+from mempipe.adapters.embedding import Vector
+from mempipe.archives.memories import MemoryArchiveReader
+from mempipe.domain.ids import stable_id
+from mempipe.domain.memories import build_record, searchable_text
+from mempipe.domain.reconcile import normalize
+from mempipe.progress import track
+from mempipe.rejects import append_rejects
+from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.memory_import import ImportedMemory, MemoryFormat, MemoryImportSummary
+from mempipe.schemas.reject import Reject
+from mempipe.schemas.transcript import SnapshotContent
+from mempipe.services.embedding import embed_texts
+from mempipe.services.replay import ReplayContext, ReplayStore, prejudge, reconcile_one
+
+
+def evidence_of(memory: ImportedMemory) -> SnapshotContent:
+    """The source record as the evidence a memory is learnt from: its id is the same on every
+    import of the record."""
+    key = memory.source_id or stable_id(
+        "rec",
+        memory.org_id,
+        memory.project_id,
+        memory.user_id,
+        normalize(searchable_text(memory.memory)),
+    )
+    return SnapshotContent(
+        snapshot_id=f"{memory.source_system}:{key}",
+        org_id=memory.org_id,
+        project_id=memory.project_id,
+        user_id=memory.user_id,
+        agent_id=memory.agent_id,
+        session_id=memory.session_id or "import",
+        turns=[],
+    )
+
+
+def import_memory_file(
+    store: ReplayStore,
+    path: Path,
+    fmt: MemoryFormat,
+    defaults: IdentityDefaults,
+    context: ReplayContext,
+    *,
+    memory_type: MemoryType | None,
+    verbatim: bool,
+    rejects_file: Path,
+    batch_size: int = 256,
+) -> MemoryImportSummary:
+    reader = MemoryArchiveReader(path, fmt, defaults, memory_type)
+    summary = MemoryImportSummary(run_id=context.run_id, format=fmt)
+    with track(path.name, reader.size, "bytes") as progress:
+        for batch in _batches(reader, batch_size):
+            memories = [m for m in batch if isinstance(m, ImportedMemory)]
+            rejects = [r for r in batch if isinstance(r, Reject)]
+            summary.records_read += len(batch)
+            summary.rejected += append_rejects(rejects_file, rejects)
+            vectors = _embed(store, context, memories)
+            summary.without_vector += sum(v is None for v in vectors)
+            write = _verbatim if verbatim else _reconciled
+            rows = write(store, context, memories, vectors)
+            summary.duplicates_skipped += len(memories) - len(rows)
+            for row in rows:
+                if row.action is ReconcileAction.UPDATE:
+                    summary.updated += 1
+                elif row.action is ReconcileAction.REINFORCE:
+                    summary.reinforced += 1
+                else:
+                    summary.added += 1
+            progress.update(reader.bytes_read)
+    if reader.failed:
+        summary.failed_files.append(str(path))
+    summary.rejects_path = str(rejects_file) if summary.rejected else None
+    return summary
+
+
+def _batches(
+    items: Iterable[ImportedMemory | Reject], size: int
+) -> Iterator[list[ImportedMemory | Reject]]:
+    stream = iter(items)
+    while batch := list(islice(stream, size)):
+        yield batch
+
+
+def _embed(
+    store: ReplayStore, context: ReplayContext, memories: list[ImportedMemory]
+) -> list[Vector | None]:
+    if not memories:
+        return []
+    embedder = context.embedder
+    texts = [searchable_text(m.memory) for m in memories]
+    vectors, _ = embed_texts(embedder, texts, context.retry, context.sleep)
+    for kind in {m.memory_type for m, v in zip(memories, vectors, strict=True) if v is not None}:
+        store.ensure_vector_table(kind.value, embedder.model_id, embedder.dimensions)
+    return vectors
+
+
+def _reconciled(
+    store: ReplayStore,
+    context: ReplayContext,
+    memories: list[ImportedMemory],
+    vectors: list[Vector | None],
+) -> list[AuditRow]:
+    """Reconciled in order, so that a repeat inside the batch reinforces what the batch added.
+    With a judge, each memory is judged (outside any transaction, as in replay) and written on
+    its own, so that it is judged against the memories written before it."""
+    pairs = list(zip(memories, vectors, strict=True))
+    groups = [[p] for p in pairs] if context.extractor.capabilities.judge else [pairs]
+    rows: list[AuditRow] = []
+    for group in groups:
+        evidence = [evidence_of(m) for m, _ in group]
+        verdicts = {}
+        for (memory, vector), snapshot in zip(group, evidence, strict=True):
+            verdicts |= prejudge(
+                store, memory.memory_type, [memory.memory], [vector], snapshot, context
+            )
+        with store.write_transaction():
+            written = [
+                _from(row, memory)
+                for (memory, vector), snapshot in zip(group, evidence, strict=True)
+                if (
+                    row := reconcile_one(
+                        store,
+                        memory.memory_type,
+                        memory.memory,
+                        vector,
+                        snapshot,
+                        context,
+                        verdicts,
+                    )
+                )
+            ]
+            store.add_audit(written)
+        rows += written
+    return rows
+
+
+def _verbatim(
+    store: ReplayStore,
+    context: ReplayContext,
+    memories: list[ImportedMemory],
+    vectors: list[Vector | None],
+) -> list[AuditRow]:
+    """As they are: the source's id, times and metadata kept; an id already held is left."""
+    now = datetime.now(UTC)
+    rows = []
+    with store.write_transaction():
+        for memory, vector in zip(memories, vectors, strict=True):
+            snapshot = evidence_of(memory)
+            record = build_record(
+                memory.memory_type,
+                memory.memory,
+                snapshot,
+                version=1,
+                supersedes_id=None,
+                embedding_model_id=context.embedder.model_id,
+                has_embedding=vector is not None,
+                now=memory.created_at or now,
+            )
+            record = record.model_copy(
+                update={
+                    "id": memory.source_id or record.id,
+                    "updated_at": memory.updated_at or record.updated_at,
+                    "metadata": memory.metadata,
+                }
+            )
+            if store.get_memory(memory.memory_type.value, record.id) is not None:
+                continue
+            store.add_memory(memory.memory_type.value, record, vector)
+            rows.append(
+                AuditRow(
+                    run_id=context.run_id,
+                    at=now,
+                    day=now.date(),
+                    org_id=record.org_id,
+                    project_id=record.project_id,
+                    user_id=record.user_id,
+                    agent_id=record.agent_id,
+                    memory_type=memory.memory_type.value,
+                    action=ReconcileAction.ADD,
+                    memory_id=record.id,
+                    version=1,
+                    snapshot_id=snapshot.snapshot_id,
+                    extractor=f"import:{memory.source_system}",
+                    embedding_model_id=context.embedder.model_id if vector is not None else None,
+                    text=record.text,
+                )
+            )
+        store.add_audit(rows)
+    return rows
+
+
+def _from(row: AuditRow, memory: ImportedMemory) -> AuditRow:
+    """The audit names the system a memory came from where extraction names its extractor."""
+    return row.model_copy(update={"extractor": f"import:{memory.source_system}"})

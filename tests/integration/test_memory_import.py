@@ -1,0 +1,230 @@
+"""Memories of other systems (mem0, LangGraph / LangMem, mempipe's memory JSONL), written here
+from their documented shapes, imported with the identity mapping the README shows: repeats and
+case or punctuation variants REINFORCE, a changed value UPDATE where the judge can tell and
+ADD otherwise, bad records rejected with their location, and a second import changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.llm.offline import OfflineExtractor
+from mempipe.adapters.llm.openai_compat import OpenAIExtractor
+from mempipe.schemas.bundle import BundleSelection
+from mempipe.schemas.config import ReconcileThresholds
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.memory_import import MemoryFormat
+from mempipe.schemas.replay import LLMSettings
+from mempipe.services.memory_import import import_memory_file
+from mempipe.services.replay import ReplayContext
+from tests.fakes.openai_server import completion, fake_openai
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
+
+
+def context(**overrides) -> ReplayContext:
+    values = {"run_id": "imp", "extractor": OfflineExtractor(), "embedder": HashingEmbedder(64)}
+    return ReplayContext(**(values | overrides))
+
+
+def held(store) -> list:
+    return store.export_page("semantic", BundleSelection(), None, 1000)[0]
+
+
+def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp_path) -> None:
+    rejects = tmp_path / "rejects.jsonl"
+    summary = import_memory_file(
+        store,
+        FIXTURES / "mem0_get_all.json",
+        MemoryFormat.MEM0,
+        DEFAULTS,
+        context(),
+        memory_type=None,
+        verbatim=False,
+        rejects_file=rejects,
+    )
+
+    assert (summary.records_read, summary.added, summary.reinforced, summary.rejected) == (
+        5,
+        3,
+        1,
+        1,
+    )
+    (bad,) = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert (bad["message_index"], bad["path"]) == (3, str(FIXTURES / "mem0_get_all.json"))
+    memories = {m.text: m for m in held(store)}
+    airport = memories["User's home airport is LIS."]
+    assert (airport.org_id, airport.user_id, airport.reinforcement_count) == ("acme", "alice", 1)
+    assert airport.evidence == ["mem0:7f1c2a9e-0001", "mem0:7f1c2a9e-0002"]
+    seat = memories["Prefers a window seat on long flights."]
+    assert (seat.agent_id, seat.user_id) == ("travel-bot", "alice")
+    assert memories["Likes hiking in the Alps."].user_id == "bob"
+    audit = list(store.audit_rows())
+    assert {(a.action.value, a.extractor) for a in audit} == {
+        ("ADD", "import:mem0"),
+        ("REINFORCE", "import:mem0"),
+    }
+
+    again = import_memory_file(
+        store,
+        FIXTURES / "mem0_get_all.json",
+        MemoryFormat.MEM0,
+        DEFAULTS,
+        context(run_id="imp2"),
+        memory_type=None,
+        verbatim=False,
+        rejects_file=tmp_path / "again.jsonl",
+    )
+    assert (again.added, again.updated, again.reinforced) == (0, 0, 0)
+    assert again.duplicates_skipped == 4
+    assert len(list(store.audit_rows())) == len(audit), "nothing audited twice"
+
+
+def test_langgraph_items_take_their_user_from_the_namespace(store, tmp_path) -> None:
+    rejects = tmp_path / "rejects.jsonl"
+    summary = import_memory_file(
+        store,
+        FIXTURES / "langgraph_store.jsonl",
+        MemoryFormat.LANGGRAPH,
+        DEFAULTS,
+        context(),
+        memory_type=None,
+        verbatim=False,
+        rejects_file=rejects,
+    )
+    assert (summary.added, summary.rejected) == (3, 2)
+    assert [json.loads(line)["line"] for line in rejects.read_text().splitlines()] == [4, 5]
+    assert {(m.user_id, m.text) for m in held(store)} == {
+        ("alice", "User's home airport is LIS."),
+        ("alice", "Allergic to peanuts."),
+        ("carol", "Works night shifts at the hospital."),
+    }
+    assert {m.evidence[0] for m in held(store)} == {
+        "langgraph:memories/alice/m-1",
+        "langgraph:memories/alice/m-2",
+        "langgraph:memories/carol/m-3",
+    }
+
+
+def changed(tmp_path: Path) -> Path:
+    path = tmp_path / "changed.jsonl"
+    lines = [
+        {"id": "a", "memory": "User's home airport is LIS.", "user_id": "alice"},
+        {"id": "b", "memory": "User's home airport is JFK.", "user_id": "alice"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+WIDE = ReconcileThresholds(ambiguous_from=0.1, reinforce_at=0.99)
+"""So the two airports fall in the band the judge decides."""
+
+
+def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
+    store, tmp_path
+) -> None:
+    from mempipe.adapters.store import open_store
+    from mempipe.bootstrap import prepare_store
+
+    path = changed(tmp_path)
+    alone = import_memory_file(
+        store,
+        path,
+        MemoryFormat.MEM0,
+        DEFAULTS,
+        context(thresholds=WIDE),
+        memory_type=None,
+        verbatim=False,
+        rejects_file=tmp_path / "r1",
+    )
+    assert (alone.added, alone.updated) == (2, 0), "no judge: nothing is overwritten on a guess"
+
+    url = f"sqlite:///{tmp_path / 'judged.db'}"
+    prepare_store(url, None)
+    store = open_store(url)
+    with fake_openai() as (fake, endpoint):
+        fake.responder = lambda body: completion("UPDATE")
+        judged = OpenAIExtractor(LLMSettings(base_url=endpoint, model="m", api_key="k"))
+        summary = import_memory_file(
+            store,
+            path,
+            MemoryFormat.MEM0,
+            DEFAULTS,
+            context(run_id="imp2", extractor=judged, thresholds=WIDE),
+            memory_type=None,
+            verbatim=False,
+            rejects_file=tmp_path / "r2",
+        )
+    assert (summary.added, summary.updated) == (1, 1)
+    current = [m for m in held(store) if m.status.value == "active"]
+    assert [m.text for m in current] == ["User's home airport is JFK."]
+    (old,) = [m for m in held(store) if m.status.value == "superseded"]
+    assert current[0].supersedes_id == old.id
+    assert len(fake.requests) == 1, "the judge was asked about the pair once"
+    store.close()
+
+
+def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, tmp_path) -> None:
+    path = tmp_path / "memories.jsonl"
+    lines = [
+        {
+            "id": "s1",
+            "memory_type": "semantic",
+            "text": "Prefers aisle seats.",
+            "label": "seat",
+            "user_id": "dan",
+            "created_at": "2024-01-02T03:04:05Z",
+            "metadata": {"from": "crm"},
+        },
+        {
+            "id": "p1",
+            "memory_type": "procedural",
+            "name": "rebook",
+            "steps": ["find", "rebook"],
+            "user_id": "dan",
+        },
+        {"id": "t1", "memory_type": "taxonomic", "term": "PNR", "definition": "booking record"},
+        {
+            "id": "e1",
+            "memory_type": "episodic",
+            "text": "Missed the 9:00 flight.",
+            "user_id": "dan",
+        },
+        {"id": "x1", "memory_type": "semantic", "text": "odd", "colour": "blue"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rejects = tmp_path / "rejects.jsonl"
+    summary = import_memory_file(
+        store,
+        path,
+        MemoryFormat.MEMORIES,
+        DEFAULTS,
+        context(),
+        memory_type=None,
+        verbatim=True,
+        rejects_file=rejects,
+    )
+    assert (summary.added, summary.rejected) == (4, 1)
+    assert "colour" in json.loads(rejects.read_text())["reason"]
+    seat = store.get_memory("semantic", "s1")
+    assert (seat["label"], seat["metadata"], seat["created_at"][:19]) == (
+        "seat",
+        {"from": "crm"},
+        "2024-01-02T03:04:05",
+    )
+    assert store.get_memory("procedural", "p1")["steps"] == ["find", "rebook"]
+    assert store.get_memory("taxonomic", "t1")["org_id"] == "acme"
+    assert store.get_memory("episodic", "e1")["text"] == "Missed the 9:00 flight."
+    again = import_memory_file(
+        store,
+        path,
+        MemoryFormat.MEMORIES,
+        DEFAULTS,
+        context(),
+        memory_type=None,
+        verbatim=True,
+        rejects_file=tmp_path / "r2",
+    )
+    assert (again.added, again.duplicates_skipped) == (0, 4)
