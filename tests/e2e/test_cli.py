@@ -338,7 +338,12 @@ def test_erase_asks_first_counts_when_dry_and_leaves_a_record_without_content(
 def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
-    args = ["import", str(ROOT / "tests" / "fixtures" / "mem0_get_all.json"), "--format", "mem0"]
+    args = [
+        "import",
+        str(ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json"),
+        "--format",
+        "mem0",
+    ]
     args += ["--org-id", "acme", "--project-id", "travel", "--store", "sqlite:///m.db", "--json"]
     first = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
     assert first.returncode == 0, first.stderr

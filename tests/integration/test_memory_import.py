@@ -20,7 +20,8 @@ from mempipe.services.memory_import import import_memory_file
 from mempipe.services.replay import ReplayContext
 from tests.fakes.openai_server import completion, fake_openai
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "memory_fixtures"
+"""Kept apart from tests/fixtures, which holds conversation archives only."""
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
 
