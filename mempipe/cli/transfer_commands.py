@@ -24,6 +24,9 @@ from mempipe.schemas.memory import MemoryType
 @click.option("--org-id", default=None, help="Only this org.")
 @click.option("--project-id", default=None, help="Only this project.")
 @click.option("--user-id", default=None, help="Only this user (an access request).")
+@click.option(
+    "--with-vectors", is_flag=True, help="The serving model's vectors too, one file a collection."
+)
 @store_options
 @json_option
 @reports_errors
@@ -32,6 +35,7 @@ def export(
     org_id: str | None,
     project_id: str | None,
     user_id: str | None,
+    with_vectors: bool,
     store: str | None,
     config: str | None,
     as_json: bool,
@@ -48,6 +52,7 @@ def export(
         org_id=org_id,
         project_id=project_id,
         user_id=user_id,
+        with_vectors=with_vectors,
         store=context.store_url,
         config=str(context.settings.config),
     )
@@ -242,6 +247,11 @@ def erase(
 
 @click.command("copy")
 @click.option("--to", "to", required=True, help="The target store's URL.")
+@click.option(
+    "--with-vectors",
+    is_flag=True,
+    help="The serving models' vectors too, where the target serves the same model (or none).",
+)
 @click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(1, 100_000))
 @click.option(
     "--rejects-dir",
@@ -255,6 +265,7 @@ def erase(
 @reports_errors
 def copy(
     to: str,
+    with_vectors: bool,
     batch_size: int,
     rejects_dir: str,
     store: str | None,
@@ -272,6 +283,7 @@ def copy(
     target.prepare_store()
     summary = copy_flow(
         to=target.store_url,
+        with_vectors=with_vectors,
         store=source.store_url,
         config=str(source.settings.config),
         batch_size=batch_size,

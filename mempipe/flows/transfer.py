@@ -43,13 +43,14 @@ def export_flow(
     org_id: str | None = None,
     project_id: str | None = None,
     user_id: str | None = None,
+    with_vectors: bool = False,
     store: str | None = None,
     config: str | None = None,
 ) -> ExportSummary:
     """Read-only: the store is not changed, and no run is recorded in it."""
     context = load_context(store, config)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
-    summary = write_bundle(context.store_url, out, selection)
+    summary = write_bundle(context.store_url, out, selection, with_vectors)
     publish_table(
         "export",
         [
@@ -125,6 +126,7 @@ def erase_flow(
 @flow(name="copy", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def copy_flow(
     to: str,
+    with_vectors: bool = False,
     store: str | None = None,
     config: str | None = None,
     batch_size: Annotated[int, Field(ge=1, le=100_000)] = 2000,
@@ -138,7 +140,9 @@ def copy_flow(
     prepare_store(target.store_url, config)
     record_run_start(target.store_url, run_id, "copy", {"from": source.store_url})
     rejects = rejects_path(rejects_dir, run_id, "copy")
-    summary = copy_records(source.store_url, target.store_url, run_id, str(rejects), batch_size)
+    summary = copy_records(
+        source.store_url, target.store_url, run_id, str(rejects), with_vectors, batch_size
+    )
     failed = None if summary.verified else "; ".join(summary.differences)
     record_run_end(target.store_url, run_id, summary.copied, failed)
     publish_table(

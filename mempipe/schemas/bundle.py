@@ -124,4 +124,7 @@ class CopySummary(BaseModel):
     verified: bool = Field(description="every collection's count and digest agree")
     differences: list[str] = Field(default_factory=list)
     digests: dict[str, str] = Field(description="the source's digest per collection")
+    vectors: dict[str, int] = Field(
+        default_factory=dict, description="vectors copied per collection (--with-vectors)"
+    )
     seconds: float

@@ -13,7 +13,16 @@ from typing import Protocol
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from mempipe.adapters.store.base import AuditLog, Memories, RunLog, Schema, Transfer, Turns
+from mempipe.adapters.store.base import (
+    AuditLog,
+    Memories,
+    Registry,
+    RunLog,
+    Schema,
+    Transfer,
+    Turns,
+    Vectors,
+)
 from mempipe.domain.digest import canonical
 from mempipe.errors import ConfigError
 from mempipe.progress import track
@@ -29,10 +38,11 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.reject import Reject
+from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
 from mempipe.services.export import MANIFEST, digest_collection
 
 
-class Importable(Transfer, Turns, Memories, AuditLog, RunLog, Schema, Protocol):
+class Importable(Transfer, Turns, Memories, AuditLog, RunLog, Schema, Registry, Vectors, Protocol):
     """What a bundle import reads and writes."""
 
 
@@ -94,6 +104,7 @@ def import_bundle(
                 )
                 done += len(batch)
                 progress.update(done)
+    reused = _vectors(store, path, manifest, batch_size)
     differences = _digest_differences(store, manifest, bundle_runs, batch_size)
     return BundleImportSummary(
         run_id=run_id,
@@ -102,11 +113,25 @@ def import_bundle(
         duplicates_skipped=dict(skipped),
         conflicts=conflicts,
         rejects_path=str(rejects_file) if conflicts else None,
-        without_vector=sum(written[c] for c in MEMORY_COLLECTIONS),
+        vectors_reused=reused,
+        without_vector=max(0, sum(written[c] for c in MEMORY_COLLECTIONS) - reused),
         digests_match=not differences,
         digest_differences=differences,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _vectors(store: Importable, path: Path, manifest: Manifest, batch_size: int) -> int:
+    """The bundle's vectors set where the target can serve them (:func:`reusable`)."""
+    dimensions = {(e.collection, e.model_id): e.dimensions for e in manifest.registry}
+    reused = 0
+    for collection, model_id in manifest.vectors.items():
+        store_collection = "stm" if collection == "turns" else collection
+        if not reusable(store, collection, model_id, dimensions[(store_collection, model_id)]):
+            continue
+        for page in read_vectors(path / f"vectors-{collection}.parquet", batch_size):
+            reused += set_vectors(store, collection, model_id, page)
+    return reused
 
 
 def _digest_differences(

@@ -9,11 +9,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
-from mempipe.adapters.store.base import Registry, RunLog, Schema, Transfer
+from mempipe.adapters.store.base import Registry, Schema, Transfer
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary
 from mempipe.services.bundle_import import Importable, check_custom_types, write_records
+from mempipe.services.bundle_vectors import (
+    bundle_name,
+    reusable,
+    serving,
+    set_vectors,
+    vector_pages,
+)
 from mempipe.services.export import digest_collection
 
 EVERYTHING = BundleSelection()
@@ -23,7 +30,7 @@ class Source(Transfer, Registry, Schema, Protocol):
     """What a copy reads."""
 
 
-class Target(Importable, RunLog, Protocol):
+class Target(Importable, Protocol):
     """What a copy writes: the records, and its own run's checkpoints."""
 
 
@@ -33,6 +40,7 @@ def copy_store(
     *,
     run_id: str,
     rejects_file: Path,
+    with_vectors: bool = False,
     batch_size: int = 2000,
 ) -> CopySummary:
     """Each batch is committed with the copy's checkpoint for its collection (where the batch
@@ -67,6 +75,7 @@ def copy_store(
                 if len(page) < batch_size:
                     break
             progress.update(done)
+    vectors = _copy_vectors(source, target, batch_size) if with_vectors else {}
     differences, digests = verify(source, target, batch_size)
     return CopySummary(
         run_id=run_id,
@@ -78,8 +87,24 @@ def copy_store(
         verified=not differences,
         differences=differences,
         digests=digests,
+        vectors=vectors,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _copy_vectors(source: Source, target: Target, batch_size: int) -> dict[str, int]:
+    """The source's serving vectors set where the target can serve them; vectors the target
+    holds already are kept (``set_vectors`` adds only what is missing)."""
+    copied: dict[str, int] = {}
+    for entry in serving(source):
+        name = bundle_name(entry.collection)
+        if not reusable(target, name, entry.model_id, entry.dimensions):
+            continue
+        copied[name] = sum(
+            set_vectors(target, name, entry.model_id, page)
+            for page in vector_pages(source, entry, EVERYTHING, batch_size)
+        )
+    return copied
 
 
 def verify(source: Source, target: Target, batch_size: int) -> tuple[list[str], dict[str, str]]:

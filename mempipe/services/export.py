@@ -21,6 +21,7 @@ from mempipe.schemas.bundle import (
     ExportSummary,
     Manifest,
 )
+from mempipe.services.bundle_vectors import write_vectors
 
 MANIFEST = "manifest.json"
 
@@ -54,8 +55,14 @@ def digest_collection(
 
 
 def export_bundle(
-    store: Exportable, out: Path, selection: BundleSelection, *, batch_size: int = 5000
+    store: Exportable,
+    out: Path,
+    selection: BundleSelection,
+    *,
+    with_vectors: bool = False,
+    batch_size: int = 5000,
 ) -> ExportSummary:
+    """``with_vectors``: the serving model's vectors too, one file per collection."""
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     digests: dict[str, Digest] = {}
@@ -65,6 +72,7 @@ def export_bundle(
                 store, out / f"{collection}.parquet", collection, model, selection, batch_size
             )
             progress.update(done)
+    vectors = write_vectors(store, out, selection, batch_size) if with_vectors else {}
     manifest = Manifest(
         mempipe_version=__version__,
         source_store=store_kind(store.url),
@@ -74,12 +82,14 @@ def export_bundle(
         registry=store.registry(),
         partition_keys=list(store.partition_keys),
         custom_types=list(store.custom_types),
+        vectors={c: model for c, (model, _) in vectors.items()},
     )
     (out / MANIFEST).write_text(manifest.model_dump_json(indent=2))
     return ExportSummary(
         out=str(out.resolve()),
         counts=manifest.counts,
         digests=manifest.digests,
+        vectors={c: n for c, (_, n) in vectors.items()},
         seconds=round(time.perf_counter() - started, 3),
     )
 

@@ -31,9 +31,11 @@ from mempipe.services.replay import ReplayContext
 
 
 @task(name="write-bundle", cache_policy=NO_CACHE)
-def write_bundle(store_url: str, out: str, selection: BundleSelection) -> ExportSummary:
+def write_bundle(
+    store_url: str, out: str, selection: BundleSelection, with_vectors: bool
+) -> ExportSummary:
     with closing(open_store(store_url, migrate=False)) as store:
-        summary = export_bundle(store, Path(out), selection)
+        summary = export_bundle(store, Path(out), selection, with_vectors=with_vectors)
     get_run_logger().info("exported %s to %s", summary.counts, summary.out)
     return summary
 
@@ -64,14 +66,24 @@ def erase_user(
 
 @task(name="copy-store", cache_policy=NO_CACHE)
 def copy_records(
-    source_url: str, target_url: str, run_id: str, rejects_file: str, batch_size: int
+    source_url: str,
+    target_url: str,
+    run_id: str,
+    rejects_file: str,
+    with_vectors: bool,
+    batch_size: int,
 ) -> CopySummary:
     with (
         closing(open_store(source_url, migrate=False, read_only=True)) as source,
         closing(open_store(target_url, migrate=False)) as target,
     ):
         summary = copying.copy_store(
-            source, target, run_id=run_id, rejects_file=Path(rejects_file), batch_size=batch_size
+            source,
+            target,
+            run_id=run_id,
+            rejects_file=Path(rejects_file),
+            with_vectors=with_vectors,
+            batch_size=batch_size,
         )
     logger = get_run_logger()
     logger.info("copied %s", summary.copied)

@@ -123,3 +123,33 @@ def test_runs_are_added_verbatim_and_once(backend) -> None:
     assert backend.add_runs([run]) == {"old"}
     assert backend.add_runs([run.model_copy(update={"flow": "changed"})]) == set()
     assert backend.get_run("old") == run
+
+
+def test_vectors_are_read_by_reference_and_found_again_by_it(backend) -> None:
+    from mempipe.adapters.embedding.hashing import HashingEmbedder
+    from mempipe.domain.ids import turn_ref
+    from mempipe.services.reembed import embed_collection
+
+    filled(backend)
+    embedder = HashingEmbedder(8)
+    for collection in ("stm", "semantic"):
+        embed_collection(backend, collection, embedder, run_id="r", batch_size=4, state="serving")
+    turns = everything(backend, "turns", BundleSelection(), 100)
+    pages, after = [], None
+    while True:
+        page, after = backend.export_vectors(
+            "turns", embedder.model_id, BundleSelection(), after, 3
+        )
+        pages += page
+        if after is None:
+            break
+    refs = [ref for ref, _ in pages]
+    assert sorted(refs) == sorted(
+        turn_ref(t.org_id, t.project_id, t.user_id, t.session_id, t.turn_seq) for t in turns
+    )
+    assert all(len(vector) == 8 for _, vector in pages)
+    assert set(backend.record_rowids("turns", [*refs, "o\x1fp\x1fnobody\x1fs\x1f0"])) == set(refs)
+    ann = BundleSelection(user_id="ann")
+    semantic, _ = backend.export_vectors("semantic", embedder.model_id, ann, None, 100)
+    assert sorted(ref for ref, _ in semantic) == ["m0", "m1"]
+    assert set(backend.record_rowids("semantic", ["m0", "m1", "zz"])) == {"m0", "m1"}

@@ -175,3 +175,40 @@ def test_a_bundle_of_custom_types_the_target_has_not_declared_is_refused_first(
         import_bundle(bare, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
     assert bare.stats().turns == 0, "nothing written"
     bare.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "mongomock"])
+def test_vectors_travel_with_the_bundle_and_serve_at_once(source, tmp_path, kind) -> None:
+    exported = export_bundle(source, tmp_path / "bundle", BundleSelection(), with_vectors=True)
+    assert exported.vectors["turns"] == exported.counts["turns"]
+    assert exported.vectors["semantic"] == exported.counts["semantic"]
+
+    target = target_store(kind, tmp_path)
+    imported = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+
+    assert imported.vectors_reused == sum(exported.vectors.values())
+    assert imported.without_vector == 0
+    assert imported.digests_match, imported.digest_differences
+    assert target.serving_model("semantic") == EMBEDDER.model_id
+    if kind == "sqlite":
+        assert found(target) == found(source), "searches answer without a re-embed"
+    else:
+        assert {k: set(v) for k, v in found(target).items() if k[2] == "maya"} == {
+            k: set(v) for k, v in found(source).items() if k[2] == "maya"
+        }
+    target.close()
+
+
+def test_a_copy_with_vectors_searches_as_its_source(source, tmp_path) -> None:
+    from mempipe.services.copy import copy_store
+
+    target = target_store("sqlite", tmp_path)
+    copied = copy_store(
+        source, target, run_id="c", rejects_file=tmp_path / "r", with_vectors=True, batch_size=7
+    )
+    assert copied.verified, copied.differences
+    assert copied.vectors["turns"] == len(
+        source.export_page("turns", BundleSelection(), None, 999)[0]
+    )
+    assert found(target) == found(source)
+    target.close()

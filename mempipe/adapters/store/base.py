@@ -272,6 +272,18 @@ class Transfer(Protocol):
         the start), and the cursor to pass next; memories in every version."""
         ...
 
+    def export_vectors(
+        self, collection: str, model_id: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[tuple[str, list[float]]], Any]:
+        """Pages of ``(record reference, vector)`` of ``model_id`` for a bundle collection
+        (``turns`` or a memory type), ``limit`` records at a time (a page may hold fewer
+        vectors); a reference is a memory's id or a turn's key. The cursor is None at the end."""
+        ...
+
+    def record_rowids(self, collection: str, refs: Sequence[str]) -> dict[str, int]:
+        """The store's own record ids for references it holds (what ``set_vectors`` takes)."""
+        ...
+
     def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
         """Runs as recorded elsewhere (their times and counts kept); returns the ids added (a
         run id already present is left alone)."""

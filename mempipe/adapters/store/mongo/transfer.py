@@ -11,10 +11,11 @@ from pydantic import BaseModel
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.domain.ids import turn_key_of, turn_ref
 from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
-from mempipe.schemas.turn import TURN_FIELDS, Turn
+from mempipe.schemas.turn import TURN_FIELDS, TURN_KEY, Turn
 
 COLLECTIONS = {"turns": documents.TURNS, "snapshots": "snapshots"}
 GENERATED_IDS = ("audit", "failures")
@@ -40,6 +41,42 @@ class MongoTransfer(MongoParts):
             return records, after
         last = found[-1]["_id"]
         return records, str(last) if collection in GENERATED_IDS else last
+
+    def export_vectors(
+        self, collection: str, model_id: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[tuple[str, list[float]]], Any]:
+        """The vectors of ``model_id`` of a bundle collection's records, by record reference
+        (a memory's id, a turn's key), in pages."""
+        store_collection = "stm" if collection == "turns" else collection
+        path = self._entry(store_collection, model_id)["path"]
+        query = {k: v for k, v in selection.model_dump().items() if v is not None}
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        with self._errors(collection):
+            found = list(
+                self._collection(store_collection)
+                .find(query, {path: 1, "id": 1, **dict.fromkeys(TURN_KEY, 1)})
+                .sort("_id", 1)
+                .limit(limit)
+            )
+        vectors = [(_ref(collection, d), list(d[path])) for d in found if d.get(path) is not None]
+        return vectors, found[-1]["_id"] if len(found) == limit else None
+
+    def record_rowids(self, collection: str, refs: Sequence[str]) -> dict[str, int]:
+        """The store's own record ids of records named by reference (those it holds)."""
+        store_collection = "stm" if collection == "turns" else collection
+        found: dict[str, int] = {}
+        with self._errors(collection):
+            for ref in refs:
+                if collection == "turns":
+                    query = dict(zip(TURN_KEY, turn_key_of(ref), strict=True))
+                    query["user_id"] = query["user_id"] or None
+                else:
+                    query = {"id": ref}
+                document = self._collection(store_collection).find_one(query, {"_id": 1})
+                if document is not None:
+                    found[ref] = document["_id"]
+        return found
 
     def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
         """Runs as they were recorded elsewhere; a run id already here is left alone."""
@@ -71,6 +108,12 @@ class MongoTransfer(MongoParts):
         runs = {*self.db["audit"].distinct("run_id", identity)}
         runs |= {*self.db["failures"].distinct("run_id", org)}
         return {"_id": {"$in": sorted(runs)}}
+
+
+def _ref(collection: str, d: dict[str, Any]) -> str:
+    if collection == "turns":
+        return turn_ref(*(d.get(k) for k in TURN_KEY))
+    return d["id"]
 
 
 def _record(collection: str, d: dict[str, Any]) -> BaseModel:

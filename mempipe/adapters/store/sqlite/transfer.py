@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from mempipe.adapters.store.sqlite import memory_sql, sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
+from mempipe.domain.ids import turn_key_of, turn_ref
 from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
@@ -47,6 +49,44 @@ class SqliteTransfer(SqliteParts):
         )
         records = [model.model_validate(sql.from_sql_row(model, names, row[1:])) for row in rows]
         return records, rows[-1][0] if rows else start
+
+    def export_vectors(
+        self, collection: str, model_id: str, selection: BundleSelection, after: Any, limit: int
+    ) -> tuple[list[tuple[str, list[float]]], Any]:
+        """The vectors of ``model_id`` of a bundle collection's records, by record reference
+        (a memory's id, a turn's key), in pages."""
+        source = "turns" if collection == "turns" else memory_sql.table(collection)
+        table = memory_sql.vector_table("stm" if collection == "turns" else collection, model_id)
+        ref = "org_id, project_id, user_id, session_id, turn_seq" if collection == "turns" else "id"
+        where, values = _identity(selection)
+        rows = self._rows(
+            f"SELECT rowid, {ref} FROM {source} WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?",
+            (after or 0, *values, limit),
+        )
+        found = []
+        for row in rows:
+            vector = self._rows(f"SELECT embedding FROM {table} WHERE memory_rowid = ?", (row[0],))
+            if vector:
+                key = turn_ref(*row[1:]) if collection == "turns" else row[1]
+                found.append((key, np.frombuffer(vector[0][0], dtype=np.float32).tolist()))
+        return found, rows[-1][0] if len(rows) == limit else None
+
+    def record_rowids(self, collection: str, refs: Sequence[str]) -> dict[str, int]:
+        """The store's own record ids of records named by reference (those it holds)."""
+        found: dict[str, int] = {}
+        for ref in refs:
+            if collection == "turns":
+                rows = self._rows(
+                    f"SELECT id FROM turns WHERE ({sql.TURN_KEY}) = (?, ?, ?, ?, ?)",
+                    turn_key_of(ref),
+                )
+            else:
+                rows = self._rows(
+                    f"SELECT rowid FROM {memory_sql.table(collection)} WHERE id = ?", (ref,)
+                )
+            if rows:
+                found[ref] = rows[0][0]
+        return found
 
     def add_runs(self, runs: Sequence[RunRecord]) -> set[str]:
         """Runs as they were recorded elsewhere; a run id already here is left alone."""

@@ -1,0 +1,102 @@
+"""Vectors in a bundle or a copy: the serving model's vectors of turns and memories, by record
+reference, reused by the target when it serves the same model (or serves nothing yet for that
+collection, and then serves the bundle's); otherwise the records wait for ``reembed
+--incremental``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mempipe.adapters.store.base import Registry, Transfer, Vectors
+from mempipe.schemas.bundle import BundleSelection
+from mempipe.schemas.embedding import ModelState, RegistryEntry
+
+VECTOR_COLLECTIONS = {"stm": "turns"}
+"""A registry collection's name in a bundle, where it differs (turns are ``stm`` in a store)."""
+
+
+class VectorSource(Transfer, Registry, Protocol):
+    """What vectors are read from."""
+
+
+class VectorTarget(Transfer, Registry, Vectors, Protocol):
+    """What vectors are written to."""
+
+
+def serving(store: Registry) -> list[RegistryEntry]:
+    return [e for e in store.registry() if e.state is ModelState.SERVING]
+
+
+def bundle_name(collection: str) -> str:
+    return VECTOR_COLLECTIONS.get(collection, collection)
+
+
+def vector_pages(
+    store: VectorSource, entry: RegistryEntry, selection: BundleSelection, batch_size: int
+) -> Iterator[list[tuple[str, list[float]]]]:
+    after = None
+    while True:
+        page, after = store.export_vectors(
+            bundle_name(entry.collection), entry.model_id, selection, after, batch_size
+        )
+        if page:
+            yield page
+        if after is None:
+            return
+
+
+def write_vectors(
+    store: VectorSource, out: Path, selection: BundleSelection, batch_size: int
+) -> dict[str, tuple[str, int]]:
+    """One Parquet file per collection served by a model: ``id``, ``vector`` (fixed-size list);
+    returns collection -> (model, vectors written)."""
+    written: dict[str, tuple[str, int]] = {}
+    for entry in serving(store):
+        schema = pa.schema(
+            [("id", pa.string()), ("vector", pa.list_(pa.float32(), entry.dimensions))]
+        )
+        count = 0
+        name = bundle_name(entry.collection)
+        with pq.ParquetWriter(out / f"vectors-{name}.parquet", schema) as writer:
+            for page in vector_pages(store, entry, selection, batch_size):
+                writer.write_table(
+                    pa.table(
+                        {"id": [r for r, _ in page], "vector": [v for _, v in page]},
+                        schema=schema,
+                    )
+                )
+                count += len(page)
+        written[name] = (entry.model_id, count)
+    return written
+
+
+def reusable(target: VectorTarget, collection: str, model_id: str, dimensions: int) -> bool:
+    """The target serves this model for the collection, or serves nothing there yet (then it
+    serves the source's model from now on)."""
+    store_collection = "stm" if collection == "turns" else collection
+    served = target.serving_model(store_collection)
+    if served is None:
+        target.register_model(store_collection, model_id, dimensions, ModelState.SERVING.value)
+        return True
+    return served == model_id
+
+
+def set_vectors(
+    target: VectorTarget, collection: str, model_id: str, page: list[tuple[str, list[float]]]
+) -> int:
+    rowids = target.record_rowids(collection, [ref for ref, _ in page])
+    store_collection = "stm" if collection == "turns" else collection
+    return target.set_vectors(
+        store_collection, model_id, [(rowids[r], v) for r, v in page if r in rowids]
+    )
+
+
+def read_vectors(path: Path, batch_size: int) -> Iterator[list[tuple[str, list[float]]]]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+        rows = batch.to_pydict()
+        yield list(zip(rows["id"], rows["vector"], strict=True))
