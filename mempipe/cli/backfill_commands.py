@@ -9,6 +9,7 @@ from mempipe.cli.options import (
     identity_options,
     json_option,
     pairs,
+    rejects_dir_option,
     reports_errors,
     store_options,
 )
@@ -35,13 +36,7 @@ from mempipe.schemas.archive import ArchiveFormat
     help="For CSV and Parquet: the column holding a turn field (repeatable).",
 )
 @click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
-@click.option(
-    "--rejects-dir",
-    default="mempipe-rejects",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Where the rejects file of the run is written (only when something is rejected).",
-)
+@rejects_dir_option
 @click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
 @store_options
 @json_option

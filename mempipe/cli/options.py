@@ -52,6 +52,21 @@ def json_option(command: F) -> F:
     )(command)
 
 
+def rejects_dir_option(command: F) -> F:
+    return click.option(
+        "--rejects-dir",
+        default="mempipe-rejects",
+        show_default=True,
+        type=click.Path(file_okay=False),
+        help="Where the rejects file of the run is written (only when something is rejected).",
+    )(command)
+
+
+def counted(counts: dict[str, int]) -> str:
+    """``3 turns, 2 semantic``: the non-zero counts, in their order."""
+    return ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+
+
 def identity_options(command: F) -> F:
     for name, what in reversed(
         [("org-id", "org"), ("project-id", "project"), ("user-id", "user"), ("agent-id", "agent")]

@@ -7,9 +7,11 @@ from pathlib import Path
 import click
 
 from mempipe.cli.options import (
+    counted,
     emit,
     identity_options,
     json_option,
+    rejects_dir_option,
     reports_errors,
     store_options,
 )
@@ -58,7 +60,7 @@ def export(
     )
 
     def human() -> None:
-        held = ", ".join(f"{n} {c}" for c, n in summary.counts.items() if n)
+        held = counted(summary.counts)
         click.echo(f"exported {held or 'nothing'} to {summary.out} in {summary.seconds:.1f} s")
 
     emit(summary, as_json, human)
@@ -95,13 +97,7 @@ def export(
     show_default=True,
     help="openai: its judge decides ambiguous pairs (UPDATE, REINFORCE or ADD).",
 )
-@click.option(
-    "--rejects-dir",
-    default="mempipe-rejects",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Where the rejects file of the run is written (only when something is rejected).",
-)
+@rejects_dir_option
 @store_options
 @json_option
 @reports_errors
@@ -167,7 +163,7 @@ def import_command(
 
 
 def _bundle_lines(summary: BundleImportSummary) -> None:
-    written = ", ".join(f"{n} {c}" for c, n in summary.written.items() if n)
+    written = counted(summary.written)
     skipped = sum(summary.duplicates_skipped.values())
     click.echo(f"imported {written or 'nothing'}; {skipped} already held")
     if summary.conflicts:
@@ -234,7 +230,7 @@ def erase(
 
     def human() -> None:
         verb = "would erase" if dry_run else "erased"
-        gone = ", ".join(f"{n} {k}" for k, n in summary.counts.items() if n) or "nothing"
+        gone = counted(summary.counts) or "nothing"
         click.echo(f"{verb} {gone}")
         if summary.audit_files:
             click.echo(
@@ -253,13 +249,7 @@ def erase(
     help="The serving models' vectors too, where the target serves the same model (or none).",
 )
 @click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(1, 100_000))
-@click.option(
-    "--rejects-dir",
-    default="mempipe-rejects",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Where the rejects file of the run is written (only when something is rejected).",
-)
+@rejects_dir_option
 @store_options
 @json_option
 @reports_errors
@@ -291,7 +281,7 @@ def copy(
     )
 
     def human() -> None:
-        copied = ", ".join(f"{n} {c}" for c, n in summary.copied.items() if n) or "nothing new"
+        copied = counted(summary.copied) or "nothing new"
         click.echo(f"copied {copied} to {summary.target} in {summary.seconds:.1f} s")
         click.echo("verified: every collection's count and digest agree")
 
