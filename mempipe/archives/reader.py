@@ -10,7 +10,7 @@ import pyarrow as pa
 import zstandard
 
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
-from mempipe.archives.drafts import Draft, Skipped, finish
+from mempipe.archives.drafts import Draft, Skipped, finish, reject
 from mempipe.archives.formats import RecordParser
 from mempipe.archives.formats.registry import JSON_PARSERS
 from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
@@ -18,7 +18,7 @@ from mempipe.archives.json_records import BrokenRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
 from mempipe.errors import ArchiveError
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import Turn
@@ -39,8 +39,11 @@ class ArchiveReader:
         fmt: ArchiveFormat,
         defaults: IdentityDefaults,
         columns: Mapping[str, str] | None = None,
+        times: TimeWindow | None = None,
     ) -> None:
+        """``times``: turn times outside it are rejects (None: any time)."""
         self.path = path
+        self.times = times
         self.requested = fmt
         self.format: ArchiveFormat | None = None if fmt is ArchiveFormat.AUTO else fmt
         self.defaults = defaults
@@ -96,7 +99,12 @@ class ArchiveReader:
             yield self._unreadable(exc, "nothing of it could be read")
 
     def _finish(self, draft: Draft) -> Turn | Reject:
-        return finish(draft, self.defaults)
+        turn = finish(draft, self.defaults)
+        if isinstance(turn, Turn) and self.times is not None:
+            problem = self.times.problem(turn.created_at)
+            if problem is not None:
+                return reject(draft.source, problem, draft.original)
+        return turn
 
     def _parser(self, fmt: ArchiveFormat, name: str) -> RecordParser:
         return JSON_PARSERS[fmt](name)

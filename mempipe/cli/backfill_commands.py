@@ -38,6 +38,17 @@ from mempipe.schemas.archive import ArchiveFormat
 @click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
 @rejects_dir_option
 @click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
+@click.option(
+    "--future-margin",
+    default="1d",
+    show_default=True,
+    help="How far after the run a turn time may lie (30m, 12h, 2d); later ones are rejects.",
+)
+@click.option(
+    "--allow-any-time",
+    is_flag=True,
+    help="Take turn times before 1970 or past the future margin as they are.",
+)
 @store_options
 @json_option
 @reports_errors
@@ -52,6 +63,8 @@ def backfill(
     batch_size: int,
     rejects_dir: str,
     no_promote: bool,
+    future_margin: str,
+    allow_any_time: bool,
     store: str | None,
     config: str | None,
     as_json: bool,
@@ -60,6 +73,7 @@ def backfill(
     into snapshots. Bad records go to a rejects file; re-running adds nothing."""
     from mempipe.archives import expand_paths
     from mempipe.bootstrap import load_context
+    from mempipe.cli.options import duration
     from mempipe.flows.backfill import backfill_flow
     from mempipe.progress import show_on_terminal
 
@@ -83,6 +97,8 @@ def backfill(
                 batch_size=batch_size,
                 rejects_dir=rejects_dir,
                 promote_sessions=not no_promote,
+                future_margin=duration(future_margin, "--future-margin"),
+                allow_any_time=allow_any_time,
             )
         except IncompleteRunError as exc:
             incomplete, summary = exc, exc.summary

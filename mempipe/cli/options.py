@@ -7,6 +7,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -60,6 +61,18 @@ def rejects_dir_option(command: F) -> F:
         type=click.Path(file_okay=False),
         help="Where the rejects file of the run is written (only when something is rejected).",
     )(command)
+
+
+def duration(text: str, option: str) -> timedelta:
+    """``30m``, ``12h``, ``2d`` as a duration (the configuration's notation)."""
+    from mempipe.schemas.config import parse_duration
+
+    value = parse_duration(text)
+    if not isinstance(value, timedelta):
+        raise click.BadParameter(
+            f"{text!r}: give a number and s, m, h or d (12h)", param_hint=option
+        )
+    return value
 
 
 def counted(counts: dict[str, int]) -> str:

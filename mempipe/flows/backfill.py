@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from prefect import flow
@@ -13,7 +14,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.rejects import rejects_path
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 from mempipe.services.backfill import run_counts, summarize_backfill
 from mempipe.tasks import backfill as tasks
@@ -35,9 +36,14 @@ def backfill_flow(
     batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000,
     rejects_dir: str = "mempipe-rejects",
     promote_sessions: bool = True,
+    future_margin: timedelta = FUTURE_MARGIN,
+    allow_any_time: bool = False,
 ) -> BackfillSummary:
-    """Idempotent: running the same backfill again inserts nothing and counts the skips."""
+    """Idempotent: running the same backfill again inserts nothing and counts the skips. A turn
+    time before 1970 or more than ``future_margin`` after the run is a reject, unless
+    ``allow_any_time``."""
     started = time.monotonic()
+    times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     context = load_context(store, config)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
@@ -60,6 +66,7 @@ def backfill_flow(
             run_id,
             str(rejects_file),
             batch_size,
+            times,
         )
         for path in files
     ]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
 
 
 class ArchiveFormat(StrEnum):
@@ -14,3 +17,35 @@ class ArchiveFormat(StrEnum):
     SHAREGPT = "sharegpt"
     CSV = "csv"
     PARQUET = "parquet"
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+FUTURE_MARGIN = timedelta(days=1)
+
+
+class TimeWindow(BaseModel):
+    """The turn times a backfill takes as real: none before 1970, none more than a margin after
+    the run. A time outside it is a typo or a broken clock, and a reject (the whole turn: its
+    place in time decides how sessions are cut and which fact is current)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    earliest: datetime = EPOCH
+    latest: datetime
+
+    @classmethod
+    def around(cls, now: datetime, future_margin: timedelta = FUTURE_MARGIN) -> TimeWindow:
+        return cls(latest=now + future_margin)
+
+    def problem(self, at: datetime | None) -> str | None:
+        """Why ``at`` is not plausible, or None."""
+        if at is None:
+            return None
+        if at < self.earliest:
+            return f"created_at {at.isoformat()} is before 1970: pass --allow-any-time to take it"
+        if at > self.latest:
+            return (
+                f"created_at {at.isoformat()} is after {self.latest.isoformat()}, more than the "
+                "future margin after the run: pass --allow-any-time to take it"
+            )
+        return None

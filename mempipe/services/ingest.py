@@ -17,7 +17,7 @@ from mempipe.archives.drafts import Skipped
 from mempipe.gc_tuning import relaxed_gc
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.summaries import IngestSummary, TurnWriteResult
@@ -34,8 +34,9 @@ def ingest_file(
     rejects_file: Path,
     batch_size: int = 5000,
     columns: Mapping[str, str] | None = None,
+    times: TimeWindow | None = None,
 ) -> IngestSummary:
-    reader = ArchiveReader(path, archive_format, defaults, columns)
+    reader = ArchiveReader(path, archive_format, defaults, columns, times)
     summary = IngestSummary(path=str(path), format=archive_format.value)
 
     def account(written: Future[TurnWriteResult], rejects: list[Reject], skipped: int) -> None:

@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store import open_store
 from mempipe.archives import expand_paths
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.summaries import IngestSummary, PromotionSummary
@@ -42,6 +42,7 @@ def ingest_archive(
     run_id: str,
     rejects_file: str,
     batch_size: int,
+    times: TimeWindow | None = None,
 ) -> IngestSummary:
     """Idempotent: a retried or repeated ingest of the same file inserts nothing new."""
     with closing(open_store(store_url, migrate=False)) as store:
@@ -54,6 +55,7 @@ def ingest_archive(
             rejects_file=Path(rejects_file),
             batch_size=batch_size,
             columns=columns,
+            times=times,
         )
     get_run_logger().info(
         "%s (%s): %d turns read, %d inserted, %d duplicates skipped, %d rejected",
