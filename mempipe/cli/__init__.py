@@ -27,8 +27,12 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mempipe")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs (INFO) on stderr as well.")
+def cli(verbose: bool) -> None:
     """mempipe: the ops-side data pipeline of an agent-memory store."""
+    if not verbose:
+        # Quiet on the terminal only: the runs' logs still reach the Prefect server in full.
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
 for command in (

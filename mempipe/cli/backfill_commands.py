@@ -45,6 +45,12 @@ from mempipe.schemas.archive import ArchiveFormat
     help="How far after the run a turn time may lie (30m, 12h, 2d); later ones are rejects.",
 )
 @click.option(
+    "--embed",
+    is_flag=True,
+    help="Give the new turns vectors of the serving model in the same run (as reembed "
+    "--incremental does), so search by meaning finds them at once.",
+)
+@click.option(
     "--allow-any-time",
     is_flag=True,
     help="Take turn times before 1970 or past the future margin as they are.",
@@ -64,6 +70,7 @@ def backfill(
     rejects_dir: str,
     no_promote: bool,
     future_margin: str,
+    embed: bool,
     allow_any_time: bool,
     store: str | None,
     config: str | None,
@@ -99,6 +106,7 @@ def backfill(
                 promote_sessions=not no_promote,
                 future_margin=duration(future_margin, "--future-margin"),
                 allow_any_time=allow_any_time,
+                embed=embed,
             )
         except IncompleteRunError as exc:
             incomplete, summary = exc, exc.summary
@@ -119,6 +127,15 @@ def backfill(
             f"into {summary.snapshots_created} snapshots"
         )
         click.echo(f"store: {summary.store}")
+        if summary.embedded is not None:
+            click.echo(f"embedded {summary.embedded} turns with {summary.embedding_model}")
+        else:
+            click.echo(
+                "turns are searched by text now; for search by meaning, embed them: "
+                "`mempipe reembed --incremental` (or backfill with --embed)"
+            )
+        if summary.snapshots_created:
+            click.echo("next: `mempipe replay` extracts long-term memories from the new snapshots")
 
     emit(summary, as_json, human, incomplete)
 

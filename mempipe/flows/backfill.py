@@ -13,6 +13,7 @@ from pydantic import Field
 from mempipe.bootstrap import load_context
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.reembed import reembed_flow
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
@@ -38,10 +39,12 @@ def backfill_flow(
     promote_sessions: bool = True,
     future_margin: timedelta = FUTURE_MARGIN,
     allow_any_time: bool = False,
+    embed: bool = False,
 ) -> BackfillSummary:
     """Idempotent: running the same backfill again inserts nothing and counts the skips. A turn
     time before 1970 or more than ``future_margin`` after the run is a reject, unless
-    ``allow_any_time``."""
+    ``allow_any_time``. ``embed``: the new turns get vectors of the serving model in the same
+    run (the incremental re-embed of the turns, as a subflow)."""
     started = time.monotonic()
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     context = load_context(store, config)
@@ -80,9 +83,17 @@ def backfill_flow(
         if promote_sessions
         else PromotionSummary()
     )
+    embedded = (
+        reembed_flow(collections=["stm"], incremental=True, store=context.store_url, config=config)
+        if embed
+        else None
+    )
     summary = summarize_backfill(
         run_id, context.store_url, ingested, promotion, rejects_file, time.monotonic() - started
     )
+    if embedded is not None:
+        (turns,) = embedded.collections
+        summary.embedded, summary.embedding_model = turns.embedded_now, embedded.model
     failed = (
         f"{len(summary.failed_files)} file(s) could not be read to the end: "
         + ", ".join(summary.failed_files)

@@ -74,6 +74,10 @@ class BackfillSummary(BaseModel):
     sessions: int = Field(default=0, description="sessions that gained a snapshot")
     snapshots_created: int = 0
     turns_promoted: int = 0
+    embedded: int | None = Field(
+        default=None, description="turn vectors added by --embed (None: not asked to embed)"
+    )
+    embedding_model: str | None = None
     seconds: float = 0.0
 
 

