@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import click
 
@@ -109,7 +110,9 @@ def replay(
         )
         if summary.done_elsewhere:
             click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
-        click.echo(f"audit: {summary.audit_dir} ({len(summary.audit_files)} Parquet file(s))")
+        where = Path(summary.audit_dir).resolve()
+        click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
+        click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")
 
     emit(summary, as_json, human)
 
@@ -157,7 +160,8 @@ def report(
 
     def human() -> None:
         click.echo(
-            f"audit: {summary.rows} rows in {len(summary.files)} file(s) under {summary.out}"
+            f"audit: {summary.rows} rows in {len(summary.files)} file(s) under "
+            f"{Path(summary.out).resolve()}"
         )
         for row in summary.actions:
             click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")

@@ -64,7 +64,7 @@ def erase_user(
     return summary
 
 
-@task(name="copy-store", cache_policy=NO_CACHE)
+@task(name="copy-records", cache_policy=NO_CACHE)
 def copy_records(
     source_url: str,
     target_url: str,

@@ -17,6 +17,7 @@ def embedder_for(model_id: str) -> Embedder:
     from mempipe.adapters.embedding import local
 
     if model_id == local.MODEL_ID:
+        local.require_extra()
         return local.LocalMiniLM()
     if match := _HASHING.match(model_id):
         from mempipe.adapters.embedding.hashing import HashingEmbedder

