@@ -127,6 +127,14 @@ def replay(
     default=None,
     help="The last N complete UTC days (1: yesterday).",
 )
+@click.option(
+    "--by",
+    type=click.Choice(["applied", "observed"]),
+    default="applied",
+    show_default=True,
+    help="The days are those the changes were applied (the runs') or those their evidence was "
+    "observed (the snapshots' times).",
+)
 @click.option("--out", default="audit", show_default=True, help="Where the Parquet goes.")
 @store_options
 @json_option
@@ -136,6 +144,7 @@ def report(
     since: datetime | None,
     until: datetime | None,
     last_days: int | None,
+    by: str,
     out: str,
     store: str | None,
     config: str | None,
@@ -153,6 +162,7 @@ def report(
         since=since.date() if since else None,
         until=until.date() if until else None,
         last_days=last_days,
+        by=by,
         out=out,
         store=context.store_url,
         config=str(context.settings.config),

@@ -19,7 +19,12 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
 from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.replay import export_audit, replay_bucket, select_extraction_work
+from mempipe.tasks.replay import (
+    export_audit,
+    export_earlier_audit,
+    replay_bucket,
+    select_extraction_work,
+)
 from mempipe.tasks.runs import (
     prepare_store,
     record_run_end,
@@ -118,7 +123,8 @@ def replay_flow(
             concurrency,
             dask_address,
         )
-        files = export_audit(context.store_url, audit_dir, run_id=run_id)
+        files = export_audit(context.store_url, audit_dir, run_id=run_id, mark_exported=True)
+        export_earlier_audit(context.store_url, audit_dir, run_id)
         summary = summarize_replay(run_id, context.store_url, settings, outcomes, audit_dir, files)
         record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))
     publish_table(

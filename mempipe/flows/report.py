@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
+from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
@@ -22,12 +23,15 @@ def audit_report_flow(
     since: date | None = None,
     until: date | None = None,
     last_days: Annotated[int, Field(ge=1, le=366)] | None = None,
+    by: AuditTime = AuditTime.APPLIED,
     out: str = "audit",
     store: str | None = None,
     config: str | None = None,
 ) -> ReportSummary:
     """The audit of one run, of ``since`` .. ``until``, or of the ``last_days`` complete UTC
-    days before today (the daily scheduled report: ``last_days=1`` is yesterday)."""
+    days before today (the daily scheduled report: ``last_days=1`` is yesterday). The days are
+    those the changes were applied on (``by="applied"``, the default and the files' partition)
+    or those their evidence was observed on (``by="observed"``: the snapshots' times)."""
     if last_days is not None:
         if since or until or run_id:
             raise ConfigError("last_days replaces run_id, since and until: give one of them")
@@ -36,8 +40,8 @@ def audit_report_flow(
     context = load_context(store, config)
     first, last = (d.isoformat() if d else None for d in (since, until))
     label = run_id or f"{first or 'start'}_{last or 'end'}"
-    files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last)
-    summary = summarize_audit(context.store_url, out, files, run_id, first, last)
+    files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
+    summary = summarize_audit(context.store_url, out, files, run_id, first, last, by)
     publish_table(
         "audit-actions",
         [a.model_dump() for a in summary.actions],

@@ -10,6 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from mempipe.schemas.identity import IdStr
 
 
+class AuditTime(StrEnum):
+    """Which time an audit selection is on."""
+
+    APPLIED = "applied"
+    OBSERVED = "observed"
+
+
 class ReconcileAction(StrEnum):
     ADD = "ADD"
     UPDATE = "UPDATE"
@@ -39,4 +46,9 @@ class AuditRow(BaseModel):
     as_history: bool = Field(
         default=False,
         description="the snapshot is older than the current fact: kept as a superseded version",
+    )
+    observed_at: datetime | None = Field(
+        default=None,
+        description="when the evidence happened (the snapshot's time; an imported memory's own "
+        "time), where ``at`` is when the change was applied",
     )

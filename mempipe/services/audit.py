@@ -4,22 +4,31 @@ Layout: ``<dir>/day=YYYY-MM-DD/run-<run_id>.parquet`` (hive partitioning on ``da
 polars or DuckDB scan a date range without reading the rest. Each file holds all of one run's
 rows of one day, and an export rewrites the files it touches whole (written aside, then renamed):
 exporting the same run or range twice never duplicates a row.
+
+Rows are partitioned by the day they were *applied* (``day``, the run's); each also carries
+when its evidence was *observed* (``observed_at``, the snapshot's time), which a report may
+select on instead: the files of every run-day holding such a row are written whole, and the
+summary counts only the rows observed in the range.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from datetime import date
 from itertools import islice
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from mempipe.adapters.store.base import AuditLog, RunLog
 from mempipe.schemas.arrow import arrow_schema, to_arrow_table
-from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.run import RunStatus
 
 CHUNK = 50_000
 FILE_SCHEMA = arrow_schema(AuditRow).remove(arrow_schema(AuditRow).get_field_index("day"))
@@ -52,6 +61,56 @@ def write_audit(rows: Iterable[AuditRow], out_dir: Path) -> list[Path]:
     return sorted(writers)
 
 
+def write_observed(
+    store: AuditLog, out_dir: Path, since: str | None, until: str | None
+) -> list[Path]:
+    """The audit files (whole) of every run-day holding a row observed in ``since`` .. ``until``."""
+    partitions = {
+        (row.run_id, row.day.isoformat())
+        for row in store.audit_rows(None, since, until, by=AuditTime.OBSERVED)
+    }
+    files: list[Path] = []
+    for run_id, day in sorted(partitions):
+        files += write_audit(store.audit_rows(run_id, day, day), out_dir)
+    return sorted(set(files))
+
+
+EXPORTED = "audit_exported"
+"""A run's checkpoint: its audit reached Parquet."""
+AUDITED_FLOWS = ("replay", "import-memories")
+
+
+class AuditedRuns(AuditLog, RunLog, Protocol):
+    """Runs and their audit rows."""
+
+
+def export_earlier_runs(store: AuditedRuns, out_dir: Path, *, current: str) -> list[str]:
+    """The audit of earlier runs that ended without exporting it (killed, crashed), each written
+    once and marked; returns their ids."""
+    done = []
+    for run in store.list_runs(limit=1000):
+        if (
+            run.run_id == current
+            or run.flow not in AUDITED_FLOWS
+            or run.status is RunStatus.RUNNING
+            or EXPORTED in run.checkpoints
+        ):
+            continue
+        write_audit(store.audit_rows(run.run_id), out_dir)
+        store.set_checkpoint(run.run_id, EXPORTED, True)
+        done.append(run.run_id)
+    return done
+
+
+def in_observed_range(frame: pl.LazyFrame, since: str | None, until: str | None) -> pl.LazyFrame:
+    observed = pl.col("observed_at").dt.date()
+    if since:
+        frame = frame.filter(observed >= date.fromisoformat(since))
+    if until:
+        frame = frame.filter(observed <= date.fromisoformat(until))
+    return frame
+
+
 def _aside(path: Path) -> Path:
     return path.with_suffix(".parquet.partial")
 
@@ -65,7 +124,7 @@ def _chunks(rows: Iterable[AuditRow]) -> Iterator[list[AuditRow]]:
 def scan_audit(sources: Path | list[Path]) -> pl.LazyFrame:
     """The audit as a lazy frame, ``day`` read from the partition path."""
     target = sources if isinstance(sources, list) else sources / "**" / "*.parquet"
-    return pl.scan_parquet(target, hive_partitioning=True)
+    return pl.scan_parquet(target, hive_partitioning=True, missing_columns="insert")
 
 
 def action_table(frame: pl.LazyFrame) -> list[dict[str, object]]:

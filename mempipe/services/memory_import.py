@@ -198,6 +198,7 @@ def _verbatim(
                     extractor=f"import:{memory.source_system}",
                     embedding_model_id=context.embedder.model_id if vector is not None else None,
                     text=record.text,
+                    observed_at=memory.created_at or memory.updated_at,
                 )
             )
         store.add_audit(rows)
@@ -205,5 +206,11 @@ def _verbatim(
 
 
 def _from(row: AuditRow, memory: ImportedMemory) -> AuditRow:
-    """The audit names the system a memory came from where extraction names its extractor."""
-    return row.model_copy(update={"extractor": f"import:{memory.source_system}"})
+    """The audit names the system a memory came from where extraction names its extractor,
+    and the record's own time as when it was observed."""
+    return row.model_copy(
+        update={
+            "extractor": f"import:{memory.source_system}",
+            "observed_at": memory.created_at or memory.updated_at,
+        }
+    )

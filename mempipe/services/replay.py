@@ -276,6 +276,7 @@ def reconcile_one(
     judge: Judge | None = from_verdicts if verdicts else None
     decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
     now = datetime.now(UTC)
+    observed = store.snapshot_times([snapshot.snapshot_id]).get(snapshot.snapshot_id)
     if decision.action is ReconcileAction.REINFORCE:
         if decision.no_op or decision.target is None:
             return None
@@ -293,6 +294,7 @@ def reconcile_one(
             decision.similarity,
             text,
             now,
+            observed,
         )
     # An UPDATE from a snapshot older than the fact's latest evidence is history: stored as a
     # superseded version of its own and audited as such; the current fact is not touched.
@@ -334,6 +336,7 @@ def reconcile_one(
         decision.similarity,
         text,
         now,
+        observed,
     )
     return row.model_copy(update={"as_history": True}) if history else row
 
@@ -349,6 +352,7 @@ def _audit(
     similarity: float | None,
     text: str,
     now: datetime,
+    observed: datetime | None,
 ) -> AuditRow:
     return AuditRow(
         run_id=context.run_id,
@@ -368,6 +372,7 @@ def _audit(
         extractor=context.extractor.name,
         embedding_model_id=context.embedder.model_id,
         text=text,
+        observed_at=observed,
     )
 
 

@@ -13,10 +13,11 @@ from mempipe.adapters.llm.factory import extractor_for
 from mempipe.adapters.store import open_store
 from mempipe.domain.partitioning import partition
 from mempipe.progress import track
+from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
-from mempipe.services.audit import write_audit
+from mempipe.services.audit import EXPORTED, export_earlier_runs, write_audit, write_observed
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.replay import ReplayContext
 from mempipe.services.replay_summary import BucketOutcome
@@ -94,7 +95,26 @@ def export_audit(
     run_id: str | None = None,
     since: str | None = None,
     until: str | None = None,
+    by: AuditTime = AuditTime.APPLIED,
+    mark_exported: bool = False,
 ) -> list[str]:
-    with closing(open_store(store_url, migrate=False)) as store:
-        files = write_audit(store.audit_rows(run_id, since, until), Path(out_dir))
+    """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
+    exports it again (a report only reads)."""
+    with closing(open_store(store_url, migrate=False, read_only=not mark_exported)) as store:
+        if by is AuditTime.OBSERVED:
+            files = write_observed(store, Path(out_dir), since, until)
+        else:
+            files = write_audit(store.audit_rows(run_id, since, until), Path(out_dir))
+        if mark_exported and run_id is not None:
+            store.set_checkpoint(run_id, EXPORTED, True)
     return [str(f) for f in files]
+
+
+@task(name="export-earlier-audit", cache_policy=NO_CACHE)
+def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
+    """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
+    with closing(open_store(store_url, migrate=False)) as store:
+        runs = export_earlier_runs(store, Path(out_dir), current=current)
+    if runs:
+        get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
+    return runs

@@ -10,8 +10,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store import open_store
+from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
-from mempipe.services.audit import action_table, scan_audit
+from mempipe.services.audit import action_table, in_observed_range, scan_audit
 
 
 @task(name="summarize-audit", cache_policy=NO_CACHE)
@@ -22,11 +23,15 @@ def summarize_audit(
     run_id: str | None,
     since: str | None,
     until: str | None,
+    by: AuditTime = AuditTime.APPLIED,
 ) -> ReportSummary:
+    """Failures are counted by the day they were recorded, whatever ``by`` says."""
     actions: list[ActionCount] = []
     rows = 0
     if files:
         frame = scan_audit([Path(f) for f in files])
+        if by is AuditTime.OBSERVED:
+            frame = in_observed_range(frame, since, until)
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
     with closing(open_store(store_url, read_only=True)) as store:

@@ -22,7 +22,7 @@ from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.errors import MempipeError, StoreError, TransientError
-from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord, MemoryStatus
 from mempipe.schemas.search import Near
@@ -317,10 +317,17 @@ class InMemoryStore:
         self.data.audit.extend(rows)
 
     def audit_rows(
-        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+        self,
+        run_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        by: AuditTime = AuditTime.APPLIED,
     ) -> Iterator[AuditRow]:
         for row in self.data.audit:
-            day = row.day.isoformat()
+            when = row.day if by is AuditTime.APPLIED else row.observed_at
+            if when is None and (since or until):
+                continue
+            day = when.date().isoformat() if isinstance(when, datetime) else str(when)
             if run_id and row.run_id != run_id:
                 continue
             if (since and day < since) or (until and day > until):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
-from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.failure import Failure
 
 
@@ -37,12 +37,26 @@ class MongoAuditLog(MongoParts):
         self._on_undo(lambda: audit.delete_many({"_id": {"$in": ids}}))
 
     def audit_rows(
-        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+        self,
+        run_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        by: AuditTime = AuditTime.APPLIED,
     ) -> Iterator[AuditRow]:
         query: dict[str, Any] = {"run_id": run_id} if run_id else {}
-        days = {op: day for op, day in (("$gte", since), ("$lte", until)) if day}
-        if days:
-            query["day"] = days
+        if by is AuditTime.APPLIED:
+            days = {op: day for op, day in (("$gte", since), ("$lte", until)) if day}
+            if days:
+                query["day"] = days
+        else:
+            times = {}
+            if since:
+                times["$gte"] = datetime.fromisoformat(since).replace(tzinfo=UTC)
+            if until:
+                end = datetime.fromisoformat(until).replace(tzinfo=UTC) + timedelta(days=1)
+                times["$lt"] = end
+            if times:
+                query["observed_at"] = times
         with self._errors("audit"):
             for document in self.db["audit"].find(query).sort("_id", 1):
                 yield documents.audit_row(document)

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
-from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.failure import Failure
 
 
@@ -23,10 +23,19 @@ class SqliteAuditLog(SqliteParts):
         )
 
     def audit_rows(
-        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+        self,
+        run_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        by: AuditTime = AuditTime.APPLIED,
     ) -> Iterator[AuditRow]:
         clauses, values = ["1 = 1"], []
-        for clause, value in (("run_id = ?", run_id), ("day >= ?", since), ("day <= ?", until)):
+        after, before = (
+            ("day >= ?", "day <= ?")
+            if by is AuditTime.APPLIED
+            else ("observed_at >= ?", "observed_at < date(?, '+1 day')")
+        )
+        for clause, value in (("run_id = ?", run_id), (after, since), (before, until)):
             if value:
                 clauses.append(clause)
                 values.append(value)
