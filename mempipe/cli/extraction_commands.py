@@ -136,6 +136,12 @@ def replay(
     "observed (the snapshots' times).",
 )
 @click.option("--out", default="audit", show_default=True, help="Where the Parquet goes.")
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write one self-contained page of charts (opens offline in any browser).",
+)
 @store_options
 @json_option
 @reports_errors
@@ -146,6 +152,7 @@ def report(
     last_days: int | None,
     by: str,
     out: str,
+    html: str | None,
     store: str | None,
     config: str | None,
     as_json: bool,
@@ -164,6 +171,7 @@ def report(
         last_days=last_days,
         by=by,
         out=out,
+        html=html,
         store=context.store_url,
         config=str(context.settings.config),
     )
@@ -176,5 +184,7 @@ def report(
         for row in summary.actions:
             click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")
         click.echo(f"failures: {counts_text(summary.failures)}")
+        if summary.html:
+            click.echo(f"page: {summary.html}")
 
     emit(summary, as_json, human)

@@ -14,7 +14,7 @@ from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
-from mempipe.tasks.report import summarize_audit
+from mempipe.tasks.report import render_report_page, summarize_audit
 
 
 @flow(name="audit-report")
@@ -25,6 +25,7 @@ def audit_report_flow(
     last_days: Annotated[int, Field(ge=1, le=366)] | None = None,
     by: AuditTime = AuditTime.APPLIED,
     out: str = "audit",
+    html: str | None = None,
     store: str | None = None,
     config: str | None = None,
 ) -> ReportSummary:
@@ -52,4 +53,14 @@ def audit_report_flow(
         [{"failure_class": k, "count": v} for k, v in summary.failures.items()],
         f"audit {label}: failures by class",
     )
+    if html is not None:
+        summary.html, figures = render_report_page(context.store_url, files, first, last, by, html)
+        for key, rows, what in (
+            ("audit-actions-by-day", figures.actions, "actions per memory type per day"),
+            ("audit-failures-by-day", figures.failures, "failures by class per day"),
+            ("audit-most-reinforced", figures.reinforced, "the most reinforced memories"),
+            ("audit-most-updated", figures.updated, "the most updated memories"),
+            ("audit-runs", figures.runs, "the runs"),
+        ):
+            publish_table(key, rows, f"audit {label}: {what}")
     return summary

@@ -21,3 +21,4 @@ class ReportSummary(BaseModel):
     rows: int = 0
     actions: list[ActionCount] = Field(default_factory=list)
     failures: dict[str, int] = Field(default_factory=dict)
+    html: str | None = Field(default=None, description="the page written by --html")

@@ -13,6 +13,7 @@ from mempipe.adapters.store import open_store
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.services.audit import action_table, in_observed_range, scan_audit
+from mempipe.services.report_page import PageFigures, gather, write_page
 
 
 @task(name="summarize-audit", cache_policy=NO_CACHE)
@@ -37,3 +38,23 @@ def summarize_audit(
     with closing(open_store(store_url, read_only=True)) as store:
         failures = store.failure_counts(run_id, since, until)
     return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)
+
+
+@task(name="render-report-page", cache_policy=NO_CACHE)
+def render_report_page(
+    store_url: str,
+    files: list[str],
+    since: str | None,
+    until: str | None,
+    by: AuditTime,
+    path: str,
+) -> tuple[str, PageFigures]:
+    frame = None
+    if files:
+        frame = scan_audit([Path(f) for f in files])
+        if by is AuditTime.OBSERVED:
+            frame = in_observed_range(frame, since, until)
+    with closing(open_store(store_url, read_only=True)) as store:
+        data = gather(store, frame, since, until)
+    title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
+    return str(write_page(data, Path(path), title)), data
