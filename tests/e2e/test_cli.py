@@ -50,7 +50,7 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     ):
         assert key in summary
     assert summary["turns_inserted"] == 34
-    assert "Finished in state Completed" in first.stderr, "logs go to stderr"
+    assert "promote sessions" in first.stderr, "progress goes to stderr"
 
     second = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
     assert json.loads(second.stdout)["duplicates_skipped"] == 34
