@@ -61,7 +61,7 @@ def build(path: Path, out: Path, turns: int) -> None:
 def pyarrow_reference(store_path: Path, out: Path) -> tuple[int, float, float]:
     """Records, seconds for pyarrow to write them, seconds to read them back as rows."""
     from mempipe.adapters.store import open_store
-    from mempipe.schemas.arrow import arrow_schema
+    from mempipe.schemas.arrow import arrow_rows, arrow_schema
     from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
 
     store = open_store(f"sqlite:///{store_path}", read_only=True)
@@ -70,7 +70,7 @@ def pyarrow_reference(store_path: Path, out: Path) -> tuple[int, float, float]:
         records, after = [], None
         while True:
             page, after = store.export_page(collection, BundleSelection(), after, 5000)
-            records += [orjson.loads(r.model_dump_json()) for r in page]
+            records += arrow_rows(page, BUNDLE_MODELS[collection])
             if len(page) < 5000:
                 break
         rows[collection] = records
@@ -81,9 +81,7 @@ def pyarrow_reference(store_path: Path, out: Path) -> tuple[int, float, float]:
     started = time.perf_counter()
     for collection, records in rows.items():
         schema = arrow_schema(BUNDLE_MODELS[collection])
-        table = pa.Table.from_pylist(
-            [{k: _arrow_value(schema, k, v) for k, v in r.items()} for r in records], schema=schema
-        )
+        table = pa.Table.from_pylist(records, schema=schema)
         pq.write_table(table, reference / f"{collection}.parquet")
     written = time.perf_counter() - started
     started = time.perf_counter()
@@ -92,13 +90,6 @@ def pyarrow_reference(store_path: Path, out: Path) -> tuple[int, float, float]:
             batch.to_pylist()
     read = time.perf_counter() - started
     return sum(len(r) for r in rows.values()), written, read
-
-
-def _arrow_value(schema: pa.Schema, name: str, value: object) -> object:
-    field = schema.field(name)
-    if field.metadata and value is not None and pa.types.is_string(field.type):
-        return orjson.dumps(value).decode() if not isinstance(value, str) else value
-    return value
 
 
 def peak_rss(args: list[str], cwd: Path) -> tuple[float, float]:

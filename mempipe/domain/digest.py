@@ -5,11 +5,11 @@ they read them in."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from enum import Enum
-from typing import Any
+from typing import get_args
 
 import orjson
 from pydantic import BaseModel
@@ -18,19 +18,31 @@ MODULUS = 2**256
 
 
 def canonical(record: BaseModel, leave_out: Iterable[str] = ()) -> bytes:
-    data = record.model_dump(mode="python", exclude=set(leave_out))
-    return orjson.dumps(_plain(data), option=orjson.OPT_SORT_KEYS)
+    """The record as JSON (pydantic's own serializer), its times as UTC ISO text to the
+    millisecond, keys sorted."""
+    left = set(leave_out)
+    data = record.model_dump(mode="json", exclude=left)
+    for name in _times(type(record)):
+        if name not in left:
+            data[name] = _millis(getattr(record, name))
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-        return value.isoformat(timespec="milliseconds")
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value.value if isinstance(value, Enum) else value
+@functools.cache
+def _times(model: type[BaseModel]) -> tuple[str, ...]:
+    """A model's datetime fields (every model digested keeps its times at the top level)."""
+    return tuple(
+        name
+        for name, field in model.model_fields.items()
+        if datetime in (field.annotation, *get_args(field.annotation))
+    )
+
+
+def _millis(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return value.isoformat(timespec="milliseconds")
 
 
 class Digest:

@@ -85,9 +85,15 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
 
 
 def to_arrow_table(rows: Sequence[BaseModel], model: type[BaseModel]) -> pa.Table:
-    schema = arrow_schema(model)
+    return pa.Table.from_pylist(arrow_rows(rows, model), schema=arrow_schema(model))
+
+
+def arrow_rows(rows: Sequence[BaseModel], model: type[BaseModel]) -> list[dict[str, Any]]:
+    """The models as the plain rows their Arrow table is made of (JSON columns as text)."""
     json_columns = [
-        f.name for f in schema if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
+        f.name
+        for f in arrow_schema(model)
+        if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
     ]
     records = []
     for row in rows:
@@ -96,7 +102,7 @@ def to_arrow_table(rows: Sequence[BaseModel], model: type[BaseModel]) -> pa.Tabl
             if record[column] is not None:
                 record[column] = orjson.dumps(record[column]).decode()
         records.append({k: v.value if isinstance(v, Enum) else v for k, v in record.items()})
-    return pa.Table.from_pylist(records, schema=schema)
+    return records
 
 
 def from_arrow_rows(rows: Sequence[dict[str, Any]], model: type[BaseModel]) -> list[BaseModel]:

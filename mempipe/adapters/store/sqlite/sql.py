@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import Enum
@@ -135,21 +136,29 @@ def to_sql(value: Any) -> Any:
 
 
 def stored_as_json(annotation: Any) -> bool:
-    """Lists and dicts are JSON text in SQLite (``sql.to_sql``)."""
+    """Lists and dicts are JSON text in SQLite (:func:`to_sql`)."""
     for candidate in (annotation, *get_args(annotation)):
         if candidate in (list, dict) or get_origin(candidate) in (list, dict):
             return True
     return False
 
 
+@functools.cache
+def _json_fields(model: type[BaseModel]) -> tuple[frozenset[str], frozenset[str]]:
+    """A model's fields held as JSON text, and those of them with a default (empty) value."""
+    fields = model.model_fields
+    held = frozenset(n for n, f in fields.items() if stored_as_json(f.annotation))
+    return held, frozenset(n for n in held if fields[n].default_factory is not None)
+
+
 def from_sql_row(model: type[BaseModel], names: tuple[str, ...], row: tuple[Any, ...]) -> dict:
     """A row's values as the model takes them: JSON text columns parsed, a NULL that stands for
     an empty dict or list left to the model's default."""
+    held, defaulted = _json_fields(model)
     fields: dict[str, Any] = {}
     for name, value in zip(names, row, strict=True):
-        annotation = model.model_fields[name].annotation
-        if stored_as_json(annotation):
-            if value is None and model.model_fields[name].default_factory is not None:
+        if name in held:
+            if value is None and name in defaulted:
                 continue
             if isinstance(value, str):
                 value = orjson.loads(value)
