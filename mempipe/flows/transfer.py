@@ -27,6 +27,7 @@ from mempipe.schemas.replay import ExtractorName, ReplaySettings
 from mempipe.settings import load_llm_settings
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
+from mempipe.tasks.replay import export_audit
 from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 from mempipe.tasks.transfer import (
     copy_records,
@@ -181,6 +182,7 @@ def import_memories_flow(
     store: str | None = None,
     config: str | None = None,
     rejects_dir: str = "mempipe-rejects",
+    audit_dir: str = "audit",
 ) -> MemoryImportSummary:
     """Reconciled and audited as extraction is (``verbatim``: stored as they are); importing
     the same files again changes nothing. The judge of an LLM ``extractor`` decides the
@@ -229,6 +231,9 @@ def import_memories_flow(
         + ", ".join(summary.failed_files)
         if summary.failed_files
         else None
+    )
+    summary.audit_files = export_audit(
+        context.store_url, audit_dir, run_id=run_id, mark_exported=True
     )
     record_run_end(context.store_url, run_id, {c: getattr(summary, c) for c in COUNTED}, failed)
     publish_table(

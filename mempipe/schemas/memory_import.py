@@ -56,4 +56,7 @@ class MemoryImportSummary(BaseModel):
     rejects_path: str | None = None
     without_vector: int = 0
     failed_files: list[str] = Field(default_factory=list)
+    audit_files: list[str] = Field(
+        default_factory=list, description="the Parquet audit files of the import's run"
+    )
     seconds: float = 0.0

@@ -361,6 +361,7 @@ def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
         "seconds",
     }
     assert (summary["added"], summary["reinforced"], summary["rejected"]) == (3, 1, 1)
+    assert summary["audit_files"], "the import's audit reaches Parquet"
     again = json.loads(mempipe(*args, cwd=tmp_path, api_url=prefect_server).stdout)
     assert (again["added"], again["duplicates_skipped"]) == (0, 4)
 
