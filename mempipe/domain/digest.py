@@ -24,7 +24,7 @@ def canonical(record: BaseModel, leave_out: Iterable[str] = ()) -> bytes:
     data = record.model_dump(mode="json", exclude=left)
     for name in _times(type(record)):
         if name not in left:
-            data[name] = _millis(getattr(record, name))
+            data[name] = millis(getattr(record, name))
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
 
 
@@ -38,7 +38,7 @@ def _times(model: type[BaseModel]) -> tuple[str, ...]:
     )
 
 
-def _millis(value: datetime | None) -> str | None:
+def millis(value: datetime | None) -> str | None:
     if value is None:
         return None
     value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)

@@ -23,19 +23,22 @@ from mempipe.adapters.store.base import (
     Turns,
     Vectors,
 )
-from mempipe.domain.digest import canonical
+from mempipe.domain.digest import canonical, millis
 from mempipe.errors import ConfigError
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.arrow import from_arrow_rows
+from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_MODELS,
     MEMORY_COLLECTIONS,
     NOT_DIGESTED,
     BundleImportSummary,
+    BundleSelection,
     Manifest,
 )
+from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.reject import Reject
 from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
@@ -79,7 +82,7 @@ def import_bundle(
     written: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     conflicts = 0
-    known_runs: set[str] = set()
+    held = HeldRows(store)
     bundle_runs: set[str] = set()
     with track("import", sum(manifest.counts.values()), "records") as progress:
         done = 0
@@ -87,7 +90,7 @@ def import_bundle(
             for batch, first_index in _batches(path / f"{collection}.parquet", model, batch_size):
                 if collection == "runs":
                     bundle_runs.update(r.run_id for r in batch)
-                added, rejects = write_records(store, collection, batch, run_id, known_runs)
+                added, rejects = write_records(store, collection, batch, run_id, held)
                 written[collection] += added
                 skipped[collection] += len(batch) - added - len(rejects)
                 conflicts += append_rejects(
@@ -162,21 +165,62 @@ def _batches(
         index += len(rows)
 
 
+class HeldRows:
+    """Audit rows and failures have no id: what the target already holds of them is known by
+    their natural key (run, memory, version, action, time; run, step, snapshot, handler,
+    time), read once per run (audit) or once per import (failures), so that an import or copy
+    run again, or after a kill, writes each of them once."""
+
+    def __init__(self, store: Importable) -> None:
+        self._store = store
+        self._audit: dict[str, set[tuple]] = {}
+        self._failures: set[tuple] | None = None
+
+    def new(self, collection: str, batch: list) -> list:
+        if collection == "audit":
+            for run in {row.run_id for row in batch} - set(self._audit):
+                self._audit[run] = {_audit_key(r) for r in self._store.audit_rows(run)}
+            fresh = [r for r in batch if _audit_key(r) not in self._audit[r.run_id]]
+            for row in fresh:
+                self._audit[row.run_id].add(_audit_key(row))
+            return fresh
+        if self._failures is None:
+            self._failures = {_failure_key(f) for f in _all(self._store, "failures")}
+        fresh = [f for f in batch if _failure_key(f) not in self._failures]
+        self._failures.update(_failure_key(f) for f in fresh)
+        return fresh
+
+
+def _audit_key(row: AuditRow) -> tuple:
+    return (row.run_id, row.memory_id, row.version, row.action.value, millis(row.at))
+
+
+def _failure_key(failure: Failure) -> tuple:
+    return (failure.run_id, failure.step, failure.snapshot_id, failure.handler, millis(failure.at))
+
+
+def _all(store: Transfer, collection: str) -> Iterator:
+    after = None
+    while True:
+        page, after = store.export_page(collection, BundleSelection(), after, 5000)
+        yield from page
+        if len(page) < 5000:
+            return
+
+
 def write_records(
     store: Importable,
     collection: str,
     batch: list,
     run_id: str,
-    known_runs: set[str],
+    held: HeldRows,
     then: Callable[[], None] = lambda: None,
 ) -> tuple[int, list[Reject]]:
     """Write a batch of one collection's records as they are; returns how many were written,
     and the rejects (``index`` within the batch). ``then`` runs after the batch, in the same
-    transaction where the batch has one: a copy's checkpoint, so that a batch that is not
-    idempotent by key (audit rows, failures) is never written twice."""
+    transaction where the batch has one: a copy's checkpoint."""
     if collection == "runs":
         added = store.add_runs(batch)
-        known_runs.update(r.run_id for r in batch if r.run_id not in added)
         then()
         return len(added), []
     if collection == "turns":
@@ -191,7 +235,7 @@ def write_records(
         if collection in MEMORY_COLLECTIONS:
             written = _write_memories(store, collection, batch)
         else:
-            fresh = [row for row in batch if row.run_id not in known_runs]
+            fresh = held.new(collection, batch)
             if collection == "audit":
                 store.add_audit(fresh)
             else:

@@ -13,7 +13,12 @@ from mempipe.adapters.store.base import Registry, Schema, Transfer
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary
-from mempipe.services.bundle_import import Importable, check_custom_types, write_records
+from mempipe.services.bundle_import import (
+    HeldRows,
+    Importable,
+    check_custom_types,
+    write_records,
+)
 from mempipe.services.bundle_vectors import (
     bundle_name,
     reusable,
@@ -50,7 +55,7 @@ def copy_store(
     check_custom_types(target, source.custom_types)
     copied: Counter[str] = Counter()
     rejected = 0
-    known_runs: set[str] = set()
+    held = HeldRows(target)
     with track("copy", len(BUNDLE_MODELS), "collections") as progress:
         for done, collection in enumerate(BUNDLE_MODELS, start=1):
             name = f"copy:{source.url}:{collection}"
@@ -64,7 +69,7 @@ def copy_store(
                         collection,
                         page,
                         run_id,
-                        known_runs,
+                        held,
                         then=lambda cursor=cursor, name=name: target.set_checkpoint(
                             run_id, name, cursor
                         ),

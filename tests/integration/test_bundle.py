@@ -212,3 +212,20 @@ def test_a_copy_with_vectors_searches_as_its_source(source, tmp_path) -> None:
     )
     assert found(target) == found(source)
     target.close()
+
+
+def test_an_import_cut_short_and_run_again_writes_each_audit_row_once(source, tmp_path) -> None:
+    """As a killed import leaves a target: its runs written, only part of their audit rows."""
+    export_bundle(source, tmp_path / "bundle", BundleSelection())
+    target = target_store("sqlite", tmp_path)
+    runs = source.export_page("runs", BundleSelection(), None, 100)[0]
+    audit = source.export_page("audit", BundleSelection(), None, 1000)[0]
+    target.add_runs(runs)
+    with target.write_transaction():
+        target.add_audit(audit[: len(audit) // 2])
+
+    again = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+
+    assert again.written["audit"] == len(audit) - len(audit) // 2
+    assert again.digests_match, again.digest_differences
+    target.close()
