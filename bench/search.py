@@ -115,6 +115,7 @@ def main() -> None:
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
     from mempipe.schemas.search import Near, ReadFilter
+    from mempipe.services.search import CANDIDATES
 
     args.out.mkdir(parents=True, exist_ok=True)
     store_path = args.out / f"search-{args.turns}.db"
@@ -144,7 +145,9 @@ def main() -> None:
     searches = {
         "text": lambda q, near, f: store.search_text("stm", q["query"], f, 10),
         "semantic": lambda q, near, f: store.search_vector("stm", near, f, 10),
-        "hybrid": lambda q, near, f: store.search_hybrid("stm", q["query"], near, f, 10, 100),
+        "hybrid": lambda q, near, f: store.search_hybrid(
+            "stm", q["query"], near, f, 10, CANDIDATES
+        ),
     }
     for q, v in zip(queries, vectors, strict=True):  # the users' pages into the OS cache
         searches["hybrid"](q, Near(vector=v, model_id=MODEL), scopes["user"](q))

@@ -29,7 +29,7 @@ from mempipe.schemas.search import (
 )
 
 SOURCES = (STM, *(t.value for t in MemoryType))
-CANDIDATES = 100
+CANDIDATES = 50
 """Records each list of a hybrid search brings to the fusion."""
 
 
