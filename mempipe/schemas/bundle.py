@@ -30,6 +30,17 @@ BUNDLE_MODELS: dict[str, type[BaseModel]] = {
 
 MEMORY_COLLECTIONS = (*(str(t) for t in MEMORY_MODELS), "custom")
 
+
+def store_collection(collection: str) -> str:
+    """A bundle collection's name in a store, where it differs: turns are ``stm`` there."""
+    return "stm" if collection == "turns" else collection
+
+
+def bundle_collection(collection: str) -> str:
+    """A store collection's name in a bundle: ``stm`` is ``turns`` there."""
+    return "turns" if collection == "stm" else collection
+
+
 NOT_DIGESTED: dict[str, frozenset[str]] = {
     name: frozenset({"embedding", "has_embedding", "embedding_model_id"})
     for name in MEMORY_COLLECTIONS

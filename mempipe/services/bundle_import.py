@@ -37,12 +37,13 @@ from mempipe.schemas.bundle import (
     BundleImportSummary,
     BundleSelection,
     Manifest,
+    store_collection,
 )
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.reject import Reject
 from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
-from mempipe.services.export import MANIFEST, digest_collection
+from mempipe.services.export import MANIFEST, digest_collection, records
 
 
 class Importable(Transfer, Turns, Memories, AuditLog, RunLog, Schema, Registry, Vectors, Protocol):
@@ -129,8 +130,8 @@ def _vectors(store: Importable, path: Path, manifest: Manifest, batch_size: int)
     dimensions = {(e.collection, e.model_id): e.dimensions for e in manifest.registry}
     reused = 0
     for collection, model_id in manifest.vectors.items():
-        store_collection = "stm" if collection == "turns" else collection
-        if not reusable(store, collection, model_id, dimensions[(store_collection, model_id)]):
+        key = (store_collection(collection), model_id)
+        if not reusable(store, collection, model_id, dimensions[key]):
             continue
         for page in read_vectors(path / f"vectors-{collection}.parquet", batch_size):
             reused += set_vectors(store, collection, model_id, page)
@@ -185,7 +186,9 @@ class HeldRows:
                 self._audit[row.run_id].add(_audit_key(row))
             return fresh
         if self._failures is None:
-            self._failures = {_failure_key(f) for f in _all(self._store, "failures")}
+            self._failures = {
+                _failure_key(f) for f in records(self._store, "failures", BundleSelection())
+            }
         fresh = [f for f in batch if _failure_key(f) not in self._failures]
         self._failures.update(_failure_key(f) for f in fresh)
         return fresh
@@ -197,15 +200,6 @@ def _audit_key(row: AuditRow) -> tuple:
 
 def _failure_key(failure: Failure) -> tuple:
     return (failure.run_id, failure.step, failure.snapshot_id, failure.handler, millis(failure.at))
-
-
-def _all(store: Transfer, collection: str) -> Iterator:
-    after = None
-    while True:
-        page, after = store.export_page(collection, BundleSelection(), after, 5000)
-        yield from page
-        if len(page) < 5000:
-            return
 
 
 def write_records(

@@ -13,11 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mempipe.adapters.store.base import Registry, Transfer, Vectors
-from mempipe.schemas.bundle import BundleSelection
+from mempipe.schemas.bundle import BundleSelection, bundle_collection, store_collection
 from mempipe.schemas.embedding import ModelState, RegistryEntry
-
-VECTOR_COLLECTIONS = {"stm": "turns"}
-"""A registry collection's name in a bundle, where it differs (turns are ``stm`` in a store)."""
 
 
 class VectorSource(Transfer, Registry, Protocol):
@@ -32,17 +29,13 @@ def serving(store: Registry) -> list[RegistryEntry]:
     return [e for e in store.registry() if e.state is ModelState.SERVING]
 
 
-def bundle_name(collection: str) -> str:
-    return VECTOR_COLLECTIONS.get(collection, collection)
-
-
 def vector_pages(
     store: VectorSource, entry: RegistryEntry, selection: BundleSelection, batch_size: int
 ) -> Iterator[list[tuple[str, list[float]]]]:
     after = None
     while True:
         page, after = store.export_vectors(
-            bundle_name(entry.collection), entry.model_id, selection, after, batch_size
+            bundle_collection(entry.collection), entry.model_id, selection, after, batch_size
         )
         if page:
             yield page
@@ -61,7 +54,7 @@ def write_vectors(
             [("id", pa.string()), ("vector", pa.list_(pa.float32(), entry.dimensions))]
         )
         count = 0
-        name = bundle_name(entry.collection)
+        name = bundle_collection(entry.collection)
         with pq.ParquetWriter(out / f"vectors-{name}.parquet", schema) as writer:
             for page in vector_pages(store, entry, selection, batch_size):
                 writer.write_table(
@@ -78,10 +71,11 @@ def write_vectors(
 def reusable(target: VectorTarget, collection: str, model_id: str, dimensions: int) -> bool:
     """The target serves this model for the collection, or serves nothing there yet (then it
     serves the source's model from now on)."""
-    store_collection = "stm" if collection == "turns" else collection
-    served = target.serving_model(store_collection)
+    served = target.serving_model(store_collection(collection))
     if served is None:
-        target.register_model(store_collection, model_id, dimensions, ModelState.SERVING.value)
+        target.register_model(
+            store_collection(collection), model_id, dimensions, ModelState.SERVING.value
+        )
         return True
     return served == model_id
 
@@ -90,9 +84,8 @@ def set_vectors(
     target: VectorTarget, collection: str, model_id: str, page: list[tuple[str, list[float]]]
 ) -> int:
     rowids = target.record_rowids(collection, [ref for ref, _ in page])
-    store_collection = "stm" if collection == "turns" else collection
     return target.set_vectors(
-        store_collection, model_id, [(rowids[r], v) for r, v in page if r in rowids]
+        store_collection(collection), model_id, [(rowids[r], v) for r, v in page if r in rowids]
     )
 
 

@@ -12,7 +12,7 @@ from typing import Protocol
 from mempipe.adapters.store.base import Registry, Schema, Transfer
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
-from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary
+from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary, bundle_collection
 from mempipe.services.bundle_import import (
     HeldRows,
     Importable,
@@ -20,13 +20,12 @@ from mempipe.services.bundle_import import (
     write_records,
 )
 from mempipe.services.bundle_vectors import (
-    bundle_name,
     reusable,
     serving,
     set_vectors,
     vector_pages,
 )
-from mempipe.services.export import digest_collection
+from mempipe.services.export import digest_collection, records
 
 EVERYTHING = BundleSelection()
 
@@ -102,7 +101,7 @@ def _copy_vectors(source: Source, target: Target, batch_size: int) -> dict[str, 
     holds already are kept (``set_vectors`` adds only what is missing)."""
     copied: dict[str, int] = {}
     for entry in serving(source):
-        name = bundle_name(entry.collection)
+        name = bundle_collection(entry.collection)
         if not reusable(target, name, entry.model_id, entry.dimensions):
             continue
         copied[name] = sum(
@@ -130,9 +129,4 @@ def verify(source: Source, target: Target, batch_size: int) -> tuple[list[str], 
 
 
 def _run_ids(store: Transfer, batch_size: int) -> set[str]:
-    ids, after = set(), None
-    while True:
-        page, after = store.export_page("runs", EVERYTHING, after, batch_size)
-        ids |= {run.run_id for run in page}
-        if len(page) < batch_size:
-            return ids
+    return {run.run_id for run in records(store, "runs", EVERYTHING, batch_size)}

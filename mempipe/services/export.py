@@ -4,10 +4,13 @@ collection, written batch by batch, and a manifest with counts and content diges
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Protocol
 
 import pyarrow.parquet as pq
+from pydantic import BaseModel
 
 from mempipe import __version__
 from mempipe.adapters.store.base import Registry, Schema, Transfer
@@ -34,6 +37,25 @@ def store_kind(url: str) -> str:
     return "mongodb" if url.startswith("mongodb") else "sqlite"
 
 
+def pages(
+    store: Transfer, collection: str, selection: BundleSelection, batch_size: int
+) -> Iterator[list[BaseModel]]:
+    """A collection's records for a selection, page by page (memory stays flat)."""
+    after = None
+    while True:
+        page, after = store.export_page(collection, selection, after, batch_size)
+        if page:
+            yield page
+        if len(page) < batch_size:
+            return
+
+
+def records(
+    store: Transfer, collection: str, selection: BundleSelection, batch_size: int = 5000
+) -> Iterator[BaseModel]:
+    return chain.from_iterable(pages(store, collection, selection, batch_size))
+
+
 def digest_collection(
     store: Transfer,
     collection: str,
@@ -43,15 +65,12 @@ def digest_collection(
 ) -> Digest:
     """The digest of what a store holds of a collection for a selection (of the runs, only
     those in ``runs`` when given: an import compares the bundle's runs, not its own)."""
-    digest, after = Digest(), None
-    while True:
-        page, after = store.export_page(collection, selection, after, batch_size)
-        for record in page:
-            if collection == "runs" and runs is not None and record.run_id not in runs:
-                continue
-            digest.add(record, NOT_DIGESTED.get(collection, ()))
-        if len(page) < batch_size:
-            return digest
+    digest = Digest()
+    for record in records(store, collection, selection, batch_size):
+        if collection == "runs" and runs is not None and record.run_id not in runs:
+            continue
+        digest.add(record, NOT_DIGESTED.get(collection, ()))
+    return digest
 
 
 def export_bundle(
@@ -102,13 +121,10 @@ def _write_collection(
     selection: BundleSelection,
     batch_size: int,
 ) -> Digest:
-    digest, after = Digest(), None
+    digest = Digest()
     with pq.ParquetWriter(path, arrow_schema(model)) as writer:
-        while True:
-            page, after = store.export_page(collection, selection, after, batch_size)
+        for page in pages(store, collection, selection, batch_size):
             for record in page:
                 digest.add(record, NOT_DIGESTED.get(collection, ()))
-            if page:
-                writer.write_table(to_arrow_table(page, model))
-            if len(page) < batch_size:
-                return digest
+            writer.write_table(to_arrow_table(page, model))
+    return digest

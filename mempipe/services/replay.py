@@ -132,6 +132,7 @@ def _write(
         attempts=item.attempts + 1,
     )
     verdicts = prejudge(store, memory_type, extracted, vectors, snapshot, context)
+    observed = store.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
 
     def write() -> list[AuditRow]:
         with store.write_transaction():
@@ -140,7 +141,7 @@ def _write(
                 for memory, vector in zip(extracted, vectors, strict=True)
                 if (
                     row := reconcile_one(
-                        store, memory_type, memory, vector, snapshot, context, verdicts
+                        store, memory_type, memory, vector, snapshot, context, verdicts, observed
                     )
                 )
             ]
@@ -253,10 +254,12 @@ def reconcile_one(
     snapshot: SnapshotContent,
     context: ReplayContext,
     verdicts: Verdicts | None = None,
+    observed: datetime | None = None,
 ) -> AuditRow | None:
     """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
     caller's write transaction: no other writer can add the same fact between the read of the
-    candidates and the write (and a unique index on active keys backs that up)."""
+    candidates and the write (and a unique index on active keys backs that up). ``observed``:
+    when the snapshot happened, for the audit row (read once per extraction by the caller)."""
     if store.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot)) is not None:
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
@@ -276,7 +279,6 @@ def reconcile_one(
     judge: Judge | None = from_verdicts if verdicts else None
     decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
     now = datetime.now(UTC)
-    observed = store.snapshot_times([snapshot.snapshot_id]).get(snapshot.snapshot_id)
     if decision.action is ReconcileAction.REINFORCE:
         if decision.no_op or decision.target is None:
             return None

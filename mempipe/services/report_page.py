@@ -18,9 +18,9 @@ from mempipe.schemas.bundle import MEMORY_COLLECTIONS, BundleSelection
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord
+from mempipe.services.export import records
 
 TOP = 10
-PAGE_SIZE = 5000
 
 
 class Reportable(Transfer, RunLog, Protocol):
@@ -67,15 +67,6 @@ def gather(
     )
 
 
-def _pages(store: Transfer, collection: str):
-    after = None
-    while True:
-        page, after = store.export_page(collection, BundleSelection(), after, PAGE_SIZE)
-        yield from page
-        if len(page) < PAGE_SIZE:
-            return
-
-
 def _top_memories(
     store: Transfer,
 ) -> tuple[list[tuple[str, MemoryRecord]], list[tuple[str, MemoryRecord]]]:
@@ -83,7 +74,7 @@ def _top_memories(
     reinforced: list[tuple[int, str, str, MemoryRecord]] = []
     updated: list[tuple[int, str, str, MemoryRecord]] = []
     for kind in MEMORY_COLLECTIONS:
-        for memory in _pages(store, kind):
+        for memory in records(store, kind, BundleSelection()):
             if memory.status.value != "active":
                 continue
             if memory.reinforcement_count > 0:
@@ -107,7 +98,7 @@ def _ranked(heap: list) -> list[tuple[str, MemoryRecord]]:
 def _failures_by_day(store: Transfer, since: str | None, until: str | None) -> list[dict]:
     counts: Counter[tuple[str, str]] = Counter()
     failure: Failure
-    for failure in _pages(store, "failures"):  # type: ignore[assignment]
+    for failure in records(store, "failures", BundleSelection()):  # type: ignore[assignment]
         day = failure.at.date()
         if (since and day < date.fromisoformat(since)) or (
             until and day > date.fromisoformat(until)

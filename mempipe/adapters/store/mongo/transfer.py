@@ -12,7 +12,12 @@ from pydantic import BaseModel
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.domain.ids import turn_key_of, turn_ref
-from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
+from mempipe.schemas.bundle import (
+    BUNDLE_MODELS,
+    MEMORY_COLLECTIONS,
+    BundleSelection,
+    store_collection,
+)
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.turn import TURN_FIELDS, TURN_KEY, Turn
@@ -47,14 +52,14 @@ class MongoTransfer(MongoParts):
     ) -> tuple[list[tuple[str, list[float]]], Any]:
         """The vectors of ``model_id`` of a bundle collection's records, by record reference
         (a memory's id, a turn's key), in pages."""
-        store_collection = "stm" if collection == "turns" else collection
-        path = self._entry(store_collection, model_id)["path"]
+        stored = store_collection(collection)
+        path = self._entry(stored, model_id)["path"]
         query = {k: v for k, v in selection.model_dump().items() if v is not None}
         if after is not None:
             query["_id"] = {"$gt": after}
         with self._errors(collection):
             found = list(
-                self._collection(store_collection)
+                self._collection(stored)
                 .find(query, {path: 1, "id": 1, **dict.fromkeys(TURN_KEY, 1)})
                 .sort("_id", 1)
                 .limit(limit)
@@ -64,7 +69,7 @@ class MongoTransfer(MongoParts):
 
     def record_rowids(self, collection: str, refs: Sequence[str]) -> dict[str, int]:
         """The store's own record ids of records named by reference (those it holds)."""
-        store_collection = "stm" if collection == "turns" else collection
+        stored = store_collection(collection)
         found: dict[str, int] = {}
         with self._errors(collection):
             for ref in refs:
@@ -73,7 +78,7 @@ class MongoTransfer(MongoParts):
                     query["user_id"] = query["user_id"] or None
                 else:
                     query = {"id": ref}
-                document = self._collection(store_collection).find_one(query, {"_id": 1})
+                document = self._collection(stored).find_one(query, {"_id": 1})
                 if document is not None:
                     found[ref] = document["_id"]
         return found

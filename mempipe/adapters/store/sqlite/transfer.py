@@ -12,7 +12,12 @@ from pydantic import BaseModel
 from mempipe.adapters.store.sqlite import memory_sql, sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.domain.ids import turn_key_of, turn_ref
-from mempipe.schemas.bundle import BUNDLE_MODELS, MEMORY_COLLECTIONS, BundleSelection
+from mempipe.schemas.bundle import (
+    BUNDLE_MODELS,
+    MEMORY_COLLECTIONS,
+    BundleSelection,
+    store_collection,
+)
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.turn import TURN_FIELDS, SourceLocation, Turn
@@ -56,7 +61,7 @@ class SqliteTransfer(SqliteParts):
         """The vectors of ``model_id`` of a bundle collection's records, by record reference
         (a memory's id, a turn's key), in pages."""
         source = "turns" if collection == "turns" else memory_sql.table(collection)
-        table = memory_sql.vector_table("stm" if collection == "turns" else collection, model_id)
+        table = memory_sql.vector_table(store_collection(collection), model_id)
         ref = "org_id, project_id, user_id, session_id, turn_seq" if collection == "turns" else "id"
         where, values = _identity(selection)
         rows = self._rows(
