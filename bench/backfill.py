@@ -84,13 +84,17 @@ def raw_apsw(archive: Path, store_url: str) -> float:
     rows = [
         sql.turn_row(turn, "raw") for turn in ArchiveReader(archive, ArchiveFormat.TURNS, defaults)
     ]
+    insert = (
+        f"INSERT INTO turns ({', '.join(sql.TURN_COLUMNS)}) "
+        f"VALUES ({', '.join('?' for _ in sql.TURN_COLUMNS)}) ON CONFLICT DO NOTHING"
+    )
     store = open_store(store_url)
     conn = store._conn
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH):
         with conn:
             before = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0]
-            conn.executemany(sql.INSERT_TURN, rows[start : start + BATCH])
+            conn.executemany(insert, rows[start : start + BATCH])
             conn.execute(sql.SYNC_TURNS_FTS, (before,))
     elapsed = time.perf_counter() - started
     store.close()

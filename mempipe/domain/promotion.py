@@ -10,20 +10,22 @@ between was rejected, or was promoted by an earlier run), the run is cut there.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from mempipe.domain.ids import snapshot_id
 from mempipe.schemas.config import PromotionLimits
-from mempipe.schemas.snapshot import CutReason, ExtractionState, Snapshot
+from mempipe.schemas.snapshot import CutReason, Snapshot
 from mempipe.schemas.turn import Role
 
 SUMMARY_QUOTE_CHARS = 160
+_ROLES = tuple(role.value for role in Role)
+"""The roles in the order a summary counts them, as plain text (faster to look up)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnStamp:
-    """What promotion needs of a turn: its key, time, role and text."""
+class TurnStamp(NamedTuple):
+    """What promotion needs of a turn: its key, time, role and text (a tuple: one is made for
+    every turn promoted)."""
 
     org_id: str
     project_id: str
@@ -103,7 +105,7 @@ def build_snapshot(
         ended_at=max(times) if times else None,
         cut_reason=reason,
         summary=summarize(turns),
-        extraction=[ExtractionState(handler=h) for h in handlers],
+        extraction=[{"handler": h} for h in handlers],
         run_id=run_id,
     )
 
@@ -113,7 +115,7 @@ def summarize(turns: list[TurnStamp]) -> str:
     counts: dict[str, int] = {}
     for turn in turns:
         counts[turn.role] = counts.get(turn.role, 0) + 1
-    roles = ", ".join(f"{counts[r]} {r}" for r in Role if r in counts)
+    roles = ", ".join(f"{counts[r]} {r}" for r in _ROLES if r in counts)
     opener = next((t for t in turns if t.role == Role.USER and t.content.strip()), None)
     opener = opener or next((t for t in turns if t.content.strip()), None)
     head = f"{len(turns)} turns ({roles})"

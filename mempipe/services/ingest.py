@@ -1,7 +1,9 @@
 """Read one archive file into the store in batches, each written in one transaction.
 
 Parsing (Python, holding the GIL) and writing (SQLite, which releases it) overlap: one writer
-thread stores batch *k* while batch *k+1* is parsed. At most two batches are in memory.
+thread stores batch *k* while batch *k+1* is parsed. Each batch is encoded in the parsing thread,
+so that the writer spends its time in the database (see :mod:`mempipe.bulk`). At most two
+batches are in memory.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from mempipe.adapters.store.base import Turns
 from mempipe.archives import ArchiveReader
 from mempipe.archives.drafts import Skipped
-from mempipe.gc_tuning import relaxed_gc
+from mempipe.bulk import bulk_work
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
@@ -49,13 +51,13 @@ def ingest_file(
         summary.turns_read += result.inserted + result.duplicates + rejected + skipped
 
     with (
-        relaxed_gc(),
+        bulk_work(),
         track(path.name, reader.size, "bytes") as progress,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="mempipe-writer") as writer,
     ):
         in_flight: tuple[Future[TurnWriteResult], list[Reject], int] | None = None
         for turns, rejects, skipped in _batches(reader, batch_size):
-            written = writer.submit(_write, store, turns, run_id)
+            written = writer.submit(store.write_turns, store.encode_turns(turns, run_id))
             if in_flight is not None:
                 account(*in_flight)
             in_flight = (written, rejects, skipped)
@@ -77,7 +79,3 @@ def _batches(
             [item for item in batch if isinstance(item, Reject)],
             sum(isinstance(item, Skipped) for item in batch),
         )
-
-
-def _write(store: Turns, turns: list[Turn], run_id: str | None) -> TurnWriteResult:
-    return store.add_turns(turns, run_id) if turns else TurnWriteResult()

@@ -153,3 +153,33 @@ def test_vectors_are_read_by_reference_and_found_again_by_it(backend) -> None:
     semantic, _ = backend.export_vectors("semantic", embedder.model_id, ann, None, 100)
     assert sorted(ref for ref, _ in semantic) == ["m0", "m1"]
     assert set(backend.record_rowids("semantic", ["m0", "m1", "zz"])) == {"m0", "m1"}
+
+
+def test_turn_values_read_back_exactly_as_written(backend) -> None:
+    """The SQLite store writes a batch of turns as one JSON document: text that JSON escapes
+    (NUL, quotes, backslashes, line separators, emoji), 64-bit numbers, nested metadata and
+    tool calls, and missing values must come back as the model held them."""
+    tricky = [
+        turn(0, content='NUL \x00 "quoted" back\\slash \u2028 line \U0001f600 é'),
+        turn(1, content="far seq").model_copy(
+            update={
+                "turn_seq": 2**62,
+                "name": "Ann O'Hara",
+                "model": "gpt-4o",
+                "metadata": {"nested": {"list": [1, 2.5, None, "x"]}, "flag": True},
+                "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                "tool_call_id": "c0",
+                "message_id": "m-1",
+                "agent_id": "agent",
+                "created_at": None,
+                "source": turn(0).source.model_copy(update={"line": None, "index": 7}),
+            }
+        ),
+    ]
+    assert backend.add_turns(tricky, "r").inserted == 2
+    stored, _ = backend.export_page("turns", BundleSelection(), None, 10)
+    by_seq = {t.turn_seq: t for t in stored}
+    for written in tricky:
+        assert by_seq[written.turn_seq].model_dump(exclude={"snapshot_id"}) == written.model_dump(
+            exclude={"snapshot_id"}
+        )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mempipe.adapters.store.base import WholeBatches
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
@@ -75,7 +76,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norms if norms else 0.0
 
 
-class InMemoryStore:
+class InMemoryStore(WholeBatches):
     """Turns, WorkQueue, Memories and AuditLog, held in dicts."""
 
     url = "memory://fake"

@@ -18,8 +18,8 @@ def test_unpromoted_pages_use_keyset_paging_in_key_order() -> None:
 
 
 def test_turn_inserts_never_overwrite_an_existing_key() -> None:
-    assert sql.INSERT_TURN.endswith("ON CONFLICT DO NOTHING"), "the turn key's unique index"
-    assert sql.INSERT_TURN.count("?") == len(sql.TURN_COLUMNS)
+    assert sql.INSERT_TURNS.endswith("ON CONFLICT DO NOTHING"), "the turn key's unique index"
+    assert sql.INSERT_TURNS.count("value ->> ") == len(sql.TURN_COLUMNS)
 
 
 def test_times_are_stored_as_fixed_width_utc_text_so_text_order_is_time_order() -> None:

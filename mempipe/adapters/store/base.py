@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,12 +34,30 @@ from mempipe.schemas.work import WorkItem
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded(Generic[R]):
+    """A batch and its ``payload``, the store's own form of it, made by the store's
+    ``encode_*`` in the calling thread. The bulk paths parse in one thread and write in another
+    (see :mod:`mempipe.bulk`): the writer thread should spend its time in the database."""
+
+    records: Sequence[R]
+    payload: Any = None
+
 
 class Turns(Protocol):
     """Short-term memory: turns, written once per key, and the snapshots promoted from them."""
 
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
         """Insert a batch in one transaction; existing keys are skipped, never overwritten."""
+        ...
+
+    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]: ...
+
+    def write_turns(self, batch: Encoded[Turn]) -> TurnWriteResult:
+        """:meth:`add_turns` of a batch made by :meth:`encode_turns`."""
         ...
 
     def count_unpromoted_turns(self) -> int: ...
@@ -51,6 +70,29 @@ class Turns(Protocol):
         """Insert snapshots and mark their turns promoted, atomically; returns the ids of those
         that were new (an id already stored is left as it is)."""
         ...
+
+    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]: ...
+
+    def write_snapshots(self, batch: Encoded[Snapshot]) -> set[str]:
+        """:meth:`add_snapshots` of a batch made by :meth:`encode_snapshots`."""
+        ...
+
+
+class WholeBatches:
+    """Encoding for a store whose batch writes spend their time outside Python already (a
+    server's): the batch is its own payload, with the turns' run id."""
+
+    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]:
+        return Encoded(turns, run_id)
+
+    def write_turns(self: Turns, batch: Encoded[Turn]) -> TurnWriteResult:
+        return self.add_turns(batch.records, batch.payload)
+
+    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]:
+        return Encoded(snapshots)
+
+    def write_snapshots(self: Turns, batch: Encoded[Snapshot]) -> set[str]:
+        return self.add_snapshots(batch.records)
 
 
 class WorkQueue(Protocol):

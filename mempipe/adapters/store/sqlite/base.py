@@ -12,6 +12,7 @@ import apsw
 import numpy as np
 
 from mempipe.adapters.store.sqlite import sql
+from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.exceptions import translate
 
 
@@ -27,9 +28,26 @@ class SqliteParts:
     """Mixed into :class:`SqliteStore` under each role; holds its connection."""
 
     url: str
+    config: SqliteConfig
     _conn: apsw.Connection
     partition_keys: tuple[str, ...] = ()
     custom_types: tuple[str, ...] = ()
+
+    @contextmanager
+    def _reader(self) -> Iterator[apsw.Connection]:
+        """A read-only connection of its own, for a long read that must not wait for another
+        thread's writes on the main connection (WAL: it reads what is committed, unblocked)."""
+        try:
+            reader = apsw.Connection(str(self.config.path), flags=apsw.SQLITE_OPEN_READONLY)
+            reader.setbusytimeout(self.config.busy_timeout_ms)
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+        try:
+            yield reader
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+        finally:
+            reader.close()
 
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:

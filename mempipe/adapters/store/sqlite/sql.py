@@ -29,11 +29,14 @@ TURN_COLUMNS = (
 )
 """The turns table's written columns, from the turn model."""
 
-INSERT_TURN = (
+INSERT_TURNS = (
     f"INSERT INTO turns ({', '.join(TURN_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in TURN_COLUMNS)}) "
-    "ON CONFLICT DO NOTHING"
+    f"SELECT {', '.join(f'value ->> {i}' for i in range(len(TURN_COLUMNS)))} "
+    "FROM json_each(?) WHERE true ON CONFLICT DO NOTHING"
 )
+"""A batch of turn rows in one statement, from one JSON array of rows: SQLite runs the whole
+batch in one step without Python's lock, so the writer thread truly overlaps the parsing thread
+(``executemany`` takes the lock back for every row, and so runs in turn with it)."""
 MAX_TURN_ID = "SELECT coalesce(max(id), 0) FROM turns"
 SYNC_TURNS_FTS = (
     "INSERT INTO turns_fts (rowid, name, content) SELECT id, name, content FROM turns WHERE id > ?"
@@ -62,21 +65,38 @@ def unpromoted_page_sql(after_key: bool) -> str:
     )
 
 
-INSERT_SNAPSHOT = (
-    "INSERT INTO snapshots (id, org_id, project_id, user_id, agent_id, session_id, "
-    "first_turn_seq, last_turn_seq, turn_count, started_at, ended_at, cut_reason, summary, "
-    "run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT DO NOTHING RETURNING id"
+def _from_json_rows(columns: tuple[str, ...]) -> str:
+    """The columns of each row of a JSON array of rows, bound as the statement's last value."""
+    values = ", ".join(f"value ->> {i}" for i in range(len(columns)))
+    return f"({', '.join(columns)}) SELECT {values} FROM json_each(?) WHERE true"
+
+
+SNAPSHOT_COLUMNS = (
+    *("id", "org_id", "project_id", "user_id", "agent_id", "session_id", "first_turn_seq"),
+    *("last_turn_seq", "turn_count", "started_at", "ended_at", "cut_reason", "summary"),
+    *("run_id", "created_at"),
 )
-INSERT_EXTRACTION_STATE = (
-    "INSERT INTO snapshot_extractions (snapshot_id, handler, status, attempts, last_error, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+NEW_SNAPSHOT_IDS = (
+    "SELECT json_group_array(value ->> 0) FROM json_each(?) "
+    "WHERE NOT EXISTS (SELECT 1 FROM snapshots WHERE id = value ->> 0)"
+)
+INSERT_SNAPSHOTS = (
+    f"INSERT INTO snapshots {_from_json_rows(SNAPSHOT_COLUMNS)} ON CONFLICT DO NOTHING"
+)
+INSERT_EXTRACTION_STATES = (
+    "INSERT INTO snapshot_extractions "
+    + _from_json_rows(("snapshot_id", "handler", "status", "attempts", "last_error", "updated_at"))
+    + " ON CONFLICT DO NOTHING"
 )
 MARK_TURNS_PROMOTED = (
-    "UPDATE turns SET snapshot_id = ? WHERE org_id = ? AND project_id = ? "
-    "AND coalesce(user_id, '') = coalesce(?, '') AND session_id = ? "
-    "AND turn_seq BETWEEN ? AND ? AND snapshot_id IS NULL"
+    "UPDATE turns SET snapshot_id = s.value ->> 0 FROM json_each(?) AS s "
+    "WHERE turns.org_id = s.value ->> 1 AND turns.project_id = s.value ->> 2 "
+    "AND coalesce(turns.user_id, '') = coalesce(s.value ->> 3, '') "
+    "AND turns.session_id = s.value ->> 4 "
+    "AND turns.turn_seq BETWEEN s.value ->> 5 AND s.value ->> 6 AND turns.snapshot_id IS NULL"
 )
+"""Snapshots, their extraction states and their turns' marks, each a batch in one statement
+from a JSON array of rows (see :data:`INSERT_TURNS`)."""
 
 UPSERT_RUN = (
     "INSERT INTO runs (run_id, flow, parameters, status, counts, checkpoints, error, started_at, "

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import orjson
+
+from mempipe.adapters.store.base import Encoded
 from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
@@ -19,13 +22,20 @@ class SqliteTurns(SqliteParts):
     """Short-term memory: the raw turns and the snapshots cut from them."""
 
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
+        return self.write_turns(self.encode_turns(turns, run_id))
+
+    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]:
+        """The rows as one JSON array, for :data:`sql.INSERT_TURNS`."""
+        return Encoded(turns, orjson.dumps([sql.turn_row(turn, run_id) for turn in turns]))
+
+    def write_turns(self, batch: Encoded[Turn]) -> TurnWriteResult:
+        turns = batch.records
         if not turns:
             return TurnWriteResult()
-        rows = [sql.turn_row(turn, run_id) for turn in turns]
         conn = self._conn
         with self._writing():
             before = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0]
-            conn.executemany(sql.INSERT_TURN, rows)
+            conn.execute(sql.INSERT_TURNS, (batch.payload,))
             inserted = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0] - before
             if inserted:
                 conn.execute(sql.SYNC_TURNS_FTS, (before,))
@@ -59,49 +69,57 @@ class SqliteTurns(SqliteParts):
         return self._rows("SELECT count(*) FROM turns WHERE snapshot_id IS NULL")[0][0]
 
     def iter_unpromoted_turns(self, page_size: int = 5000) -> Iterator[TurnStamp]:
+        """Read on a connection of its own: the promotion's writer thread holds the main one
+        while it writes the batch before."""
         last: tuple[Any, ...] | None = None
-        while True:
-            if last is None:
-                page = self._rows(sql.unpromoted_page_sql(after_key=False), (page_size,))
-            else:
-                page = self._rows(sql.unpromoted_page_sql(after_key=True), (*last, page_size))
-            if not page:
-                return
-            last = page[-1][:5]
-            for row in page:
-                yield sql.stamp_from_row(row)
-            if len(page) < page_size:
-                return
+        with self._reader() as reader:
+            while True:
+                if last is None:
+                    query, bindings = sql.unpromoted_page_sql(after_key=False), (page_size,)
+                else:
+                    query, bindings = sql.unpromoted_page_sql(after_key=True), (*last, page_size)
+                page = reader.execute(query, bindings).fetchall()
+                if not page:
+                    return
+                last = page[-1][:5]
+                yield from map(sql.stamp_from_row, page)
+                if len(page) < page_size:
+                    return
 
     def add_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
-        if not snapshots:
-            return set()
+        return self.write_snapshots(self.encode_snapshots(snapshots))
+
+    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]:
+        """Three JSON arrays of rows: the snapshots, their extraction states, their marks."""
         now = now_text()
+        states = [
+            (s.snapshot_id, e.handler, e.status.value, e.attempts, e.last_error, now)
+            for s in snapshots
+            for e in s.extraction
+        ]
+        marks = [
+            (
+                s.snapshot_id,
+                s.org_id,
+                s.project_id,
+                s.user_id,
+                s.session_id,
+                s.first_turn_seq,
+                s.last_turn_seq,
+            )
+            for s in snapshots
+        ]
+        rows = [sql.snapshot_row(s, now) for s in snapshots]
+        return Encoded(snapshots, tuple(map(orjson.dumps, (rows, states, marks))))
+
+    def write_snapshots(self, batch: Encoded[Snapshot]) -> set[str]:
+        if not batch.records:
+            return set()
+        rows, states, marks = batch.payload
         conn = self._conn
         with self._writing():
-            rows = [sql.snapshot_row(s, now) for s in snapshots]
-            created = {row[0] for row in conn.executemany(sql.INSERT_SNAPSHOT, rows)}
-            conn.executemany(
-                sql.INSERT_EXTRACTION_STATE,
-                [
-                    (s.snapshot_id, e.handler, e.status.value, e.attempts, e.last_error, now)
-                    for s in snapshots
-                    for e in s.extraction
-                ],
-            )
-            conn.executemany(
-                sql.MARK_TURNS_PROMOTED,
-                [
-                    (
-                        s.snapshot_id,
-                        s.org_id,
-                        s.project_id,
-                        s.user_id,
-                        s.session_id,
-                        s.first_turn_seq,
-                        s.last_turn_seq,
-                    )
-                    for s in snapshots
-                ],
-            )
-        return created
+            (new,) = conn.execute(sql.NEW_SNAPSHOT_IDS, (rows,)).fetchall()[0]
+            conn.execute(sql.INSERT_SNAPSHOTS, (rows,))
+            conn.execute(sql.INSERT_EXTRACTION_STATES, (states,))
+            conn.execute(sql.MARK_TURNS_PROMOTED, (marks,))
+        return set(orjson.loads(new))
