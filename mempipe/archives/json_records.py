@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import ijson
 import orjson
@@ -20,8 +20,9 @@ LOOKAHEAD_LINES = 1000
 """How far past broken first lines to look for a line that is a JSON object on its own."""
 
 
-@dataclass(frozen=True, slots=True)
-class JsonRecord:
+class JsonRecord(NamedTuple):
+    """One record and where it was read (a tuple: one is made for every record of a file)."""
+
     value: Any
     line: int | None
     index: int | None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     emit,
     identity_options,
@@ -58,6 +59,7 @@ from mempipe.schemas.archive import ArchiveFormat
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def backfill(
     paths: tuple[str, ...],
     archive_format: str,
@@ -144,6 +146,7 @@ def backfill(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def promote(store: str | None, config: str | None, as_json: bool) -> None:
     """Cut every session's unpromoted turns into snapshots, by the configured limits."""
     from mempipe.bootstrap import load_context

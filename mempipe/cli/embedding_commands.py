@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 from pydantic import BaseModel
 
+from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     emit,
     json_option,
@@ -48,6 +49,7 @@ from mempipe.cli.options import (
 @json_option
 @click.pass_context
 @reports_errors
+@starts_flows
 def reembed(
     ctx: click.Context,
     model: str | None,
@@ -129,6 +131,7 @@ class Names(BaseModel):
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def reembed_finalize(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
@@ -144,6 +147,7 @@ def reembed_finalize(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def reembed_rollback(
     collections: str | None, store: str | None, config: str | None, as_json: bool
 ) -> None:
@@ -180,6 +184,7 @@ def _end_move(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def rebuild_indexes_command(
     force: bool, store: str | None, config: str | None, as_json: bool
 ) -> None:

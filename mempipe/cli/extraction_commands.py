@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counts_text,
     emit,
@@ -51,6 +52,7 @@ from mempipe.cli.options import (
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def replay(
     org_id: str | None,
     project_id: str | None,
@@ -145,6 +147,7 @@ def replay(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def report(
     run_id: str | None,
     since: datetime | None,

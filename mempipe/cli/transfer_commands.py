@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counted,
     emit,
@@ -32,6 +33,7 @@ from mempipe.schemas.memory import MemoryType
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def export(
     out: str,
     org_id: str | None,
@@ -101,6 +103,7 @@ def export(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def import_command(
     paths: tuple[str, ...],
     source_format: str,
@@ -193,6 +196,7 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def erase(
     user_id: str,
     org_id: str | None,
@@ -253,6 +257,7 @@ def erase(
 @store_options
 @json_option
 @reports_errors
+@starts_flows
 def copy(
     to: str,
     with_vectors: bool,
