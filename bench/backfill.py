@@ -57,18 +57,20 @@ def write_archive(path: Path, turns: int, turns_per_session: int = 10) -> None:
 
 
 def end_to_end(archive: Path, store_url: str, work: Path) -> tuple[float, dict]:
+    from mempipe.cli.flow_runs import direct_runs
     from mempipe.flows.backfill import backfill_flow
 
     started = time.perf_counter()
-    summary = backfill_flow(
-        paths=[str(archive)],
-        org_id="bench",
-        project_id="bench",
-        store=store_url,
-        config=str(work / "none.yaml"),
-        rejects_dir=str(work / "rejects"),
-        batch_size=BATCH,
-    )
+    with direct_runs():  # as `mempipe backfill` runs it
+        summary = backfill_flow(
+            paths=[str(archive)],
+            org_id="bench",
+            project_id="bench",
+            store=store_url,
+            config=str(work / "none.yaml"),
+            rejects_dir=str(work / "rejects"),
+            batch_size=BATCH,
+        )
     return time.perf_counter() - started, summary.model_dump(exclude={"files"})
 
 
