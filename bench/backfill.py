@@ -19,11 +19,11 @@ import json
 import os
 import random
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from processes import run_mempipe
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -105,33 +105,9 @@ def raw_apsw(archive: Path, store_url: str) -> float:
 
 def peak_rss_mb(archive: Path, work: Path) -> float:
     """Peak RSS of a separate `mempipe backfill` process (its own, not Prefect's server's)."""
-    code = (
-        "import resource, sys\n"
-        "from mempipe.cli import cli\n"
-        "try:\n"
-        "    cli(sys.argv[1:], standalone_mode=False)\n"
-        "finally:\n"
-        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            code,
-            "backfill",
-            str(archive),
-            "--json",
-            "--store",
-            f"sqlite:///{work / 'memory-rss.db'}",
-            "--rejects-dir",
-            str(work / "rejects"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=work,
-        check=True,
-    )
-    return int(result.stderr.strip().splitlines()[-1]) / 1024
+    store = f"sqlite:///{work / 'memory-rss.db'}"
+    args = ["backfill", str(archive), "--json", "--store", store]
+    return run_mempipe([*args, "--rejects-dir", str(work / "rejects")], work).peak_rss_mb
 
 
 def main() -> None:

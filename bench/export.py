@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 import orjson
+from processes import run_mempipe
 
 DATA = Path(
     os.environ.get(
@@ -149,38 +150,13 @@ def write_export(path: Path, turns: int) -> None:
         out.write(b"\n]\n")
 
 
-def mempipe_backfill(export: Path, work: Path) -> tuple[float, int]:
+def mempipe_backfill(export: Path, work: Path) -> tuple[float, float]:
     store = f"sqlite:///{work / 'mempipe.db'}"
-    started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import resource, sys\n"
-            "from mempipe.cli import cli\n"
-            "try:\n"
-            "    cli(sys.argv[1:], standalone_mode=False)\n"
-            "finally:\n"
-            "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
-            "    print('peak-rss-mb', peak, file=sys.stderr)",
-            "backfill",
-            str(export),
-            "--user-id",
-            "bench",
-            "--store",
-            store,
-            "--json",
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=True,
+    done = run_mempipe(
+        ["backfill", str(export), "--user-id", "bench", "--store", store, "--json"], work
     )
-    seconds = time.perf_counter() - started
-    summary = orjson.loads(done.stdout)
-    print(f"mempipe: {summary['turns_inserted']:,} turns inserted")
-    peak = next(line for line in done.stderr.splitlines() if line.startswith("peak-rss-mb"))
-    return seconds, int(peak.split()[1])
+    print(f"mempipe: {orjson.loads(done.stdout)['turns_inserted']:,} turns inserted")
+    return done.seconds, done.peak_rss_mb
 
 
 def reference(export: Path, work: Path) -> tuple[float, int]:
@@ -212,7 +188,7 @@ def main() -> None:
             ("reference: ijson + apsw + FTS5", ref_s, ref_rss),
             ("mempipe backfill (whole process)", ours_s, ours_rss),
         ):
-            print(f"{name:<36} {seconds:7.1f} s  peak RSS {peak:5d} MB")
+            print(f"{name:<36} {seconds:7.1f} s  peak RSS {peak:5.0f} MB")
         print(f"ratio reference time / mempipe time: {ref_s / ours_s:.2f}")
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from processes import run_mempipe
 from search import repeated_turns
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -92,24 +92,6 @@ def pyarrow_reference(store_path: Path, out: Path) -> tuple[int, float, float]:
     return sum(len(r) for r in rows.values()), written, read
 
 
-def peak_rss(args: list[str], cwd: Path) -> tuple[float, float]:
-    """Seconds and peak RSS (MB) of one whole mempipe process (its own, not Prefect's
-    server's)."""
-    code = (
-        "import resource, sys\n"
-        "from mempipe.cli import cli\n"
-        "try:\n"
-        "    cli(sys.argv[1:], standalone_mode=False)\n"
-        "finally:\n"
-        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    )
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, check=True
-    )
-    return time.perf_counter() - started, int(done.stderr.strip().splitlines()[-1]) / 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
@@ -163,14 +145,14 @@ def main() -> None:
 
     if args.big is not None:
         big = args.big.resolve()
-        seconds, rss = peak_rss(
+        seconds, rss, _ = run_mempipe(
             ["export", "--out", str(out / "big-bundle"), "--store", f"sqlite:///{big}"], out
         )
         print(f"mempipe export of {big.name}: {seconds:.0f} s, peak RSS {rss:.0f} MB")
         copy = out / "big-copy.db"
         for stale in out.glob("big-copy.db*"):
             stale.unlink()
-        seconds, rss = peak_rss(
+        seconds, rss, _ = run_mempipe(
             ["copy", "--to", f"sqlite:///{copy}", "--store", f"sqlite:///{big}"], out
         )
         print(f"mempipe copy of {big.name} to SQLite: {seconds:.0f} s, peak RSS {rss:.0f} MB")

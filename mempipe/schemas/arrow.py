@@ -3,6 +3,7 @@ down twice. Free-form dicts (``metadata``, ``tags``) become JSON text columns.""
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -68,7 +69,9 @@ def _nullable(annotation: Any) -> bool:
     return get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation)
 
 
+@functools.cache
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    """Made once per model: every page of an export and a bundle import asks for it."""
     fields = []
     for name, info in model.model_fields.items():
         annotation = info.annotation
@@ -84,17 +87,22 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     return pa.schema(fields)
 
 
+@functools.cache
+def _json_columns(model: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(
+        f.name
+        for f in arrow_schema(model)
+        if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
+    )
+
+
 def to_arrow_table(rows: Sequence[BaseModel], model: type[BaseModel]) -> pa.Table:
     return pa.Table.from_pylist(arrow_rows(rows, model), schema=arrow_schema(model))
 
 
 def arrow_rows(rows: Sequence[BaseModel], model: type[BaseModel]) -> list[dict[str, Any]]:
     """The models as the plain rows their Arrow table is made of (JSON columns as text)."""
-    json_columns = [
-        f.name
-        for f in arrow_schema(model)
-        if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
-    ]
+    json_columns = _json_columns(model)
     records = []
     for row in rows:
         record = row.model_dump(mode="python")
@@ -107,11 +115,7 @@ def arrow_rows(rows: Sequence[BaseModel], model: type[BaseModel]) -> list[dict[s
 
 def from_arrow_rows(rows: Sequence[dict[str, Any]], model: type[BaseModel]) -> list[BaseModel]:
     """Rows read back from a table written by :func:`to_arrow_table`, as models."""
-    json_columns = [
-        f.name
-        for f in arrow_schema(model)
-        if f.metadata and f.metadata.get(b"encoding") == JSON_TEXT
-    ]
+    json_columns = _json_columns(model)
     records = []
     for row in rows:
         for column in json_columns:

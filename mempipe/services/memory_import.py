@@ -25,7 +25,13 @@ from mempipe.schemas.memory_import import ImportedMemory, MemoryFormat, MemoryIm
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.embedding import embed_texts
-from mempipe.services.replay import ReplayContext, ReplayStore, prejudge, reconcile_one
+from mempipe.services.replay import (
+    ReplayContext,
+    ReplayStore,
+    audit_row,
+    prejudge,
+    reconcile_one,
+)
 
 
 def evidence_of(memory: ImportedMemory) -> SnapshotContent:
@@ -181,26 +187,21 @@ def _verbatim(
             if store.get_memory(memory.memory_type.value, record.id) is not None:
                 continue
             store.add_memory(memory.memory_type.value, record, vector)
-            rows.append(
-                AuditRow(
-                    run_id=context.run_id,
-                    at=now,
-                    day=now.date(),
-                    org_id=record.org_id,
-                    project_id=record.project_id,
-                    user_id=record.user_id,
-                    agent_id=record.agent_id,
-                    memory_type=memory.memory_type.value,
-                    action=ReconcileAction.ADD,
-                    memory_id=record.id,
-                    version=1,
-                    snapshot_id=snapshot.snapshot_id,
-                    extractor=f"import:{memory.source_system}",
-                    embedding_model_id=context.embedder.model_id if vector is not None else None,
-                    text=record.text,
-                    observed_at=memory.created_at or memory.updated_at,
-                )
+            added = audit_row(
+                context,
+                snapshot,
+                memory.memory_type,
+                ReconcileAction.ADD,
+                record.id,
+                1,
+                None,
+                None,
+                record.text,
+                now,
+                None,
             )
+            unembedded = {} if vector is not None else {"embedding_model_id": None}
+            rows.append(_from(added, memory).model_copy(update=unembedded))
         store.add_audit(rows)
     return rows
 

@@ -285,7 +285,7 @@ def reconcile_one(
         version = store.reinforce_memory(
             memory_type.value, decision.target.memory_id, snapshot.snapshot_id
         )
-        return _audit(
+        return audit_row(
             context,
             snapshot,
             memory_type,
@@ -327,7 +327,7 @@ def reconcile_one(
     if history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
     store.add_memory(memory_type.value, record, vector)
-    row = _audit(
+    row = audit_row(
         context,
         snapshot,
         memory_type,
@@ -343,7 +343,7 @@ def reconcile_one(
     return row.model_copy(update={"as_history": True}) if history else row
 
 
-def _audit(
+def audit_row(
     context: ReplayContext,
     snapshot: SnapshotContent,
     memory_type: MemoryType,
@@ -356,6 +356,7 @@ def _audit(
     now: datetime,
     observed: datetime | None,
 ) -> AuditRow:
+    """What one reconciliation did, as the audit keeps it."""
     return AuditRow(
         run_id=context.run_id,
         at=now,

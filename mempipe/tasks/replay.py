@@ -24,6 +24,18 @@ from mempipe.services.replay_summary import BucketOutcome
 from mempipe.tasks.policies import retry_if_transient
 
 
+def replay_context(settings: ReplaySettings, run_id: str) -> ReplayContext:
+    """The extractor, embedder and rules a replay (or a memory import) runs with, made in the
+    process that runs it."""
+    return ReplayContext(
+        run_id=run_id,
+        extractor=extractor_for(settings.extractor, settings.llm),
+        embedder=embedder_for(settings.embedding_model),
+        thresholds=settings.thresholds,
+        retry=settings.retry,
+    )
+
+
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
 def select_extraction_work(
     store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
@@ -54,13 +66,7 @@ def replay_bucket(
 ) -> BucketOutcome:
     """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
     returns, every owner it was given has been replayed, by this run or another."""
-    context = ReplayContext(
-        run_id=run_id,
-        extractor=extractor_for(settings.extractor, settings.llm),
-        embedder=embedder_for(settings.embedding_model),
-        thresholds=settings.thresholds,
-        retry=settings.retry,
-    )
+    context = replay_context(settings, run_id)
     with (
         closing(open_store(store_url, migrate=False)) as store,
         track("replay", len(items), "extractions") as bar,

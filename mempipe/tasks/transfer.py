@@ -8,8 +8,6 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.embedding import embedder_for
-from mempipe.adapters.llm.factory import extractor_for
 from mempipe.adapters.store import open_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
@@ -27,7 +25,7 @@ from mempipe.services import erase as erasing
 from mempipe.services import memory_import
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
-from mempipe.services.replay import ReplayContext
+from mempipe.tasks.replay import replay_context
 
 
 @task(name="write-bundle", cache_policy=NO_CACHE)
@@ -104,13 +102,7 @@ def import_memory_file(
     verbatim: bool,
     rejects_file: str,
 ) -> MemoryImportSummary:
-    context = ReplayContext(
-        run_id=run_id,
-        extractor=extractor_for(settings.extractor, settings.llm),
-        embedder=embedder_for(settings.embedding_model),
-        thresholds=settings.thresholds,
-        retry=settings.retry,
-    )
+    context = replay_context(settings, run_id)
     with closing(open_store(store_url, migrate=False)) as store:
         summary = memory_import.import_memory_file(
             store,

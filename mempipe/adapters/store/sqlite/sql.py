@@ -29,11 +29,14 @@ TURN_COLUMNS = (
 )
 """The turns table's written columns, from the turn model."""
 
-INSERT_TURNS = (
-    f"INSERT INTO turns ({', '.join(TURN_COLUMNS)}) "
-    f"SELECT {', '.join(f'value ->> {i}' for i in range(len(TURN_COLUMNS)))} "
-    "FROM json_each(?) WHERE true ON CONFLICT DO NOTHING"
-)
+
+def _from_json_rows(columns: tuple[str, ...]) -> str:
+    """The columns of each row of a JSON array of rows, bound as the statement's last value."""
+    values = ", ".join(f"value ->> {i}" for i in range(len(columns)))
+    return f"({', '.join(columns)}) SELECT {values} FROM json_each(?) WHERE true"
+
+
+INSERT_TURNS = f"INSERT INTO turns {_from_json_rows(TURN_COLUMNS)} ON CONFLICT DO NOTHING"
 """A batch of turn rows in one statement, from one JSON array of rows: SQLite runs the whole
 batch in one step without Python's lock, so the writer thread truly overlaps the parsing thread
 (``executemany`` takes the lock back for every row, and so runs in turn with it)."""
@@ -63,12 +66,6 @@ def unpromoted_page_sql(after_key: bool) -> str:
         f"SELECT {_STAMP_COLUMNS} FROM turns WHERE snapshot_id IS NULL {after}"
         f"ORDER BY {TURN_KEY} LIMIT ?"
     )
-
-
-def _from_json_rows(columns: tuple[str, ...]) -> str:
-    """The columns of each row of a JSON array of rows, bound as the statement's last value."""
-    values = ", ".join(f"value ->> {i}" for i in range(len(columns)))
-    return f"({', '.join(columns)}) SELECT {values} FROM json_each(?) WHERE true"
 
 
 SNAPSHOT_COLUMNS = (

@@ -24,6 +24,7 @@ from mempipe.schemas.turn import TURN_FIELDS, SourceLocation, Turn
 
 RUN_FIELDS = tuple(RunRecord.model_fields)
 SOURCE_COLUMNS = tuple(f"source_{f}" for f in SourceLocation.model_fields)
+TURN_REF = ("org_id", "project_id", "user_id", "session_id", "turn_seq")
 
 
 class SqliteTransfer(SqliteParts):
@@ -39,19 +40,18 @@ class SqliteTransfer(SqliteParts):
             return self._turns(selection, start, limit)
         if collection == "snapshots":
             return self._snapshots(selection, start, limit)
-        if collection in MEMORY_COLLECTIONS:
-            return self._memories(collection, selection, start, limit)
         model = BUNDLE_MODELS[collection]
-        names = tuple(model.model_fields)
-        table, key = {"audit": ("audit", "id"), "failures": ("failures", "id")}.get(
-            collection, ("runs", "rowid")
-        )
-        where, values = _selected(collection, selection)
-        rows = self._rows(
-            f"SELECT {key}, {', '.join(names)} FROM {table} WHERE {key} > ? AND {where} "
-            f"ORDER BY {key} LIMIT ?",
-            (start, *values, limit),
-        )
+        if collection in MEMORY_COLLECTIONS:
+            names = (*memory_sql.COMMON, *memory_sql.SPECIFIC[collection])
+            table, key = memory_sql.table(collection), "rowid"
+            selected = _identity(selection)
+        else:
+            names = tuple(model.model_fields)
+            table, key = {"audit": ("audit", "id"), "failures": ("failures", "id")}.get(
+                collection, ("runs", "rowid")
+            )
+            selected = _selected(collection, selection)
+        rows = self._page(table, key, names, selected, start, limit)
         records = [model.model_validate(sql.from_sql_row(model, names, row[1:])) for row in rows]
         return records, rows[-1][0] if rows else start
 
@@ -62,12 +62,8 @@ class SqliteTransfer(SqliteParts):
         (a memory's id, a turn's key), in pages."""
         source = "turns" if collection == "turns" else memory_sql.table(collection)
         table = memory_sql.vector_table(store_collection(collection), model_id)
-        ref = "org_id, project_id, user_id, session_id, turn_seq" if collection == "turns" else "id"
-        where, values = _identity(selection)
-        rows = self._rows(
-            f"SELECT rowid, {ref} FROM {source} WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?",
-            (after or 0, *values, limit),
-        )
+        ref = TURN_REF if collection == "turns" else ("id",)
+        rows = self._page(source, "rowid", ref, _identity(selection), after or 0, limit)
         found = []
         for row in rows:
             vector = self._rows(f"SELECT embedding FROM {table} WHERE memory_rowid = ?", (row[0],))
@@ -112,11 +108,8 @@ class SqliteTransfer(SqliteParts):
 
     def _turns(self, selection: BundleSelection, start: int, limit: int) -> tuple[list, Any]:
         names = (*TURN_FIELDS, "snapshot_id")
-        where, values = _identity(selection)
-        rows = self._rows(
-            f"SELECT id, {', '.join(names)}, {', '.join(SOURCE_COLUMNS)} FROM turns "
-            f"WHERE id > ? AND {where} ORDER BY id LIMIT ?",
-            (start, *values, limit),
+        rows = self._page(
+            "turns", "id", (*names, *SOURCE_COLUMNS), _identity(selection), start, limit
         )
         turns = []
         for row in rows:
@@ -128,12 +121,7 @@ class SqliteTransfer(SqliteParts):
 
     def _snapshots(self, selection: BundleSelection, start: str, limit: int) -> tuple[list, Any]:
         names = tuple(f for f in Snapshot.model_fields if f not in ("snapshot_id", "extraction"))
-        where, values = _identity(selection)
-        rows = self._rows(
-            f"SELECT id, {', '.join(names)} FROM snapshots WHERE id > ? AND {where} "
-            "ORDER BY id LIMIT ?",
-            (start or "", *values, limit),
-        )
+        rows = self._page("snapshots", "id", names, _identity(selection), start or "", limit)
         states: dict[str, list[ExtractionState]] = {}
         if rows:
             marks = ", ".join("?" for _ in rows)
@@ -157,19 +145,23 @@ class SqliteTransfer(SqliteParts):
         ]
         return snapshots, rows[-1][0] if rows else start
 
-    def _memories(
-        self, collection: str, selection: BundleSelection, start: int, limit: int
-    ) -> tuple[list, Any]:
-        model = BUNDLE_MODELS[collection]
-        names = (*memory_sql.COMMON, *memory_sql.SPECIFIC[collection])
-        where, values = _identity(selection)
-        rows = self._rows(
-            f"SELECT rowid, {', '.join(names)} FROM {memory_sql.table(collection)} "
-            f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?",
-            (start, *values, limit),
+    def _page(
+        self,
+        table: str,
+        key: str,
+        columns: Sequence[str],
+        selected: tuple[str, list[Any]],
+        after: Any,
+        limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """Up to ``limit`` selected rows after ``after`` in ``key`` order: the key, then
+        ``columns``."""
+        where, values = selected
+        return self._rows(
+            f"SELECT {key}, {', '.join(columns)} FROM {table} WHERE {key} > ? AND {where} "
+            f"ORDER BY {key} LIMIT ?",
+            (after, *values, limit),
         )
-        records = [model.model_validate(sql.from_sql_row(model, names, row[1:])) for row in rows]
-        return records, rows[-1][0] if rows else start
 
 
 def _identity(selection: BundleSelection) -> tuple[str, list[Any]]:

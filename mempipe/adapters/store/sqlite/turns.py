@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import orjson
 
@@ -71,20 +70,14 @@ class SqliteTurns(SqliteParts):
     def iter_unpromoted_turns(self, page_size: int = 5000) -> Iterator[TurnStamp]:
         """Read on a connection of its own: the promotion's writer thread holds the main one
         while it writes the batch before."""
-        last: tuple[Any, ...] | None = None
+        query, bindings = sql.unpromoted_page_sql(after_key=False), (page_size,)
         with self._reader() as reader:
-            while True:
-                if last is None:
-                    query, bindings = sql.unpromoted_page_sql(after_key=False), (page_size,)
-                else:
-                    query, bindings = sql.unpromoted_page_sql(after_key=True), (*last, page_size)
-                page = reader.execute(query, bindings).fetchall()
-                if not page:
-                    return
-                last = page[-1][:5]
+            while page := reader.execute(query, bindings).fetchall():
                 yield from map(sql.stamp_from_row, page)
                 if len(page) < page_size:
                     return
+                query = sql.unpromoted_page_sql(after_key=True)
+                bindings = (*page[-1][:5], page_size)
 
     def add_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
         return self.write_snapshots(self.encode_snapshots(snapshots))

@@ -1,0 +1,39 @@
+"""Whole mempipe processes for the benchmarks: their wall time, their own peak RSS (not that of
+Prefect's server) and what they printed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+_REPORTING_PEAK = (
+    "import resource, sys\n"
+    "from mempipe.cli import cli\n"
+    "try:\n"
+    "    cli(sys.argv[1:], standalone_mode=False)\n"
+    "finally:\n"
+    "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+)
+
+
+class MempipeProcess(NamedTuple):
+    seconds: float
+    peak_rss_mb: float
+    stdout: str
+
+
+def run_mempipe(args: list[str], cwd: Path) -> MempipeProcess:
+    """``mempipe ARGS`` in a process of its own, run in ``cwd``; a failure raises."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _REPORTING_PEAK, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    peak_kb = int(done.stderr.strip().splitlines()[-1])
+    return MempipeProcess(time.perf_counter() - started, peak_kb / 1024, done.stdout)
