@@ -10,6 +10,7 @@ import yaml
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.errors import describe
@@ -58,6 +59,25 @@ def load_llm_settings() -> LLMSettings:
         requests_per_minute=env.requests_per_minute,
         rate_limit=env.rate_limit,
     )
+
+
+RETRY_ENV_PREFIX = "MEMPIPE_RETRY_"
+
+
+def load_retry_policy() -> RetryPolicy:
+    """The provider retry policy, each bound from ``MEMPIPE_RETRY_<FIELD>`` where set
+    (``MEMPIPE_RETRY_MAX_ATTEMPTS``, ``_MAX_SECONDS``, ``_RETRY_AFTER_CAP``, ``_NETWORK_BASE``,
+    ``_NETWORK_CAP``, ``_RATE_LIMIT_DEFAULT``, ``_CREDENTIALS_BASE``); an unknown one is an
+    error, not a silent default."""
+    given = {
+        name.removeprefix(RETRY_ENV_PREFIX).lower(): value
+        for name, value in os.environ.items()
+        if name.startswith(RETRY_ENV_PREFIX)
+    }
+    try:
+        return RetryPolicy.model_validate(given)
+    except ValidationError as exc:
+        raise ConfigError(f"{RETRY_ENV_PREFIX}*: {describe(exc, with_input=True)}") from exc
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 import click
@@ -17,6 +16,7 @@ from mempipe.cli.options import (
     split_list,
     store_options,
 )
+from mempipe.errors import IncompleteRunError
 
 
 @click.group(invoke_without_command=True)
@@ -80,28 +80,32 @@ def reembed(
     if model is not None:
         embedder_for(model)
     context.prepare_store()
+    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        summary = reembed_flow(
-            model=model,
-            dimensions=dimensions,
-            collections=split_list(collections),
-            batch_size=batch_size,
-            gate=gate,
-            min_recall_ratio=min_recall_ratio,
-            incremental=incremental,
-            partitions=partitions,
-            task_runner=task_runner,
-            dask_address=dask_address,
-            store=context.store_url,
-            config=str(context.settings.config),
-        )
+        try:
+            summary = reembed_flow(
+                model=model,
+                dimensions=dimensions,
+                collections=split_list(collections),
+                batch_size=batch_size,
+                gate=gate,
+                min_recall_ratio=min_recall_ratio,
+                incremental=incremental,
+                partitions=partitions,
+                task_runner=task_runner,
+                dask_address=dask_address,
+                store=context.store_url,
+                config=str(context.settings.config),
+            )
+        except IncompleteRunError as exc:
+            incomplete, summary = exc, exc.summary
 
     def human() -> None:
         for report in summary.collections:
             click.echo(
                 f"{report.collection:<11} {report.vectors}/{report.records} records with a "
                 f"{report.model_id} vector ({report.embedded_now} new, "
-                f"{report.unembeddable} unembeddable)"
+                f"{report.unembeddable} unembeddable, {report.failed} failed)"
             )
         if summary.gate is not None:
             click.echo(
@@ -114,10 +118,10 @@ def reembed(
                 if summary.switched
                 else f"not switched: {summary.reason}"
             )
+        if incomplete is not None:
+            click.echo("next: the same command again resumes where this run stopped")
 
-    emit(summary, as_json, human)
-    if not summary.incremental and not summary.switched:
-        sys.exit(1)
+    emit(summary, as_json, human, incomplete)
 
 
 class Names(BaseModel):

@@ -16,6 +16,7 @@ from mempipe.cli.options import (
     scale_out_options,
     store_options,
 )
+from mempipe.errors import IncompleteRunError
 
 
 @click.command()
@@ -80,25 +81,29 @@ def replay(
 
     context = load_context(store, config)
     context.prepare_store()
+    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        summary = replay_flow(
-            org_id=org_id,
-            project_id=project_id,
-            user_id=user_id,
-            session_id=session_id,
-            snapshot_ids=list(snapshot_ids) or None,
-            since=since,
-            until=until,
-            handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
-            extractor=extractor,
-            concurrency=concurrency,
-            task_runner=task_runner,
-            dask_address=dask_address,
-            force=force,
-            store=context.store_url,
-            config=str(context.settings.config),
-            audit_dir=audit_dir,
-        )
+        try:
+            summary = replay_flow(
+                org_id=org_id,
+                project_id=project_id,
+                user_id=user_id,
+                session_id=session_id,
+                snapshot_ids=list(snapshot_ids) or None,
+                since=since,
+                until=until,
+                handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
+                extractor=extractor,
+                concurrency=concurrency,
+                task_runner=task_runner,
+                dask_address=dask_address,
+                force=force,
+                store=context.store_url,
+                config=str(context.settings.config),
+                audit_dir=audit_dir,
+            )
+        except IncompleteRunError as exc:
+            incomplete, summary = exc, exc.summary
 
     def human() -> None:
         click.echo(
@@ -116,7 +121,7 @@ def replay(
         click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
         click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")
 
-    emit(summary, as_json, human)
+    emit(summary, as_json, human, incomplete)
 
 
 @click.command()

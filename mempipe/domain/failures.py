@@ -1,12 +1,13 @@
 """Failure classes and the retry policy fitted to each.
 
 One question sorts a failed step: can the condition change without the request changing?
-Environmental failures (network, timeouts, 5xx, rate limits, rotating credentials) can: they
-are retried with a backoff fitted to the kind (seconds with jitter for the network, the
-server's Retry-After for rate limits, slower for credentials, which people rotate), bounded in
-attempts and in total time. Content-determined failures (bad request, context too long, refusal,
-output that does not validate) cannot: retrying would give the same answer, so they are not
-retried. Both end recorded as failures, never as an empty result.
+Environmental failures (network, timeouts, 5xx, rate limits, rotating credentials, a provider
+answer that is not what the API promises, a full disk) can: they are retried with a backoff
+fitted to the kind (seconds with jitter for the network, the server's Retry-After for rate
+limits up to a ceiling, slower for credentials, which people rotate), bounded in attempts and in
+total time: no wait starts that would end past the deadline. Content-determined failures (bad
+request, context too long, refusal, output that does not validate) cannot: retrying would give
+the same answer, so they are not retried. Both end recorded as failures, never as an empty result.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
-    stop_after_delay,
+    stop_before_delay,
 )
 
 from mempipe.errors import MempipeError, TerminalError, TransientError
@@ -42,17 +43,26 @@ class FailureKind(StrEnum):
     CONTEXT_TOO_LONG = "context_too_long"
     REFUSAL = "refusal"
     INVALID_OUTPUT = "invalid_output"
+    INVALID_RESPONSE = "invalid_response"
+    RESOURCE = "resource"
 
 
-ENVIRONMENTAL = frozenset(
+PROVIDER_KINDS = frozenset(
     {
         FailureKind.NETWORK,
         FailureKind.TIMEOUT,
         FailureKind.SERVER,
         FailureKind.RATE_LIMIT,
         FailureKind.CREDENTIALS,
+        FailureKind.INVALID_RESPONSE,
     }
 )
+"""The provider's own failures: whatever the text, the call did not give a usable answer."""
+
+
+ENVIRONMENTAL = PROVIDER_KINDS | {FailureKind.RESOURCE}
+"""Kinds that can pass without the request changing; ``resource`` is a full disk or an I/O
+error of the store's medium, retryable once space is back."""
 
 
 class EnvironmentalError(TransientError):
@@ -95,13 +105,17 @@ class RetryPolicy(BaseModel):
     rate_limit_default: float = Field(
         default=5.0, ge=0, description="wait for a 429 that gives no Retry-After"
     )
+    retry_after_cap: float = Field(
+        default=60.0, ge=0, description="the longest a server's Retry-After is obeyed"
+    )
     credentials_base: float = Field(default=15.0, ge=0, description="doubles per attempt")
 
     def wait_for(self, error: BaseException | None, attempt: int) -> float:
         kind = getattr(error, "kind", FailureKind.NETWORK)
         if kind is FailureKind.RATE_LIMIT:
             retry_after = getattr(error, "retry_after", None)
-            return retry_after if retry_after is not None else self.rate_limit_default
+            wait = retry_after if retry_after is not None else self.rate_limit_default
+            return min(wait, self.retry_after_cap)
         if kind is FailureKind.CREDENTIALS:
             return self.credentials_base * 2 ** (attempt - 1)
         ceiling = min(self.network_cap, self.network_base * 2 ** (attempt - 1))
@@ -123,7 +137,7 @@ class RetryPolicy(BaseModel):
 
         retrying = Retrying(
             retry=retry_if_exception(lambda e: getattr(e, "retryable", False)),
-            stop=stop_after_attempt(self.max_attempts) | stop_after_delay(self.max_seconds),
+            stop=stop_after_attempt(self.max_attempts) | stop_before_delay(self.max_seconds),
             wait=wait,
             sleep=sleep,
             reraise=True,

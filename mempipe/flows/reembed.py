@@ -11,12 +11,13 @@ from pydantic import Field
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.bootstrap import load_context
-from mempipe.errors import ConfigError
+from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.heartbeat import keep_alive
 from mempipe.locks import store_lock
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.embedding import COLLECTIONS, ModelState, ReembedSummary
+from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
+from mempipe.settings import load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
     count_vectors,
@@ -57,8 +58,12 @@ def reembed_flow(
     registry is touched (an unreachable or unknown model fails here, naming the cause), a
     collection's vectors are filled beside the serving ones, and a collection switches only
     once its vectors are complete (and, for a move, verified by the recall gate). A collection
-    that had no model yet is built the same way and switched at the end."""
+    that had no model yet is built the same way and switched at the end. Complete means a
+    vector of the declared dimension, finite, for every record whose text the model did not
+    refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
+    and the run fails naming the cause (run it again: it resumes)."""
     context = load_context(store, config)
+    retry = load_retry_policy()
     run_id = str(flow_run.id)
     model_id = model or context.config.memory.embedding.model
     embedder = embedder_for(model_id)
@@ -81,7 +86,8 @@ def reembed_flow(
     ):
         probe_model(model_id)
         plans = [
-            plan_embedding(context.store_url, c, model_id, incremental, partitions) for c in chosen
+            plan_embedding(context.store_url, c, model_id, incremental, partitions, retry)
+            for c in chosen
         ]
         parts = run_partitions(
             embed_range,
@@ -120,7 +126,7 @@ def reembed_flow(
                 recall_gate(context.store_url, gate, model_id, min_recall_ratio) if gate else None
             )
             if incomplete:
-                summary.reason = f"records without a new vector in {', '.join(incomplete)}"
+                summary.reason = _incomplete(reports, "new vector")
             elif summary.gate is not None and not summary.gate.passed:
                 summary.reason = (
                     f"recall ratio {summary.gate.ratio} is below {summary.gate.min_ratio}"
@@ -134,7 +140,7 @@ def reembed_flow(
                 switch_models(context.store_url, first, model_id)
                 summary.switched = True
             if incomplete:
-                summary.reason = f"records without a vector in {', '.join(incomplete)}"
+                summary.reason = _incomplete(reports, "vector")
         if summary.reason:
             get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
         record_run_end(
@@ -144,8 +150,10 @@ def reembed_flow(
                 "records": sum(r.records for r in reports),
                 "embedded": sum(r.embedded_now for r in reports),
                 "unembeddable": sum(r.unembeddable for r in reports),
+                "failed": sum(r.failed for r in reports),
                 "switched": int(summary.switched),
             },
+            summary.reason,
         )
         publish_table(
             "reembed-summary",
@@ -153,7 +161,22 @@ def reembed_flow(
             f"reembed {run_id} to {model_id}: "
             + ("switched" if summary.switched else summary.reason or "incremental"),
         )
-        return summary
+    if summary.reason:
+        headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
+        raise IncompleteRunError(f"{headline}: {summary.reason}", summary)
+    return summary
+
+
+def _incomplete(reports: list[CollectionReport], what: str) -> str:
+    """Which collections lack vectors, and the provider's failure where that is why."""
+    parts = []
+    for report in reports:
+        if report.complete:
+            continue
+        missing = report.records - report.vectors - report.unembeddable
+        cause = f" (the provider failed: {report.provider_error})" if report.provider_error else ""
+        parts.append(f"{report.collection}: {missing} record(s) without a {what}{cause}")
+    return "; ".join(parts)
 
 
 @flow(name="reembed-finalize", on_failure=[record_failed_run], on_crashed=[record_failed_run])

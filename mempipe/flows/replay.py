@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.bootstrap import load_context
+from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.heartbeat import keep_alive
 from mempipe.scaleout import TaskRunnerName, run_partitions
@@ -17,7 +18,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
-from mempipe.settings import load_llm_settings
+from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import (
     export_audit,
@@ -80,6 +81,7 @@ def replay_flow(
         embedding_model=memory.embedding.model,
         llm=load_llm_settings(),
         thresholds=memory.reconcile,
+        retry=load_retry_policy(),
     )
     selection = SnapshotSelection(
         org_id=org_id,
@@ -126,7 +128,8 @@ def replay_flow(
         files = export_audit(context.store_url, audit_dir, run_id=run_id, mark_exported=True)
         export_earlier_audit(context.store_url, audit_dir, run_id)
         summary = summarize_replay(run_id, context.store_url, settings, outcomes, audit_dir, files)
-        record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS))
+        failed = failures_left(summary)
+        record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS), failed)
     publish_table(
         "replay-summary",
         [summary.model_dump(include=COUNTS)],
@@ -134,4 +137,22 @@ def replay_flow(
         f"{summary.reinforced} reinforced, {summary.failed_retryable + summary.failed_content} "
         "failed",
     )
+    if failed:
+        raise IncompleteRunError(failed, summary)
     return summary
+
+
+def failures_left(summary: ReplaySummary) -> str | None:
+    """What a replay leaves undone, or None when every selected extraction is done."""
+    if not summary.failed_retryable and not summary.failed_content:
+        return None
+    again = (
+        f"; `mempipe replay` again retries the {summary.failed_retryable} retryable one(s)"
+        if summary.failed_retryable
+        else ""
+    )
+    return (
+        f"{summary.failed_retryable + summary.failed_content} of {summary.extractions} "
+        f"extraction(s) failed ({summary.failed_retryable} retryably, {summary.failed_content} "
+        f"on content: see `mempipe report --run-id {summary.run_id}`){again}"
+    )

@@ -24,7 +24,7 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
 from mempipe.schemas.replay import ExtractorName, ReplaySettings
-from mempipe.settings import load_llm_settings
+from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.replay import export_audit
@@ -203,6 +203,7 @@ def import_memories_flow(
         embedding_model=context.config.memory.embedding.model,
         llm=load_llm_settings(),
         thresholds=context.config.memory.reconcile,
+        retry=load_retry_policy(),
     )
     rejects = rejects_path(rejects_dir, run_id, "import")
     files = [

@@ -45,14 +45,26 @@ class CollectionReport(BaseModel):
     records: int
     vectors: int
     embedded_now: int = 0
-    unembeddable: int = 0
+    unembeddable: int = Field(
+        default=0, description="records whose text the model refused (kept without a vector)"
+    )
+    failed: int = Field(
+        default=0,
+        description="records left without a vector by the provider's failure (error, hang, "
+        "malformed answer): embeddable, so the collection is not complete",
+    )
+    provider_error: str | None = Field(
+        default=None, description="the provider's first failure, when ``failed``"
+    )
     resumed_after: int | None = Field(
         default=None, description="the record id a crashed run's checkpoint let this run skip to"
     )
 
     @property
     def complete(self) -> bool:
-        return self.vectors + self.unembeddable >= self.records
+        """Every record has a vector of the model, or its text was refused: a provider's
+        failure never counts as done."""
+        return self.failed == 0 and self.vectors + self.unembeddable >= self.records
 
 
 class GateReport(BaseModel):

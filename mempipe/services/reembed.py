@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store.base import AuditLog, Registry, RunLog, Vectors
 from mempipe.domain.failures import RetryPolicy, failure_class
+from mempipe.errors import MempipeError
 from mempipe.progress import track
 from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
 from mempipe.schemas.evaluation import QueryFile
@@ -25,6 +26,10 @@ from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import evaluate
 from mempipe.services.search import Searchable
+
+FAILED_BATCHES_IN_A_ROW = 3
+"""A range stops after this many batches in a row that the provider failed (each after its
+retries): the provider is down, and the records left are counted as not embedded."""
 
 IdRange = tuple[int, int | None]
 """Record ids ``(after, until]``; ``until`` None is open-ended (records added meanwhile too)."""
@@ -70,7 +75,8 @@ def embed_collection(
     each batch the run records a checkpoint; a run following one that crashed starts after
     that run's checkpoint, and sweeps what it skipped last: the checkpoint is a shortcut, not a
     promise (a rollback since may have dropped the vectors before it), so a run that ends has
-    left no record without a vector that could be embedded."""
+    left no record without a vector that could be embedded, unless the provider failed: those
+    are counted as ``failed`` and leave the collection incomplete."""
     store.register_model(collection, embedder.model_id, embedder.dimensions, state)
     records, vectors = store.vector_counts(collection, embedder.model_id)
     report = CollectionReport(
@@ -107,31 +113,46 @@ class _Filler:
         under ``checkpoint`` after each batch (a sweep behind a checkpoint records nothing)."""
         after, until = id_range
         model = self.embedder.model_id
-        while batch := self.store.records_missing_vectors(
-            self.collection, model, after, self.batch_size, until
+        failed_in_a_row = 0
+        while failed_in_a_row < FAILED_BATCHES_IN_A_ROW and (
+            batch := self.store.records_missing_vectors(
+                self.collection, model, after, self.batch_size, until
+            )
         ):
             after = batch[-1][0]
             texts = [text or "" for _, text in batch]
             found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
             pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
             report.embedded_now += self.store.set_vectors(self.collection, model, pairs)
-            report.unembeddable += len(batch) - len(pairs)
-            for _, error in errors[:1]:
-                self.store.add_failure(
-                    Failure(
-                        run_id=self.run_id,
-                        step=f"reembed:{self.collection}",
-                        failure_class=failure_class(error),
-                        error_type=str(getattr(error, "kind", type(error).__name__)),
-                        error=f"{len(errors)} record(s) without a vector: {error}",
-                        attempts=getattr(error, "attempts", 1),
-                        at=datetime.now(UTC),
-                    )
-                )
+            provider = [error for _, error in errors if error.retryable]
+            report.failed += len(provider)
+            failed_in_a_row = failed_in_a_row + 1 if provider else 0
+            if provider and report.provider_error is None:
+                report.provider_error = str(provider[0])
+            report.unembeddable += len(batch) - len(pairs) - len(provider)
+            for group in (provider, [error for _, error in errors if not error.retryable]):
+                if group:
+                    self._record(group)
             if checkpoint is not None:
                 self.store.set_checkpoint(self.run_id, checkpoint, after)
             self.done += len(batch)
             progress.update(self.done)
+
+    def _record(self, errors: list[MempipeError]) -> None:
+        """One failure row per batch and class: a provider's failure (retryable: the records
+        are embeddable, the answer was not) apart from texts the provider refused."""
+        first = errors[0]
+        self.store.add_failure(
+            Failure(
+                run_id=self.run_id,
+                step=f"reembed:{self.collection}",
+                failure_class=failure_class(first),
+                error_type=str(getattr(first, "kind", type(first).__name__)),
+                error=f"{len(errors)} record(s) without a vector: {first}",
+                attempts=getattr(first, "attempts", 1),
+                at=datetime.now(UTC),
+            )
+        )
 
 
 def recall_gate(

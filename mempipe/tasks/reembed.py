@@ -28,6 +28,7 @@ class EmbeddingPlan(BaseModel):
     model_id: str
     state: str
     ranges: list[IdRange]
+    retry: RetryPolicy = RetryPolicy()
 
 
 PROBE_RETRY = RetryPolicy(max_attempts=2, max_seconds=20)
@@ -50,7 +51,12 @@ def probe_model(model: str) -> int:
 
 @task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
 def plan_embedding(
-    store_url: str, collection: str, model: str, incremental: bool, partitions: int
+    store_url: str,
+    collection: str,
+    model: str,
+    incremental: bool,
+    partitions: int,
+    retry: RetryPolicy,
 ) -> EmbeddingPlan:
     """Registers the model's vector index once, before any range writes into it."""
     embedder = embedder_for(model)
@@ -63,7 +69,7 @@ def plan_embedding(
         store.register_model(collection, embedder.model_id, embedder.dimensions, state)
         ranges = id_ranges(store.record_id_bounds(collection), partitions)
     return EmbeddingPlan(
-        collection=collection, model_id=embedder.model_id, state=state, ranges=ranges
+        collection=collection, model_id=embedder.model_id, state=state, ranges=ranges, retry=retry
     )
 
 
@@ -85,6 +91,7 @@ def embed_range(
             embedder_for(plan.model_id),
             run_id=run_id,
             batch_size=batch_size,
+            retry=plan.retry,
             state=plan.state,
             id_range=id_range,
         )
@@ -105,16 +112,19 @@ def count_vectors(
         vectors=vectors,
         embedded_now=sum(p.embedded_now for p in parts),
         unembeddable=sum(p.unembeddable for p in parts),
+        failed=sum(p.failed for p in parts),
+        provider_error=next((p.provider_error for p in parts if p.provider_error), None),
         resumed_after=min(resumed) if resumed else None,
     )
     get_run_logger().info(
-        "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d range(s))",
+        "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d failed, %d range(s))",
         plan.collection,
         report.records,
         report.vectors,
         plan.model_id,
         report.embedded_now,
         report.unembeddable,
+        report.failed,
         len(parts),
     )
     return report

@@ -19,6 +19,8 @@ class Answer:
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 def completion(content: str | None, refusal: str | None = None, finish: str = "stop") -> Answer:
@@ -71,6 +73,61 @@ def embeddings(body: dict[str, Any], dimensions: int, delay: float = 0.0) -> Ans
     )
 
 
+FAULTS = (
+    "500",
+    "hang",
+    "429",
+    "wrong-dimension",
+    "nan",
+    "short-list",
+    "non-json",
+    "text-plain",
+    "empty-choices",
+)
+"""How the endpoint misbehaves on purpose, for embeddings and chat alike."""
+
+
+def faulty(fault: str, dimensions: int, hang_s: float = 30.0) -> Callable[[dict[str, Any]], Answer]:
+    """A responder that fails every request the way ``fault`` names (a well-formed answer
+    where the fault does not apply to the request's kind, e.g. empty choices to embeddings)."""
+
+    def respond(body: dict[str, Any]) -> Answer:
+        is_embedding = "input" in body
+        if fault == "500":
+            return error(500, "internal error")
+        if fault == "hang":
+            return Answer(status=500, body={}, delay=hang_s)
+        if fault == "429":
+            return error(429, "slow down", retry_after="100000")
+        if fault == "non-json":
+            return Answer(raw=b'{"object": "list", "data": [', content_type="application/json")
+        if fault == "text-plain":
+            return Answer(raw=b"upstream connect error", content_type="text/plain")
+        if not is_embedding:
+            if fault == "empty-choices":
+                return Answer(body={"id": "x", "object": "chat.completion", "choices": []})
+            return completion(json.dumps({"memories": []}))
+        answer = embeddings(body, dimensions)
+        data = answer.body["data"]  # type: ignore[index]
+        if fault == "wrong-dimension":
+            for item in data:
+                item["embedding"] = item["embedding"][: dimensions // 2]
+        elif fault == "nan":
+            answer = Answer(raw=_with_nan(answer.body or {}))
+        elif fault == "short-list":
+            del data[-1]
+        return answer
+
+    return respond
+
+
+def _with_nan(body: dict[str, Any]) -> bytes:
+    """The body with the first value of each vector NaN (Python's json writes it as ``NaN``)."""
+    for item in body["data"]:
+        item["embedding"][0] = float("nan")
+    return json.dumps(body).encode()
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Answer] = []
@@ -96,10 +153,12 @@ def fake_openai() -> Iterator[tuple[FakeOpenAI, str]]:
             length = int(self.headers.get("content-length", 0))
             answer = fake.next_answer(json.loads(self.rfile.read(length) or b"{}"))
             time.sleep(answer.delay)
-            payload = json.dumps(answer.body or {}).encode()
+            payload = (
+                answer.raw if answer.raw is not None else json.dumps(answer.body or {}).encode()
+            )
             try:
                 self.send_response(answer.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", answer.content_type)
                 self.send_header("content-length", str(len(payload)))
                 for name, value in answer.headers.items():
                     self.send_header(name.replace("_", "-"), value)

@@ -62,9 +62,10 @@ def test_one_refused_text_costs_only_its_own_vector() -> None:
     assert len(fake.requests) == 4, "one batch, then one request per text"
 
 
-def test_a_vector_of_the_wrong_dimension_is_refused() -> None:
+def test_a_vector_of_the_wrong_dimension_is_the_providers_failure() -> None:
     with fake_openai() as (fake, url):
         fake.script = [vectors([1.0, 0.0])]
-        found, errors = embed_texts(embedder(url), ["a"], RetryPolicy(), lambda s: None)
+        found, errors = embed_texts(embedder(url), ["a"], RetryPolicy(max_attempts=1), print)
     assert found == [None]
-    assert "returned 2 dimensions, expected 3" in str(errors[0][1])
+    assert "a vector of 2 dimensions, expected 3" in str(errors[0][1])
+    assert errors[0][1].retryable, "not the text's fault: a later run tries it again"

@@ -1,6 +1,8 @@
 """Embeddings from any OpenAI-compatible endpoint, through the ``openai`` client: batched, with
 the ``dimensions`` parameter, and the same failure classes as extraction (the client's own
-retries are off; the retry policy of the caller decides)."""
+retries are off; the retry policy of the caller decides). Every answer is validated where it
+enters: a short list, a vector of another dimension or with NaN, or a body that is not the API's
+JSON is the provider's failure of that batch (``invalid_response``), never a text's."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from collections.abc import Sequence
 import openai
 
 from mempipe.adapters.embedding.base import Vector
+from mempipe.adapters.llm.answers import embedding_vectors, validated
 from mempipe.adapters.llm.openai_compat import openai_client, translate
 from mempipe.adapters.llm.ratelimit import limiter
-from mempipe.domain.failures import ContentError, FailureKind
+from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings
 
 BATCH = 256
@@ -45,16 +48,11 @@ class OpenAIEmbedder:
             if self._limiter is not None:
                 self._limiter.acquire()
             try:
-                response = self._client.embeddings.create(model=self.model, input=chunk, **options)
+                raw = self._client.embeddings.with_raw_response.create(
+                    model=self.model, input=chunk, encoding_format="float", **options
+                )
             except openai.APIError as exc:
                 raise translate(exc) from exc
-            ordered = sorted(response.data, key=lambda item: item.index)
-            for item in ordered:
-                if len(item.embedding) != self.dimensions:
-                    raise ContentError(
-                        FailureKind.INVALID_OUTPUT,
-                        f"{self.model} returned {len(item.embedding)} dimensions, "
-                        f"expected {self.dimensions}",
-                    )
-            vectors.extend(list(item.embedding) for item in ordered)
+            answer = validated(raw, EmbeddingList, self.model_id)
+            vectors.extend(embedding_vectors(answer, len(chunk), self.dimensions, self.model_id))
         return vectors

@@ -2,8 +2,10 @@
 
 Structured output: the response format is the JSON schema of the handler's memory type (with
 ``json_object`` as a fallback for servers that reject schemas). Output that does not validate is
-sent back once for repair. The client's own retries are off: errors are translated into
-mempipe's failure kinds, and the retry policy (domain/failures.py) decides.
+sent back once for repair. The answer itself is validated first (``schemas.provider``): a body
+that is not the API's JSON, or has no choices, is the provider's failure (``invalid_response``).
+The client's own retries are off: errors are translated into mempipe's failure kinds, and the
+retry policy (domain/failures.py) decides.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ValidationError, create_model
 
+from mempipe.adapters.llm.answers import validated
 from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import limiter
@@ -24,6 +27,7 @@ from mempipe.errors import MempipeError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.provider import ChatCompletion
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.transcript import SnapshotContent
 
@@ -104,7 +108,7 @@ class OpenAIExtractor:
             options: dict[str, Any] = {}
             if model is not None:
                 options["response_format"] = self._response_format(model)
-            response = self._client.chat.completions.create(
+            raw = self._client.chat.completions.with_raw_response.create(
                 model=self.settings.model,
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0,
@@ -117,8 +121,8 @@ class OpenAIExtractor:
             raise translate(exc) from exc
         except openai.APIError as exc:
             raise translate(exc) from exc
-        choice = response.choices[0]
-        refusal = getattr(choice.message, "refusal", None)
+        choice = validated(raw, ChatCompletion, f"{self.name} chat completion").choices[0]
+        refusal = choice.message.refusal
         if refusal or choice.finish_reason == "content_filter":
             raise ContentError(FailureKind.REFUSAL, f"the model refused: {refusal or 'filtered'}")
         return choice.message.content or ""
@@ -160,12 +164,19 @@ def translate(exc: openai.APIError) -> MempipeError:
 
 
 def retry_after(response: Any) -> float | None:
-    """Seconds from a Retry-After header (a number, or an HTTP date)."""
+    """Seconds from a Retry-After header (a number, or an HTTP date); None when it says
+    neither. The retry policy caps what it is given (``retry_after_cap``)."""
     value = response.headers.get("retry-after") if response is not None else None
     if not value:
         return None
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
