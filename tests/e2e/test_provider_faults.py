@@ -1,0 +1,173 @@
+"""A model provider that fails, hangs, throttles or answers nonsense, met by real ``mempipe``
+processes through the real ``openai`` client (DESIGN rules: a job that exits 0 has done all its
+work; a re-embed that fails leaves the registry exactly as it found it; what a provider returns
+is validated where it enters).
+
+Each fault of the fake endpoint against a re-embed: exit 1 naming the cause, serving and search
+exactly as before, the run recorded failed, and the same command against a healthy endpoint
+resumes and switches. Against a replay: exit 1 with the counts, the run recorded failed, and a
+rerun against a healthy endpoint completes. Retry bounds are short, set through the
+configuration (``MEMPIPE_RETRY_*``, ``MEMPIPE_LLM_TIMEOUT_SECONDS``), as ops would for a test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.crash_kit import copy_store, environment, read, run, write_archive, write_config
+from tests.fakes.openai_server import (
+    FAULTS,
+    Answer,
+    embeddings,
+    fake_openai,
+    faulty,
+    memories,
+)
+
+pytestmark = pytest.mark.prefect
+USERS = 2
+NEW_MODEL = "openai:fake-embed:16"
+SHORT_BOUNDS = {
+    "MEMPIPE_RETRY_MAX_ATTEMPTS": "2",
+    "MEMPIPE_RETRY_MAX_SECONDS": "5",
+    "MEMPIPE_RETRY_NETWORK_BASE": "0.05",
+    "MEMPIPE_RETRY_NETWORK_CAP": "0.1",
+    "MEMPIPE_RETRY_RETRY_AFTER_CAP": "0.2",
+    "MEMPIPE_LLM_TIMEOUT_SECONDS": "1",
+    "OPENAI_API_KEY": "test",
+}
+EMBEDDING_FAULTS = [f for f in FAULTS if f != "empty-choices"]
+CHAT_FAULTS = ["500", "hang", "429", "non-json", "text-plain", "empty-choices"]
+
+
+@pytest.fixture(scope="module")
+def stores(prefect_server, tmp_path_factory) -> dict[str, Any]:
+    """A backfilled store, and the same replayed offline with its turns served by hashing-64."""
+    folder = tmp_path_factory.mktemp("faults")
+    write_archive(folder / "archive.jsonl", USERS)
+    config = write_config(folder)
+    env = environment(prefect_server)
+    common = ["--config", str(config)]
+    loaded = run(
+        ["backfill", "archive.jsonl", "--store", "sqlite:///loaded.db", *common], folder, env
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    copy_store(folder / "loaded.db", folder / "served.db")
+    served = ["--store", f"sqlite:///{folder / 'served.db'}", *common]
+    for step in (["replay"], ["reembed", "--incremental"]):
+        done = run([*step, *served], folder, env)
+        assert done.returncode == 0, done.stderr
+    before = observed(folder / "served.db", served, folder, env)
+    assert json.loads(before[1])["hits"], "search finds something to lose"
+    return {"folder": folder, "config": config, "before": before}
+
+
+def store_copy(stores: dict[str, Any], name: str, tmp_path: Path) -> tuple[Path, list[str]]:
+    db = tmp_path / "memory.db"
+    copy_store(stores["folder"] / name, db)
+    return db, ["--store", f"sqlite:///{db}", "--config", str(stores["config"])]
+
+
+def answers_the_probe_then(fault: str, dimensions: int):
+    """The endpoint answers the re-embed's one-text probe, then fails every batch."""
+    failing = faulty(fault, dimensions, hang_s=3)
+
+    def respond(body: dict[str, Any]) -> Answer:
+        if body.get("input") == ["mempipe probe"]:
+            return embeddings(body, dimensions)
+        return failing(body)
+
+    return respond
+
+
+def observed(db: Path, args: list[str], tmp_path: Path, env: dict[str, str]) -> tuple:
+    """What serves, and what search answers on turns and memories, as a user sees it (a
+    failed move keeps the vectors it wrote, unserved, for the rerun to resume from)."""
+    models = serving(db)
+    searches = [
+        run(
+            ["search", "home airport", "--source", source, "--mode", "semantic", *args, "--json"],
+            tmp_path,
+            env,
+        ).stdout
+        for source in ("stm", "semantic")
+    ]
+    return models, *searches
+
+
+def serving(db: Path) -> dict[str, str]:
+    return dict(
+        read(db, "SELECT collection, model_id FROM embedding_registry WHERE state = 'serving'")
+    )
+
+
+@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
+def test_a_reembed_against_a_failing_provider_changes_nothing_exits_1_and_resumes(
+    fault, prefect_server, stores, tmp_path
+) -> None:
+    db, args = store_copy(stores, "served.db", tmp_path)
+    env = environment(prefect_server)
+
+    with fake_openai() as (fake, url):
+        fake.responder = answers_the_probe_then(fault, 16)
+        faults_env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **SHORT_BOUNDS)
+        failed = run(["reembed", "--model", NEW_MODEL, *args, "--json"], tmp_path, faults_env)
+
+        assert failed.returncode == 1, failed.stderr
+        document = json.loads(failed.stdout)
+        assert document["kind"] == "incomplete"
+        assert document["switched"] is False
+        assert "the provider failed" in document["error"], document["error"]
+        assert sum(c["failed"] for c in document["collections"]) > 0
+        assert sum(c["unembeddable"] for c in document["collections"]) == 0, (
+            "a provider's failure is not a record's unembeddability"
+        )
+        after = observed(db, args, tmp_path, env)
+        assert after == stores["before"], "serving and search exactly as before"
+        [(status, error)] = read(
+            db,
+            "SELECT status, error FROM runs WHERE flow = 'reembed' "
+            "ORDER BY started_at DESC LIMIT 1",
+        )
+        assert (status, "the provider failed" in error) == ("failed", True)
+
+        fake.responder = lambda body: embeddings(body, 16)
+        resumed = run(["reembed", "--model", NEW_MODEL, *args, "--json"], tmp_path, faults_env)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["switched"] is True
+    assert set(serving(db).values()) == {NEW_MODEL}
+
+
+@pytest.mark.parametrize("fault", CHAT_FAULTS)
+def test_a_replay_against_a_failing_provider_exits_1_with_its_counts_and_a_rerun_completes(
+    fault, prefect_server, stores, tmp_path
+) -> None:
+    db, args = store_copy(stores, "loaded.db", tmp_path)
+    replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *args, "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = faulty(fault, 64, hang_s=3)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **SHORT_BOUNDS)
+        failed = run(replay, tmp_path, env)
+
+        assert failed.returncode == 1, failed.stderr
+        document = json.loads(failed.stdout)
+        assert document["kind"] == "incomplete"
+        assert document["failed_retryable"] == document["extractions"] > 0
+        assert document["done"] == 0
+        assert "mempipe replay" in document["error"], "names the command that resumes"
+        [(status,)] = read(db, "SELECT status FROM runs WHERE flow = 'replay'")
+        assert status == "failed"
+        assert read(db, "SELECT count(*) FROM failures WHERE failure_class = 'content'") == [(0,)]
+
+        fake.responder = lambda body: memories(
+            {"text": "User's home airport is LIS.", "label": "home_airport"}
+        )
+        rerun = run(replay, tmp_path, env)
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["done"] == document["extractions"]
