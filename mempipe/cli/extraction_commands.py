@@ -117,6 +117,8 @@ def replay(
         )
         if summary.done_elsewhere:
             click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
+        if summary.erased_meanwhile:
+            click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
         where = Path(summary.audit_dir).resolve()
         click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
         click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")

@@ -45,6 +45,7 @@ COUNTS = {
     "reinforced",
     "unembedded",
     "done_elsewhere",
+    "erased_meanwhile",
 }
 """The counts recorded with the run and published as its table artifact."""
 

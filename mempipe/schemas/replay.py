@@ -66,5 +66,10 @@ class ReplaySummary(BaseModel):
         default=0,
         description="selected extractions another replay did while this one waited for the owner",
     )
+    erased_meanwhile: int = Field(
+        default=0,
+        description="selected extractions whose owner was erased while this run went on: "
+        "nothing of theirs was written",
+    )
     audit_dir: str | None = None
     audit_files: list[str] = Field(default_factory=list)

@@ -25,11 +25,13 @@ class TurnWriteResult(BaseModel):
     inserted: int = 0
     duplicates: int = 0
     conflicts: list[Reject] = Field(default_factory=list)
+    erased: int = Field(default=0, description="turns of an owner erased since the run began")
 
 
 class IngestSummary(BaseModel):
     """One archive file read into the store. Every record read is accounted for:
-    ``turns_read = turns_inserted + duplicates_skipped + rejected + skipped_empty``."""
+    ``turns_read = turns_inserted + duplicates_skipped + rejected + skipped_empty +
+    skipped_erased``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -40,6 +42,9 @@ class IngestSummary(BaseModel):
     duplicates_skipped: int = 0
     rejected: int = 0
     skipped_empty: int = Field(default=0, description="messages with nothing a person saw")
+    skipped_erased: int = Field(
+        default=0, description="turns of an owner erased while the run went on: not written"
+    )
     failed: str | None = Field(
         default=None, description="why the rest of the file could not be read, if it could not"
     )
@@ -67,6 +72,7 @@ class BackfillSummary(BaseModel):
     duplicates_skipped: int = 0
     rejected: int = 0
     skipped_empty: int = 0
+    skipped_erased: int = 0
     failed_files: list[str] = Field(
         default_factory=list, description="files that could not be read to the end: exit 1"
     )

@@ -24,6 +24,7 @@ def summarize_backfill(
         duplicates_skipped=sum(f.duplicates_skipped for f in files),
         rejected=sum(f.rejected for f in files),
         skipped_empty=sum(f.skipped_empty for f in files),
+        skipped_erased=sum(f.skipped_erased for f in files),
         failed_files=[f.path for f in files if f.failed],
         rejects_path=str(rejects_file) if rejects_file.exists() else None,
         sessions=promotion.sessions,

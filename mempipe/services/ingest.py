@@ -48,7 +48,10 @@ def ingest_file(
         summary.duplicates_skipped += result.duplicates
         summary.rejected += rejected
         summary.skipped_empty += skipped
-        summary.turns_read += result.inserted + result.duplicates + rejected + skipped
+        summary.skipped_erased += result.erased
+        summary.turns_read += (
+            result.inserted + result.duplicates + rejected + skipped + result.erased
+        )
 
     with (
         bulk_work(),

@@ -18,6 +18,7 @@ from typing import Protocol
 import orjson
 
 from mempipe.adapters.store.base import Leases, RunLog
+from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.schemas.selection import SnapshotSelection
@@ -76,13 +77,17 @@ def replay_by_owner(
         work: list[WorkItem] = []
         for owner in held:
             fresh = owner_work(store, selection, handlers, owner, force)
-            outcome.done_elsewhere += max(0, len(owners[owner]) - len(fresh))
+            gone = max(0, len(owners[owner]) - len(fresh))
+            if gone and store.erased_since(*owner, writer_epoch()):
+                outcome.erased_meanwhile += gone
+            else:
+                outcome.done_elsewhere += gone
             work.extend(fresh)
         try:
             outcome.results.extend(replay_batch(store, work, context))
         finally:
             store.release_leases(context.run_id, [owner_lease(o) for o in held])
-        progress(len(outcome.results) + outcome.done_elsewhere)
+        progress(len(outcome.results) + outcome.done_elsewhere + outcome.erased_meanwhile)
 
     waiting = list(owners)
     while waiting:

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.llm.base import Extractor
-from mempipe.adapters.store.base import AuditLog, Memories, WorkQueue
+from mempipe.adapters.store.base import AuditLog, Erasure, Memories, WorkQueue
+from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import (
@@ -42,8 +43,9 @@ from mempipe.schemas.work import WorkItem
 from mempipe.services.embedding import embed_texts
 
 
-class ReplayStore(WorkQueue, Memories, AuditLog, Protocol):
-    """What replaying an extraction reads and writes."""
+class ReplayStore(WorkQueue, Memories, AuditLog, Erasure, Protocol):
+    """What replaying an extraction reads and writes (and whether its owner was erased since
+    the run began)."""
 
 
 class ExtractionSummary(BaseModel):
@@ -60,6 +62,7 @@ class ExtractionSummary(BaseModel):
     attempts: int = 0
     failure_class: FailureClass | None = None
     error: str | None = None
+    erased: bool = False
 
 
 class ReplayContext(BaseModel):
@@ -134,8 +137,12 @@ def _write(
     verdicts = prejudge(store, memory_type, extracted, vectors, snapshot, context)
     observed = store.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
 
-    def write() -> list[AuditRow]:
+    epoch = writer_epoch()
+
+    def write() -> list[AuditRow] | None:
         with store.write_transaction():
+            if store.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
+                return None
             rows = [
                 row
                 for memory, vector in zip(extracted, vectors, strict=True)
@@ -158,6 +165,10 @@ def _write(
         rows = context.retry.run(write, sleep=context.sleep)
     except MempipeError as exc:
         return _failed(store, item, snapshot, context, exc, step="write")
+    if rows is None:
+        return ExtractionSummary(
+            snapshot_id=item.snapshot_id, handler=item.handler, status=summary.status, erased=True
+        )
     summary.added = sum(r.action is ReconcileAction.ADD for r in rows)
     summary.updated = sum(r.action is ReconcileAction.UPDATE for r in rows)
     summary.reinforced = sum(r.action is ReconcileAction.REINFORCE for r in rows)

@@ -17,6 +17,7 @@ class BucketOutcome(BaseModel):
 
     results: list[ExtractionSummary]
     done_elsewhere: int = 0
+    erased_meanwhile: int = 0
 
 
 def summarize_replay(
@@ -27,7 +28,8 @@ def summarize_replay(
     audit_dir: str,
     files: list[str],
 ) -> ReplaySummary:
-    results = [r for outcome in outcomes for r in outcome.results]
+    erased = [r for outcome in outcomes for r in outcome.results if r.erased]
+    results = [r for outcome in outcomes for r in outcome.results if not r.erased]
     return ReplaySummary(
         run_id=run_id,
         store=store_url,
@@ -44,6 +46,7 @@ def summarize_replay(
         reinforced=sum(r.reinforced for r in results),
         unembedded=sum(r.unembedded for r in results),
         done_elsewhere=sum(outcome.done_elsewhere for outcome in outcomes),
+        erased_meanwhile=len(erased) + sum(o.erased_meanwhile for o in outcomes),
         audit_dir=audit_dir,
         audit_files=files,
     )

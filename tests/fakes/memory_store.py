@@ -85,6 +85,14 @@ class InMemoryStore(WholeBatches):
         self.data = _Data()
         self.calls: Counter[str] = Counter()
         self.faults: list[Fault] = []
+        self.erased: dict[tuple[str, str, str], datetime] = {}
+        """Owners fenced by an erase, and when: set by a test to play an erase meanwhile."""
+
+    def erased_since(
+        self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
+    ) -> bool:
+        at = self.erased.get((org_id, project_id, user_id or ""))
+        return at is not None and at > epoch
 
     # -- fault knobs ------------------------------------------------------------------------
 

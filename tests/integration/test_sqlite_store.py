@@ -100,6 +100,7 @@ def test_readers_see_the_last_committed_state_while_a_writer_is_open(store_url, 
     store.add_turns([make_turn(0)], run_id="r")
     reader = open_store(store_url)
     writer = apsw.Connection(store_url.removeprefix("sqlite:///"))
+    writer.create_scalar_function("mempipe_writer_epoch", lambda: "now", 0)  # the erase fence's
     writer.execute("BEGIN IMMEDIATE")
     writer.execute(
         "INSERT INTO turns (org_id, project_id, session_id, turn_seq, role, content, source_path)"

@@ -346,7 +346,15 @@ class Erasure(Protocol):
         """Delete the user's turns, snapshots with their extraction states and failures, and
         private memories in every version with their text-index entries and vectors; redact the
         text of the user's audit rows (kept, so the audit still counts what happened). Returns
-        what went (or, with ``dry_run``, would go) by kind."""
+        what went (or, with ``dry_run``, would go) by kind. The erase is recorded as a fence
+        on the owner in the same transaction."""
+        ...
+
+    def erased_since(
+        self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
+    ) -> bool:
+        """Whether this owner was erased after ``epoch``: work begun before must not write
+        anything of theirs again."""
         ...
 
 

@@ -4,10 +4,12 @@ audit text redacted."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
 from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
 
@@ -36,6 +38,14 @@ class MongoErasure(MongoParts):
         if dry_run:
             return counts
         with self._errors("erase"):
+            db["erased_owners"].insert_one(
+                {
+                    "user_id": selection.user_id,
+                    "org_id": selection.org_id,
+                    "project_id": selection.project_id,
+                    "erased_at": fence_time(datetime.now(UTC)),
+                }
+            )
             db[documents.TURNS].delete_many(owner)
             db["failures"].delete_many({"snapshot_id": {"$in": snapshot_ids}})
             db["snapshots"].delete_many(owner)
@@ -43,6 +53,24 @@ class MongoErasure(MongoParts):
                 db[collection].delete_many(private)
             db["audit"].update_many(owner, {"$set": {"text": REDACTED}})
         return counts
+
+    def erased_since(
+        self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
+    ) -> bool:
+        """Whether an erase of this owner was recorded after ``epoch`` (checked by replay
+        inside its write transaction, where the server has transactions)."""
+        if user_id is None:
+            return False
+        found = self.db["erased_owners"].find_one(
+            {
+                "user_id": user_id,
+                "org_id": {"$in": [None, org_id]},
+                "project_id": {"$in": [None, project_id]},
+                "erased_at": {"$gt": fence_time(epoch)},
+            },
+            session=self._session,
+        )
+        return found is not None
 
     def _vectors(self, owner: dict[str, Any], private: dict[str, Any]) -> int:
         held = 0

@@ -24,6 +24,7 @@ from mempipe.adapters.store.sqlite.transfer import SqliteTransfer
 from mempipe.adapters.store.sqlite.turns import SqliteTurns
 from mempipe.adapters.store.sqlite.vectors import SqliteVectors
 from mempipe.adapters.store.sqlite.work import SqliteWorkQueue
+from mempipe.adapters.store.writer_epoch import fence_time, writer_epoch
 from mempipe.errors import StoreError
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.snapshot import ExtractionStatus
@@ -85,6 +86,9 @@ class SqliteStore(
             conn.enable_load_extension(True)
             conn.load_extension(sqlite_vec.loadable_path())
             conn.enable_load_extension(False)
+            conn.create_scalar_function(
+                "mempipe_writer_epoch", lambda: fence_time(writer_epoch()), 0
+            )
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
+from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
 from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
 from mempipe.schemas.embedding import RegistryEntry
@@ -75,7 +77,32 @@ class SqliteErasure(SqliteParts):
                     f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in rowids]
                 )
             self._conn.execute(f"UPDATE audit SET text = ? WHERE {owner}", (REDACTED, *values))
+            self._conn.execute(
+                "INSERT INTO erased_owners (user_id, org_id, project_id, erased_at) "
+                "VALUES (?, ?, ?, ?)",
+                (
+                    selection.user_id,
+                    selection.org_id,
+                    selection.project_id,
+                    fence_time(datetime.now(UTC)),
+                ),
+            )
         return dict(counts)
+
+    def erased_since(
+        self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
+    ) -> bool:
+        """Whether an erase of this owner committed after ``epoch``: work that began
+        before it must not write that owner's data (the triggers of migration 0017 drop any
+        such row; this lets a writer say so instead)."""
+        return bool(
+            self._rows(
+                "SELECT 1 FROM erased_owners WHERE user_id = ? "
+                "AND (org_id IS NULL OR org_id = ?) AND (project_id IS NULL OR project_id = ?) "
+                "AND erased_at > ? LIMIT 1",
+                (user_id, org_id, project_id, fence_time(epoch)),
+            )
+        )
 
     def _vectors(self, rowids: dict[str, list[int]], *, dry_run: bool) -> int:
         removed = 0

@@ -45,7 +45,7 @@ SYNC_TURNS_FTS = (
     "INSERT INTO turns_fts (rowid, name, content) SELECT id, name, content FROM turns WHERE id > ?"
 )
 STORED_TURN_BY_KEY = (
-    "SELECT id, role, content, source_path, source_line, source_index FROM turns "
+    "SELECT ?, id, role, content, source_path, source_line, source_index FROM turns "
     "WHERE org_id = ? AND project_id = ? AND coalesce(user_id, '') = ? AND session_id = ? "
     "AND turn_seq = ?"
 )

@@ -38,20 +38,31 @@ class SqliteTurns(SqliteParts):
             inserted = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0] - before
             if inserted:
                 conn.execute(sql.SYNC_TURNS_FTS, (before,))
-            conflicts = self._conflicts(turns, before) if inserted < len(turns) else []
-        skipped = len(turns) - inserted
+            conflicts, erased = self._conflicts(turns, before) if inserted < len(turns) else ([], 0)
+        skipped = len(turns) - inserted - erased
         return TurnWriteResult(
-            inserted=inserted, duplicates=skipped - len(conflicts), conflicts=conflicts
+            inserted=inserted,
+            duplicates=skipped - len(conflicts),
+            conflicts=conflicts,
+            erased=erased,
         )
 
-    def _conflicts(self, turns: Sequence[Turn], before: int) -> list[Reject]:
-        """Skipped turns whose key is stored with other content: rejects, not duplicates."""
+    def _conflicts(self, turns: Sequence[Turn], before: int) -> tuple[list[Reject], int]:
+        """Skipped turns whose key is stored with other content (rejects, not duplicates), and
+        how many have no row at all: their owner's erase fence dropped them."""
         keys = [(t.org_id, t.project_id, t.user_id or "", t.session_id, t.turn_seq) for t in turns]
-        stored = self._conn.executemany(sql.STORED_TURN_BY_KEY, keys)
+        stored = {
+            row[0]: row[1:]
+            for row in self._conn.executemany(
+                sql.STORED_TURN_BY_KEY, [(i, *key) for i, key in enumerate(keys)]
+            )
+        }
         winners: dict[tuple[str, str, str, str, int], Turn] = {}
         conflicts: list[Reject] = []
-        for turn, key, row in zip(turns, keys, stored, strict=True):
-            row_id, role, content, path, line, index = row
+        for position, (turn, key) in enumerate(zip(turns, keys, strict=True)):
+            if position not in stored:
+                continue
+            row_id, role, content, path, line, index = stored[position]
             if row_id > before and key not in winners:
                 winners[key] = turn
                 continue
@@ -62,7 +73,7 @@ class SqliteTurns(SqliteParts):
             if (role, content) == (turn.role.value, turn.content):
                 continue
             conflicts.append(conflict_reject(turn, path, line, index))
-        return conflicts
+        return conflicts, len(turns) - len(stored)
 
     def count_unpromoted_turns(self) -> int:
         return self._rows("SELECT count(*) FROM turns WHERE snapshot_id IS NULL")[0][0]
