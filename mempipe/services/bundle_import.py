@@ -252,8 +252,7 @@ def _write_memories(
         held = store.get_memory(collection, record.id)
         if held is None:
             bare = record.model_copy(update={"has_embedding": False, "embedding_model_id": None})
-            store.add_memory(collection, bare, None)
-            added += 1
+            added += store.add_memory(collection, bare, None)
             continue
         stored = type(record).model_validate({k: v for k, v in held.items() if v is not None})
         if canonical(stored, leave_out) != canonical(record, leave_out):

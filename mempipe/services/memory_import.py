@@ -186,7 +186,8 @@ def _verbatim(
             )
             if store.get_memory(memory.memory_type.value, record.id) is not None:
                 continue
-            store.add_memory(memory.memory_type.value, record, vector)
+            if not store.add_memory(memory.memory_type.value, record, vector):
+                continue
             added = audit_row(
                 context,
                 snapshot,

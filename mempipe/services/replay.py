@@ -270,7 +270,8 @@ def reconcile_one(
     """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
     caller's write transaction: no other writer can add the same fact between the read of the
     candidates and the write (and a unique index on active keys backs that up). ``observed``:
-    when the snapshot happened, for the audit row (read once per extraction by the caller)."""
+    when the snapshot happened, for the audit row (read once per extraction by the caller).
+    None: nothing was written (the snapshot taught it already, or the erase fence dropped it)."""
     if store.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot)) is not None:
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
@@ -337,7 +338,8 @@ def reconcile_one(
     )
     if history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
-    store.add_memory(memory_type.value, record, vector)
+    if not store.add_memory(memory_type.value, record, vector):
+        return None
     row = audit_row(
         context,
         snapshot,

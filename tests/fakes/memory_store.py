@@ -286,7 +286,7 @@ class InMemoryStore(WholeBatches):
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None
-    ) -> None:
+    ) -> bool:
         self._call("add_memory")
         records = self._records(memory_type)
         if record.id in records:
@@ -294,6 +294,7 @@ class InMemoryStore(WholeBatches):
         records[record.id] = record
         if vector is not None and record.embedding_model_id is not None:
             self.data.vectors[(record.id, record.embedding_model_id)] = list(vector)
+        return True
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
         self._call("supersede_memory")

@@ -138,7 +138,10 @@ class Memories(Protocol):
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None
-    ) -> None: ...
+    ) -> bool:
+        """Store a new record (and its vector); False when it was not written: its owner was
+        erased after the writing work began (the erase fence)."""
+        ...
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int: ...
 

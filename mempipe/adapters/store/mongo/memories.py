@@ -85,7 +85,7 @@ class MongoMemories(MongoParts):
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None
-    ) -> None:
+    ) -> bool:
         (seq,) = self._next_ids(memory_type, 1)
         document = documents.memory_document(seq, record)
         if vector is not None and record.embedding_model_id is not None:
@@ -94,6 +94,7 @@ class MongoMemories(MongoParts):
         with self._errors(memory_type):
             collection.insert_one(document, session=self._session)
         self._on_undo(lambda: collection.delete_one({"_id": seq}))
+        return True
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
         """Mark the old version superseded (kept, vectors included); returns its version."""

@@ -59,16 +59,20 @@ class SqliteMemories(SqliteParts):
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None
-    ) -> None:
-        rowid = self._conn.execute(
+    ) -> bool:
+        inserted = self._conn.execute(
             memory_sql.insert_sql(memory_type), memory_sql.record_row(memory_type, record)
-        ).fetchall()[0][0]
+        ).fetchall()
+        if not inserted:
+            return False  # the erase fence's trigger dropped it
+        rowid = inserted[0][0]
         self._conn.execute(
             f"INSERT INTO {memory_sql.table(memory_type)}_fts (rowid, text) VALUES (?, ?)",
             (rowid, record.text),
         )
         if vector is not None and record.embedding_model_id is not None:
             self.insert_vector(memory_type, record.embedding_model_id, rowid, vector)
+        return True
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
         """Mark the old version superseded (it is kept, vector included); returns its version."""
