@@ -16,6 +16,7 @@ from mempipe.cli.options import (
     reports_errors,
     store_options,
 )
+from mempipe.errors import IncompleteRunError
 from mempipe.schemas.bundle import BundleImportSummary
 from mempipe.schemas.memory import MemoryType
 
@@ -188,10 +189,9 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--audit-dir",
-    default="audit",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="The Parquet audit whose rows of the user are redacted too.",
+    default=None,
+    help="An audit folder to redact besides those the store recorded (it must exist; "
+    "default: ./audit where there is one).",
 )
 @store_options
 @json_option
@@ -203,7 +203,7 @@ def erase(
     project_id: str | None,
     dry_run: bool,
     yes: bool,
-    audit_dir: str,
+    audit_dir: str | None,
     store: str | None,
     config: str | None,
     as_json: bool,
@@ -222,27 +222,34 @@ def erase(
             abort=True,
             err=True,
         )
-    summary = erase_flow(
-        user_id=user_id,
-        org_id=org_id,
-        project_id=project_id,
-        dry_run=dry_run,
-        audit_dir=audit_dir,
-        store=context.store_url,
-        config=str(context.settings.config),
-    )
+    incomplete: IncompleteRunError | None = None
+    try:
+        summary = erase_flow(
+            user_id=user_id,
+            org_id=org_id,
+            project_id=project_id,
+            dry_run=dry_run,
+            audit_dir=audit_dir,
+            store=context.store_url,
+            config=str(context.settings.config),
+        )
+    except IncompleteRunError as exc:
+        incomplete, summary = exc, exc.summary
 
     def human() -> None:
         verb = "would erase" if dry_run else "erased"
         gone = counted(summary.counts) or "nothing"
         click.echo(f"{verb} {gone}")
-        if summary.audit_files:
-            click.echo(
-                f"{'would redact' if dry_run else 'redacted'} {summary.audit_file_rows} rows in "
-                f"{summary.audit_files} Parquet audit file(s) under {Path(audit_dir).resolve()}"
-            )
+        redact = "would redact" if dry_run else "redacted"
+        for file in summary.files:
+            if file.left is None:
+                click.echo(f"{redact} {file.rows} {file.kind} row(s) in {file.path}")
+            else:
+                click.echo(f"left: {file.rows} {file.kind} row(s) in {file.path}: {file.left}")
+        if summary.left and not dry_run:
+            click.echo("next: deal with each file left, then run the same erase again")
 
-    emit(summary, as_json, human)
+    emit(summary, as_json, human, incomplete)
 
 
 @click.command("copy")

@@ -16,11 +16,17 @@ from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.reembed import reembed_flow
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
+from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 from mempipe.services.backfill import run_counts, summarize_backfill
 from mempipe.tasks import backfill as tasks
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
+from mempipe.tasks.runs import (
+    prepare_store,
+    record_run_end,
+    record_run_start,
+    record_written_file,
+)
 
 
 @flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -58,6 +64,9 @@ def backfill_flow(
         {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
     )
     rejects_file = rejects_path(rejects_dir, run_id)
+    record_written_file(
+        context.store_url, str(rejects_file), FileKind.REJECTS, run_id, defaults.user_id
+    )
     files = tasks.resolve_archives(paths)
     ingested = [
         tasks.ingest_archive(

@@ -4,6 +4,7 @@ one user's data; copy a store into another."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
@@ -11,7 +12,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.bootstrap import load_context
-from mempipe.errors import IncompleteRunError
+from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
@@ -24,11 +25,17 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
 from mempipe.schemas.replay import ExtractorName, ReplaySettings
+from mempipe.schemas.run import FileKind
 from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.replay import export_audit
-from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
+from mempipe.tasks.runs import (
+    prepare_store,
+    record_run_end,
+    record_run_start,
+    record_written_file,
+)
 from mempipe.tasks.transfer import (
     copy_records,
     erase_user,
@@ -48,9 +55,11 @@ def export_flow(
     store: str | None = None,
     config: str | None = None,
 ) -> ExportSummary:
-    """Read-only: the store is not changed, and no run is recorded in it."""
+    """The store is not changed but for one line saying where the bundle went (it holds users'
+    text, so an erase must reach it); no run is recorded."""
     context = load_context(store, config)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
+    record_written_file(context.store_url, out, FileKind.BUNDLE, None, user_id)
     summary = write_bundle(context.store_url, out, selection, with_vectors)
     publish_table(
         "export",
@@ -76,6 +85,7 @@ def import_flow(
     prepare_store(context.store_url, config)
     record_run_start(context.store_url, run_id, "import", {"path": path, "format": "mempipe"})
     rejects = rejects_path(rejects_dir, run_id, "import")
+    record_written_file(context.store_url, str(rejects), FileKind.REJECTS, run_id)
     summary = read_bundle(context.store_url, path, run_id, str(rejects))
     counts = {f"written_{c}": n for c, n in summary.written.items()} | {
         "conflicts": summary.conflicts
@@ -98,29 +108,42 @@ def erase_flow(
     org_id: str | None = None,
     project_id: str | None = None,
     dry_run: bool = False,
-    audit_dir: str | None = "audit",
+    audit_dir: str | None = None,
     store: str | None = None,
     config: str | None = None,
 ) -> EraseSummary:
     """Irreversible unless ``dry_run``; never scheduled. The run record (who, scope, counts,
-    when) stays in the store: it holds no content."""
+    when) stays in the store: it holds no content. Every audit folder, rejects file and bundle
+    the store recorded is reached, and ``audit_dir`` too (it must exist; without it, ./audit
+    where there is one). The run fails, naming each, while any still holds the user's text."""
     context = load_context(store, config)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
+    if audit_dir is not None and not Path(audit_dir).is_dir():
+        raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
+    audit_dirs = [audit_dir] if audit_dir else [d for d in ["audit"] if Path(d).is_dir()]
     run_id = str(flow_run.id)
     if not dry_run:
         prepare_store(context.store_url, config)
         record_run_start(
             context.store_url, run_id, "erase", selection.model_dump(exclude_none=True)
         )
-    summary = erase_user(context.store_url, selection, dry_run, audit_dir)
+    summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
     summary.run_id = None if dry_run else run_id
+    left = (
+        f"the user's text is still in {len(summary.left)} file(s): "
+        + "; ".join(f"{f.path} ({f.left})" for f in summary.left)
+        if summary.left
+        else None
+    )
     if not dry_run:
-        record_run_end(context.store_url, run_id, summary.counts)
+        record_run_end(context.store_url, run_id, summary.counts, left)
     publish_table(
         "erase",
         [{"kind": k, "records": n} for k, n in summary.counts.items()],
         f"{'dry run: would erase' if dry_run else 'erased'} user {user_id}",
     )
+    if left and not dry_run:
+        raise IncompleteRunError(left, summary)
     return summary
 
 
@@ -141,6 +164,8 @@ def copy_flow(
     prepare_store(target.store_url, config)
     record_run_start(target.store_url, run_id, "copy", {"from": source.store_url})
     rejects = rejects_path(rejects_dir, run_id, "copy")
+    for url in (source.store_url, target.store_url):
+        record_written_file(url, str(rejects), FileKind.REJECTS, run_id)
     summary = copy_records(
         source.store_url, target.store_url, run_id, str(rejects), with_vectors, batch_size
     )
@@ -206,6 +231,7 @@ def import_memories_flow(
         retry=load_retry_policy(),
     )
     rejects = rejects_path(rejects_dir, run_id, "import")
+    record_written_file(context.store_url, str(rejects), FileKind.REJECTS, run_id, defaults.user_id)
     files = [
         import_memory_file(
             context.store_url,

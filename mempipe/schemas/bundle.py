@@ -109,8 +109,21 @@ class BundleImportSummary(BaseModel):
     seconds: float
 
 
+class ErasedFile(BaseModel):
+    """A file or folder outside the store that held the user's text: redacted, or left with
+    the reason an erase could not redact it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    kind: str
+    rows: int = Field(description="the user's rows or lines in it")
+    parts: int = Field(default=1, description="the files of a folder that held them")
+    left: str | None = Field(default=None, description="why it still holds them, if it does")
+
+
 class EraseSummary(BaseModel):
-    """What one user's erase removed (or, dry, would remove): counts only, no content."""
+    """What one user's erase removed (or, dry, would remove): counts and paths, no content."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -120,7 +133,16 @@ class EraseSummary(BaseModel):
     counts: dict[str, int]
     audit_files: int = Field(description="Parquet audit files that held the user's text")
     audit_file_rows: int
+    files: list[ErasedFile] = Field(
+        default_factory=list,
+        description="every recorded audit folder, rejects file and bundle that held the user's "
+        "text; any with ``left`` set fails the erase (exit 1) until it is dealt with",
+    )
     seconds: float
+
+    @property
+    def left(self) -> list[ErasedFile]:
+        return [f for f in self.files if f.left is not None]
 
 
 class CopySummary(BaseModel):

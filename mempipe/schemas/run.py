@@ -47,3 +47,24 @@ class Lease(BaseModel):
     run_id: str
     until: datetime
     acquired_at: datetime
+
+
+class FileKind(StrEnum):
+    AUDIT = "audit"
+    REJECTS = "rejects"
+    BUNDLE = "bundle"
+
+
+class WrittenFile(BaseModel):
+    """A file or folder mempipe wrote that holds users' text, recorded in the store so that an
+    erase can reach it wherever it went."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="absolute; a folder for an audit or a bundle")
+    kind: FileKind
+    run_id: str | None = None
+    user_id: str | None = Field(
+        default=None, description="the run's default user: a rejects file's lines are theirs"
+    )
+    written_at: datetime

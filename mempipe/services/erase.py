@@ -1,45 +1,101 @@
-"""A data request's erase: the user's records go from the store, and the user's text from the
-audit in the store and in the Parquet audit files; the audit keeps its rows, so it still
-counts what happened."""
+"""A data request's erase: the user's records go from the store, and the user's text from every
+file mempipe wrote outside it: the Parquet audit folders and rejects files the store recorded
+(and any audit folder named), redacted in place; bundles, which are copies of the store, are
+named as left until deleted or exported again. The audit keeps its rows, so it still counts
+what happened. An erase that leaves the user's text anywhere says where, and fails."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mempipe.adapters.store.base import Erasure
-from mempipe.schemas.bundle import REDACTED, BundleSelection, EraseSummary
+from mempipe.adapters.store.base import Erasure, FileLog
+from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
+from mempipe.schemas.run import FileKind
+
+
+class ErasureStore(Erasure, FileLog, Protocol):
+    """What an erase changes: the user's records, and the files recorded as written."""
 
 
 def erase_user(
-    store: Erasure, selection: BundleSelection, *, dry_run: bool, audit_dir: Path | None
+    store: ErasureStore,
+    selection: BundleSelection,
+    *,
+    dry_run: bool,
+    audit_dirs: Sequence[Path] = (),
 ) -> EraseSummary:
     started = time.perf_counter()
     counts = store.erase_user(selection, dry_run=dry_run)
-    files, rows = redact_audit_files(audit_dir, selection, dry_run=dry_run) if audit_dir else (0, 0)
+    files = [
+        found
+        for path, kind, owner in _targets(store, audit_dirs)
+        if (found := _erase_file(path, kind, owner, selection, dry_run=dry_run)) is not None
+    ]
+    audit = [f for f in files if f.kind == FileKind.AUDIT.value]
     return EraseSummary(
         selection=selection,
         dry_run=dry_run,
         counts=counts,
-        audit_files=files,
-        audit_file_rows=rows,
+        audit_files=sum(f.parts for f in audit),
+        audit_file_rows=sum(f.rows for f in audit),
+        files=files,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _targets(store: FileLog, audit_dirs: Sequence[Path]) -> list[tuple[Path, FileKind, str | None]]:
+    """Every recorded path, and the audit folders named, once each."""
+    targets: dict[Path, tuple[FileKind, str | None]] = {
+        Path(f.path): (f.kind, f.user_id) for f in store.written_files()
+    }
+    for folder in audit_dirs:
+        targets.setdefault(folder.absolute(), (FileKind.AUDIT, None))
+    return [(path, kind, owner) for path, (kind, owner) in sorted(targets.items())]
+
+
+def _erase_file(
+    path: Path, kind: FileKind, owner: str | None, selection: BundleSelection, *, dry_run: bool
+) -> ErasedFile | None:
+    """The file's part in the erase; None when it holds nothing of the user (or is gone)."""
+    if not path.exists():
+        return None
+    parts, left = 1, None
+    try:
+        if kind is FileKind.AUDIT:
+            parts, rows = redact_audit_files(path, selection, dry_run=dry_run)
+        elif kind is FileKind.REJECTS:
+            rows = redact_rejects(path, selection, owner, dry_run=dry_run)
+        else:
+            rows = _bundle_rows(path, selection)
+            left = "a bundle is a copy of the store: delete it, or export it again"
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return ErasedFile(path=str(path), kind=kind.value, rows=0, left=f"cannot be read: {exc}")
+    if not rows:
+        return None
+    return ErasedFile(path=str(path), kind=kind.value, rows=rows, parts=parts, left=left)
 
 
 def redact_audit_files(
     audit_dir: Path, selection: BundleSelection, *, dry_run: bool
 ) -> tuple[int, int]:
-    """Files and rows of the Parquet audit that hold the user's text; each such file rewritten
-    beside itself and moved over it (a reader sees the old file or the new, never half)."""
+    """Files and rows of the Parquet audit that hold the user's text; each such file is
+    rewritten beside itself and moved over it (a reader sees the old file or the new)."""
     files = rows = 0
     for path in sorted(audit_dir.rglob("*.parquet")):
         table = pq.read_table(path, partitioning=None)
-        mask = _owned(table, selection)
+        if "text" not in table.column_names:
+            continue
+        unredacted = pc.not_equal(table.column("text"), REDACTED)
+        mask = pc.fill_null(pc.and_(_owned(table, selection), unredacted), False)
         owned = pc.sum(mask).as_py() or 0
         if not owned:
             continue
@@ -54,10 +110,53 @@ def redact_audit_files(
     return files, rows
 
 
+def redact_rejects(
+    path: Path, selection: BundleSelection, owner: str | None, *, dry_run: bool
+) -> int:
+    """Lines of a rejects file that are the user's: every line of a run whose default user
+    they are, else the lines whose raw record names them. Their raw text is redacted; where
+    and why stay."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept: list[bytes] = []
+    owned = 0
+    for line in lines:
+        reject = orjson.loads(line)
+        raw = reject.get("raw")
+        if raw != REDACTED and (owner == selection.user_id or _names_user(raw, selection.user_id)):
+            owned += 1
+            reject["raw"] = REDACTED
+            line = orjson.dumps(reject) + b"\n"
+        kept.append(line)
+    if owned and not dry_run:
+        aside = path.with_name(path.name + ".erasing")
+        aside.write_bytes(b"".join(kept))
+        os.replace(aside, path)
+    return owned
+
+
+def _names_user(raw: object, user_id: str | None) -> bool:
+    if not isinstance(raw, str) or user_id is None:
+        return False
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return f'"{user_id}"' in raw
+    return isinstance(record, dict) and record.get("user_id") == user_id
+
+
+def _bundle_rows(bundle: Path, selection: BundleSelection) -> int:
+    rows = 0
+    for path in sorted(bundle.glob("*.parquet")):
+        table = pq.read_table(path, partitioning=None)
+        if "user_id" in table.column_names:
+            rows += pc.sum(_owned(table, selection)).as_py() or 0
+    return rows
+
+
 def _owned(table: pa.Table, selection: BundleSelection) -> pa.ChunkedArray:
     mask = pc.equal(table.column("user_id"), selection.user_id)
     for field in ("org_id", "project_id"):
         value = getattr(selection, field)
-        if value is not None:
+        if value is not None and field in table.column_names:
             mask = pc.and_(mask, pc.equal(table.column(field), value))
     return pc.fill_null(mask, False)

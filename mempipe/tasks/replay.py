@@ -15,12 +15,14 @@ from mempipe.domain.partitioning import partition
 from mempipe.progress import track
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.replay import ReplaySettings
+from mempipe.schemas.run import FileKind
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
 from mempipe.services.audit import EXPORTED, export_earlier_runs, write_audit, write_observed
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.replay import ReplayContext
 from mempipe.services.replay_summary import BucketOutcome
+from mempipe.services.written_files import record_written
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -113,6 +115,9 @@ def export_audit(
             files = write_audit(store.audit_rows(run_id, since, until), Path(out_dir))
         if mark_exported and run_id is not None:
             store.set_checkpoint(run_id, EXPORTED, True)
+    if files:
+        with closing(open_store(store_url, migrate=False)) as store:
+            record_written(store, out_dir, FileKind.AUDIT, run_id, None)
     return [str(f) for f in files]
 
 

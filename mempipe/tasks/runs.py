@@ -13,9 +13,10 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.store import open_store
 from mempipe.bootstrap import load_context
 from mempipe.domain.liveness import this_process
-from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.run import FileKind, RunRecord, RunStatus
 from mempipe.services import runs as run_service
 from mempipe.services.runs import RecoveredRun
+from mempipe.services.written_files import record_written
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -68,3 +69,11 @@ def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
             len(run.leases),
         )
     return recovered
+
+
+@task(name="record-written-file", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+def record_written_file(
+    store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
+) -> None:
+    with closing(open_store(store_url, migrate=False)) as store:
+        record_written(store, path, kind, run_id, user_id)

@@ -51,14 +51,16 @@ def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> Bu
 
 @task(name="erase-user", cache_policy=NO_CACHE)
 def erase_user(
-    store_url: str, selection: BundleSelection, dry_run: bool, audit_dir: str | None
+    store_url: str, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
 ) -> EraseSummary:
     with closing(open_store(store_url, migrate=False)) as store:
         summary = erasing.erase_user(
-            store, selection, dry_run=dry_run, audit_dir=Path(audit_dir) if audit_dir else None
+            store, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
         )
-    verb = "would erase" if dry_run else "erased"
-    get_run_logger().info("%s %s", verb, summary.counts)
+    logger = get_run_logger()
+    logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
+    for file in summary.left:
+        logger.warning("the user's text is left in %s: %s", file.path, file.left)
     return summary
 
 

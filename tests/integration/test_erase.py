@@ -70,7 +70,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
     audit_rows = pl.read_parquet(audit_dir / "**" / "*.parquet").height
     assert found_of_maya(store), "maya's data is found before"
 
-    dry = erase_user(store, MAYA, dry_run=True, audit_dir=audit_dir)
+    dry = erase_user(store, MAYA, dry_run=True, audit_dirs=[audit_dir])
     assert dry.counts["turns"] == 20
     assert dry.counts["semantic"] > 0
     assert dry.counts["vectors"] > 0
@@ -82,7 +82,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
         .is_empty()
     )
 
-    done = erase_user(store, MAYA, dry_run=False, audit_dir=audit_dir)
+    done = erase_user(store, MAYA, dry_run=False, audit_dirs=[audit_dir])
 
     assert done.counts == dry.counts
     assert found_of_maya(store) == []
@@ -95,4 +95,4 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
     assert files.height == audit_rows
     assert set(files.filter(pl.col("user_id") == "maya")["text"]) == {REDACTED}
     assert digests(store, BOB) == before_bob, "other users unchanged"
-    assert erase_user(store, MAYA, dry_run=False, audit_dir=audit_dir).counts["turns"] == 0
+    assert erase_user(store, MAYA, dry_run=False, audit_dirs=[audit_dir]).counts["turns"] == 0

@@ -22,7 +22,7 @@ from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus
 from mempipe.schemas.memory import MemoryRecord
-from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.schemas.search import Hit, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
@@ -361,6 +361,16 @@ class Erasure(Protocol):
         ...
 
 
+class FileLog(Protocol):
+    """The files and folders mempipe wrote that hold users' text (audit, rejects, bundles)."""
+
+    def record_file(self, file: WrittenFile) -> None:
+        """Record (or renew) one path; recording it twice keeps one entry."""
+        ...
+
+    def written_files(self) -> list[WrittenFile]: ...
+
+
 class Store(
     Turns,
     WorkQueue,
@@ -375,6 +385,7 @@ class Store(
     Schema,
     Transfer,
     Erasure,
+    FileLog,
     Protocol,
 ):
     """Every role: what a backend implements, and what jobs that move whole stores take."""

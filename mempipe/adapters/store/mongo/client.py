@@ -28,6 +28,7 @@ from mempipe.adapters.store.mongo.exceptions import (
     SEARCH_NOT_ENABLED,
     SearchUnavailableError,
 )
+from mempipe.adapters.store.mongo.files import MongoFileLog
 from mempipe.adapters.store.mongo.indexes import MongoIndexAdmin
 from mempipe.adapters.store.mongo.leases import MongoLeases
 from mempipe.adapters.store.mongo.memories import MongoMemories
@@ -125,6 +126,7 @@ class MongoStore(
     MongoLeases,
     MongoTransfer,
     MongoErasure,
+    MongoFileLog,
 ):
     """One MongoDB database with Atlas Search / mongot vector and text indexes."""
 

@@ -14,6 +14,7 @@ from mempipe.adapters.store.sqlite.base import now_text
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.erasure import SqliteErasure
 from mempipe.adapters.store.sqlite.exceptions import translate
+from mempipe.adapters.store.sqlite.files import SqliteFileLog
 from mempipe.adapters.store.sqlite.indexes import SqliteIndexAdmin
 from mempipe.adapters.store.sqlite.leases import SqliteLeases
 from mempipe.adapters.store.sqlite.memories import SqliteMemories
@@ -60,6 +61,7 @@ class SqliteStore(
     SqliteLeases,
     SqliteTransfer,
     SqliteErasure,
+    SqliteFileLog,
 ):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 

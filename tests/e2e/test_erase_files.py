@@ -1,0 +1,81 @@
+"""An erase reaches every file mempipe wrote with the user's text (DESIGN rule: every file
+mempipe wrote with the owner's text is redacted or named as left): audit folders written by
+replay and report wherever they went, rejects files, and bundles, which are named as left until
+deleted. An erase that leaves text anywhere fails (exit 1) naming each file; an --audit-dir
+that does not exist is an error before anything is erased."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.e2e.crash_kit import environment, run
+
+pytestmark = pytest.mark.prefect
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+
+
+def rejects_lines(folder: Path) -> list[dict]:
+    return [
+        json.loads(line)
+        for path in sorted((folder / "mempipe-rejects").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def audit_texts(folder: Path) -> set[str]:
+    return set(
+        pl.read_parquet(folder / "**" / "*.parquet").filter(pl.col("user_id") == "maya")["text"]
+    )
+
+
+def test_an_erase_redacts_every_recorded_file_and_fails_while_a_bundle_holds_the_user(
+    prefect_server, tmp_path
+) -> None:
+    env = environment(prefect_server)
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    args = ["--store", "sqlite:///memory.db", "--config", str(config)]
+    for step in (
+        ["backfill", str(SAMPLE), "--user-id", "maya"],
+        ["replay", "--audit-dir", "first-audit"],
+        ["report", "--out", "elsewhere/second-audit"],
+        ["export", "--out", "maya-bundle", "--user-id", "maya"],
+    ):
+        done = run([*step, *args], tmp_path, env)
+        assert done.returncode == 0, (step, done.stderr)
+    assert rejects_lines(tmp_path)[0]["raw"] != "[erased]"
+    assert audit_texts(tmp_path / "first-audit") - {"[erased]"}
+
+    missing = run(
+        ["erase", "--user-id", "maya", "--yes", "--audit-dir", "nowhere", *args, "--json"],
+        tmp_path,
+        env,
+    )
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout)["kind"] == "config"
+    assert json.loads(run(["stats", *args, "--json"], tmp_path, env).stdout)["turns"] == 20
+
+    erased = run(["erase", "--user-id", "maya", "--yes", *args, "--json"], tmp_path, env)
+
+    assert erased.returncode == 1, "a bundle still holds maya's rows"
+    document = json.loads(erased.stdout)
+    assert document["kind"] == "incomplete"
+    left = [f for f in document["files"] if f["left"]]
+    assert [Path(f["path"]).name for f in left] == ["maya-bundle"]
+    assert "maya-bundle" in document["error"]
+    kinds = sorted(f["kind"] for f in document["files"] if not f["left"])
+    assert kinds == ["audit", "audit", "rejects"]
+    for folder in ("first-audit", "elsewhere/second-audit"):
+        assert audit_texts(tmp_path / folder) == {"[erased]"}, folder
+    assert {line["raw"] for line in rejects_lines(tmp_path)} == {"[erased]"}
+    assert json.loads(run(["stats", *args, "--json"], tmp_path, env).stdout)["turns"] == 0
+
+    shutil.rmtree(tmp_path / "maya-bundle")
+    again = run(["erase", "--user-id", "maya", "--yes", *args, "--json"], tmp_path, env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["files"] == [], "nothing of maya is left anywhere"
