@@ -48,3 +48,13 @@ class IncompleteRunError(TerminalError):
 
 class JobBusyError(TransientError):
     """Another live run holds the lock this job needs; trying later can succeed."""
+
+
+class InterruptedRunError(IncompleteRunError):
+    """A SIGTERM or SIGINT stopped the run after the work in flight: it is recorded
+    interrupted with what it did, and the command exits 128 + the signal's number."""
+
+    def __init__(self, message: str, summary: object, signum: int) -> None:
+        super().__init__(message, summary)
+        self.signum = signum
+        self.exit_code = 128 + signum

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from mempipe.interrupts import stop_on_signals
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,12 +34,64 @@ def direct_runs() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def prefect_api() -> Iterator[None]:
+    """The Prefect API the command's flows report to: the configured one, else a temporary
+    server that mempipe starts and stops itself, in a session of its own, so that a Ctrl-C to
+    the terminal's process group reaches the command (which stops its work and records it)
+    and not the server the command still needs to record that with. The server stops when
+    the command's process exits (after Prefect's clients have sent what they hold), as
+    Prefect's own temporary server does."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield
+        return
+    server = _temporary_server_class()()
+    server.start()
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        yield
+
+
+def _temporary_server_class() -> type:
+    from prefect.server.api.server import SubprocessASGIServer
+
+    class OwnSessionServer(SubprocessASGIServer):
+        """Prefect's temporary server, started in a session of its own; its own logs (the
+        tracebacks of tasks it cancels as it stops) stay out of the command's stderr."""
+
+        _instances: dict[int | None, Any] = {}
+
+        def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+            with _new_sessions():
+                return super()._run_uvicorn_command()
+
+    return OwnSessionServer
+
+
+@contextmanager
+def _new_sessions() -> Iterator[None]:
+    """``subprocess.Popen`` starting its processes in a new session, quiet, for the block."""
+    original = subprocess.Popen
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        return original(*args, **{**kwargs, **quiet, "start_new_session": True})
+
+    subprocess.Popen = popen  # type: ignore[assignment, misc]
+    try:
+        yield
+    finally:
+        subprocess.Popen = original  # type: ignore[misc]
+
+
 def starts_flows(command: F) -> F:
-    """For a command that calls a flow: its runs are :func:`direct_runs`."""
+    """For a command that calls a flow: SIGTERM and SIGINT ask its work to stop, it reports
+    to :func:`prefect_api`, and its runs are :func:`direct_runs`."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with direct_runs():
+        with stop_on_signals(), prefect_api(), direct_runs():
             return command(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -19,6 +19,7 @@ from mempipe.errors import (
     ArchiveError,
     ConfigError,
     IncompleteRunError,
+    InterruptedRunError,
     JobBusyError,
     MempipeError,
     StoreError,
@@ -91,6 +92,7 @@ def identity_options(command: F) -> F:
 
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (InterruptedRunError, "interrupted"),
     (IncompleteRunError, "incomplete"),
     (JobBusyError, "busy"),
     (ConfigError, "config"),
@@ -138,7 +140,7 @@ def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> 
             ).decode()
         )
     click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(getattr(exc, "exit_code", 1))
 
 
 def emit(

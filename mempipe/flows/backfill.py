@@ -14,6 +14,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.reembed import reembed_flow
+from mempipe.interrupts import handle_stop_signals, raise_if_stopped, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
 from mempipe.schemas.run import FileKind
@@ -53,6 +54,7 @@ def backfill_flow(
     run (the incremental re-embed of the turns, as a subflow)."""
     started = time.monotonic()
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
+    handle_stop_signals()
     context = load_context(store, config)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
@@ -89,12 +91,12 @@ def backfill_flow(
             [t.value for t in context.config.memory.extraction.enabled],
             run_id,
         )
-        if promote_sessions
+        if promote_sessions and not stop_requested()
         else PromotionSummary()
     )
     embedded = (
         reembed_flow(collections=["stm"], incremental=True, store=context.store_url, config=config)
-        if embed
+        if embed and not stop_requested()
         else None
     )
     summary = summarize_backfill(
@@ -118,6 +120,7 @@ def backfill_flow(
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",
     )
+    raise_if_stopped(summary, "backfill")
     if failed:
         raise IncompleteRunError(failed, summary)
     return summary

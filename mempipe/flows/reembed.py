@@ -14,6 +14,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.heartbeat import keep_alive
+from mempipe.interrupts import handle_stop_signals, raise_if_stopped
 from mempipe.locks import store_lock
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
@@ -62,6 +63,7 @@ def reembed_flow(
     vector of the declared dimension, finite, for every record whose text the model did not
     refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
     and the run fails naming the cause (run it again: it resumes)."""
+    handle_stop_signals()
     context = load_context(store, config)
     retry = load_retry_policy()
     run_id = str(flow_run.id)
@@ -162,6 +164,7 @@ def reembed_flow(
             + ("switched" if summary.switched else summary.reason or "incremental"),
         )
     if summary.reason:
+        raise_if_stopped(summary, "reembed")
         headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
         raise IncompleteRunError(f"{headline}: {summary.reason}", summary)
     return summary

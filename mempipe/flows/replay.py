@@ -13,6 +13,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.heartbeat import keep_alive
+from mempipe.interrupts import handle_stop_signals, raise_if_stopped
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
@@ -73,6 +74,7 @@ def replay_flow(
     The work is cut into ``concurrency`` partitions (by project, then owner-id ranges) run on
     threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
     ``concurrency`` processes, or the scheduler at ``dask_address``)."""
+    handle_stop_signals()
     context = load_context(store, config)
     run_id = str(flow_run.id)
     memory = context.config.memory
@@ -138,6 +140,7 @@ def replay_flow(
         f"{summary.reinforced} reinforced, {summary.failed_retryable + summary.failed_content} "
         "failed",
     )
+    raise_if_stopped(summary, "replay")
     if failed:
         raise IncompleteRunError(failed, summary)
     return summary

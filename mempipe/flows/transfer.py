@@ -14,6 +14,7 @@ from pydantic import Field
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.interrupts import handle_stop_signals, raise_if_stopped
 from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
     BundleImportSummary,
@@ -158,6 +159,7 @@ def copy_flow(
 ) -> CopySummary:
     """Resumable: a copy into the same target that was killed goes on after its last committed
     batch. The run is recorded in the target; it fails when the verification does."""
+    handle_stop_signals()
     source = load_context(store, config)
     target = load_context(to, config)
     run_id = str(flow_run.id)
@@ -176,6 +178,7 @@ def copy_flow(
         [{"collection": c, "copied": n} for c, n in summary.copied.items()],
         f"copy {run_id}: {'verified' if summary.verified else 'NOT verified'}",
     )
+    raise_if_stopped(summary, "copy")
     if failed:
         raise IncompleteRunError(f"the copy differs from its source: {failed}", summary)
     return summary

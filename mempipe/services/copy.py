@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mempipe.adapters.store.base import Registry, Schema, Transfer
+from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary, bundle_collection
@@ -60,7 +61,7 @@ def copy_store(
             name = f"copy:{source.url}:{collection}"
             after = target.resume_point("copy", name, run_id)
             target.set_checkpoint(run_id, name, after)
-            while True:
+            while not stop_requested():
                 page, cursor = source.export_page(collection, EVERYTHING, after, batch_size)
                 if page:
                     added, rejects = write_records(
@@ -79,8 +80,11 @@ def copy_store(
                 if len(page) < batch_size:
                     break
             progress.update(done)
-    vectors = _copy_vectors(source, target, batch_size) if with_vectors else {}
-    differences, digests = verify(source, target, batch_size)
+    if stop_requested():  # the rest is copied by the next run, which also verifies
+        differences, digests, vectors = ["stopped before the end"], {}, {}
+    else:
+        vectors = _copy_vectors(source, target, batch_size) if with_vectors else {}
+        differences, digests = verify(source, target, batch_size)
     return CopySummary(
         run_id=run_id,
         source=source.url,

@@ -17,6 +17,7 @@ from mempipe.adapters.store.base import Turns
 from mempipe.archives import ArchiveReader
 from mempipe.archives.drafts import Skipped
 from mempipe.bulk import bulk_work
+from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
@@ -60,6 +61,8 @@ def ingest_file(
     ):
         in_flight: tuple[Future[TurnWriteResult], list[Reject], int] | None = None
         for turns, rejects, skipped in _batches(reader, batch_size):
+            if stop_requested():
+                break  # asked to stop: a rerun reads the file again and adds the rest
             written = writer.submit(store.write_turns, store.encode_turns(turns, run_id))
             if in_flight is not None:
                 account(*in_flight)

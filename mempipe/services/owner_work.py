@@ -21,6 +21,7 @@ from mempipe.adapters.store.base import Leases, RunLog
 from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
+from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
 from mempipe.services.replay import ReplayContext, ReplayStore, replay_batch
@@ -85,15 +86,19 @@ def replay_by_owner(
             work.extend(fresh)
         try:
             outcome.results.extend(replay_batch(store, work, context))
+        except StopRequested:
+            pass  # a retry's wait ended by a stop: the batch's items stay as they were
         finally:
             store.release_leases(context.run_id, [owner_lease(o) for o in held])
         progress(len(outcome.results) + outcome.done_elsewhere + outcome.erased_meanwhile)
 
     waiting = list(owners)
-    while waiting:
+    while waiting and not stop_requested():
         held: list[Owner] = []
         busy: list[Owner] = []
         for owner in waiting:
+            if stop_requested():
+                break
             if store.acquire_lease(owner_lease(owner), context.run_id, LEASE) is not None:
                 busy.append(owner)
                 continue
@@ -103,7 +108,7 @@ def replay_by_owner(
                 held = []
         if held:
             replay_held(held)
-        if busy and len(busy) == len(waiting):
+        if busy and len(busy) == len(waiting) and not stop_requested():
             time.sleep(OWNER_POLL_S)
             recover_dead_runs(store)
         waiting = busy

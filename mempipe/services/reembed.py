@@ -18,6 +18,7 @@ from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.store.base import AuditLog, Registry, RunLog, Vectors
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.errors import MempipeError
+from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
 from mempipe.schemas.evaluation import QueryFile
@@ -114,14 +115,21 @@ class _Filler:
         after, until = id_range
         model = self.embedder.model_id
         failed_in_a_row = 0
-        while failed_in_a_row < FAILED_BATCHES_IN_A_ROW and (
-            batch := self.store.records_missing_vectors(
-                self.collection, model, after, self.batch_size, until
+        while (
+            failed_in_a_row < FAILED_BATCHES_IN_A_ROW
+            and not stop_requested()
+            and (
+                batch := self.store.records_missing_vectors(
+                    self.collection, model, after, self.batch_size, until
+                )
             )
         ):
             after = batch[-1][0]
             texts = [text or "" for _, text in batch]
-            found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
+            try:
+                found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
+            except StopRequested:
+                return
             pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
             report.embedded_now += self.store.set_vectors(self.collection, model, pairs)
             provider = [error for _, error in errors if error.retryable]

@@ -32,6 +32,7 @@ from mempipe.domain.reconcile import (
 )
 from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
+from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
@@ -87,7 +88,8 @@ def replay_batch(
 ) -> list[ExtractionSummary]:
     """Extract every item, embed all their memories in one batch (a model encodes a batch far
     faster than the same texts one call at a time), then reconcile and write each item in its
-    own transaction, in the items' order."""
+    own transaction, in the items' order. Asked to stop, it extracts no more and returns the
+    summaries of the items it wrote; the others stay as they were."""
     extractor = context.extractor
     extracted: list[tuple[int, WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
@@ -95,6 +97,8 @@ def replay_batch(
     if extractor.capabilities.summaries:
         summarize(store, [snapshots[s] for s in store.rule_summarized(list(snapshots))], context)
     for position, item in enumerate(items):
+        if stop_requested():
+            break  # asked to stop: what is extracted is written, the rest stays pending
         snapshot = snapshots[item.snapshot_id]
         memory_type = MemoryType(item.handler)
         try:
@@ -104,6 +108,8 @@ def replay_batch(
         except MempipeError as exc:
             results[position] = _failed(store, item, snapshot, context, exc)
             continue
+        except StopRequested:
+            break
         extracted.append((position, item, snapshot, found))
     flat = [
         (snapshot, MemoryType(item.handler), m)
@@ -114,7 +120,7 @@ def replay_batch(
     for position, item, snapshot, found in extracted:
         own = [next(vectors) for _ in found]
         results[position] = _write(store, item, snapshot, found, own, context)
-    return [results[position] for position in range(len(items))]
+    return [results[position] for position in range(len(items)) if position in results]
 
 
 def _write(

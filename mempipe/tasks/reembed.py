@@ -13,6 +13,7 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.store import open_store
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
+from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
 from mempipe.services.evaluation import read_queries
@@ -92,6 +93,7 @@ def embed_range(
             run_id=run_id,
             batch_size=batch_size,
             retry=plan.retry,
+            sleep=interruptible_sleep,
             state=plan.state,
             id_range=id_range,
         )

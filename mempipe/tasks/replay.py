@@ -12,6 +12,7 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.factory import extractor_for
 from mempipe.adapters.store import open_store
 from mempipe.domain.partitioning import partition
+from mempipe.interrupts import interruptible_sleep
 from mempipe.progress import track
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.replay import ReplaySettings
@@ -35,6 +36,7 @@ def replay_context(settings: ReplaySettings, run_id: str) -> ReplayContext:
         embedder=embedder_for(settings.embedding_model),
         thresholds=settings.thresholds,
         retry=settings.retry,
+        sleep=interruptible_sleep,
     )
 
 

@@ -3,6 +3,7 @@ and outcome at the end; dead runs closed before work is handed out."""
 
 from __future__ import annotations
 
+import signal
 from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.store import open_store
 from mempipe.bootstrap import load_context
 from mempipe.domain.liveness import this_process
+from mempipe.interrupts import stop_requested, stop_signal
 from mempipe.schemas.run import FileKind, RunRecord, RunStatus
 from mempipe.services import runs as run_service
 from mempipe.services.runs import RecoveredRun
@@ -50,8 +52,15 @@ def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[st
 def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
+    """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
     with closing(open_store(store_url, migrate=False)) as store:
-        status = RunStatus.FAILED if error else RunStatus.COMPLETED
+        if stop_requested():
+            status = RunStatus.INTERRUPTED
+            error = f"stopped by {signal.Signals(stop_signal() or signal.SIGTERM).name}" + (
+                f"; {error}" if error else ""
+            )
+        else:
+            status = RunStatus.FAILED if error else RunStatus.COMPLETED
         store.finish_run(run_id, status, counts, error)
 
 

@@ -1,5 +1,6 @@
-"""Exactly once under crashes and concurrency, proved with real processes: two replays at once,
-a replay killed with SIGKILL and resumed at once, re-embeds killed and resumed, rolled back
+"""Exactly once under crashes, signals and concurrency, proved with real processes: two replays
+at once, a replay killed with SIGKILL and resumed at once, a replay stopped by SIGTERM and by a
+Ctrl-C to its process group and run again, re-embeds killed and resumed, rolled back
 and finalized, a re-embed to an unreachable model, and no process left behind by a kill.
 
 Each end state is compared with an uninterrupted run's over the same archive, in which every
@@ -10,7 +11,11 @@ would leave an older fact current.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -253,3 +258,89 @@ def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_p
     ):
         time.sleep(0.5)
     assert not alive, f"left behind: {alive}"
+
+
+def stop_when(process, ready, signum: int, *, group: bool = False, timeout: float = 240) -> float:
+    """Send ``signum`` once ``ready()`` holds; the seconds the process took to exit after it."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, f"ended before the signal: {process.communicate()}"
+        assert time.monotonic() < deadline, "never got there"
+        time.sleep(0.05)
+    sent = time.monotonic()
+    if group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    process.wait(timeout=120)
+    return time.monotonic() - sent
+
+
+def assert_interrupted_then_completed_by_a_rerun(
+    db: Path, args: list[str], out: str, rc: int, expected_rc: int, tmp_path: Path, env, reference
+) -> None:
+    assert rc == expected_rc, out
+    document = json.loads(out)
+    assert document["kind"] == "interrupted"
+    [(status, counts, error)] = read(
+        db, "SELECT status, counts, error FROM runs WHERE flow = 'replay'"
+    )
+    assert status == "interrupted", error
+    done_now = extraction_counts(db)["done"]
+    assert 0 < done_now < USERS * MONTHS * HANDLERS, "stopped part-way"
+    assert json.loads(counts)["done"] == document["done"] == done_now, "its true counts"
+    assert read(db, "SELECT count(*) FROM leases") == [(0,)], "its claims released"
+    rerun = run(["replay", *args, "--json"], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert_same_end_state(db, reference)
+
+
+def test_sigterm_stops_a_replay_within_seconds_recorded_interrupted_and_a_rerun_completes(
+    prefect_server, reference, tmp_path
+) -> None:
+    db, args = fresh_store(reference, tmp_path)
+    env = environment(prefect_server)
+    victim = start(["replay", *args, "--concurrency", "2", "--json"], tmp_path, env)
+    total = USERS * MONTHS * HANDLERS
+    took = stop_when(victim, lambda: extraction_counts(db)["done"] >= total // 10, signal.SIGTERM)
+    out, _ = victim.communicate()
+    assert took < 10, f"took {took:.1f} s to stop"
+    assert_interrupted_then_completed_by_a_rerun(
+        db, args, out, victim.returncode, 143, tmp_path, env, reference
+    )
+
+
+def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
+    reference, tmp_path
+) -> None:
+    """Without a Prefect API the command starts its own temporary server; the terminal's
+    Ctrl-C reaches the whole process group."""
+    db, args = fresh_store(reference, tmp_path)
+    env = environment(None)
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "mempipe", "replay", *args, "--concurrency", "2", "--json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    started: set[int] = set()
+
+    def underway() -> bool:
+        started.update(descendants(victim.pid))
+        return extraction_counts(db)["done"] >= 200
+
+    took = stop_when(victim, underway, signal.SIGINT, group=True)
+    out, _ = victim.communicate()
+    assert took < 10, f"took {took:.1f} s to stop"
+    deadline = time.monotonic() + 30
+    while (alive := {p for p in started if Path(f"/proc/{p}").exists()}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    assert not alive, f"left behind: {alive}"
+    assert_interrupted_then_completed_by_a_rerun(
+        db, args, out, victim.returncode, 130, tmp_path, environment(None), reference
+    )
