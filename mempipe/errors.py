@@ -37,6 +37,11 @@ class ArchiveError(TerminalError):
     """An archive path cannot be read at all (as opposed to a bad record inside it)."""
 
 
+class ResourceError(TransientError):
+    """The store's medium is full or failing (disk full, an I/O error): retryable once there is
+    space again, and named as such rather than as whatever failed after it."""
+
+
 class IncompleteRunError(TerminalError):
     """The run did what it could and recorded it, but not all of its work: it fails (exit 1)
     and still hands back its summary, so the caller can print what was done."""

@@ -22,6 +22,7 @@ from mempipe.errors import (
     InterruptedRunError,
     JobBusyError,
     MempipeError,
+    ResourceError,
     StoreError,
     TransientError,
 )
@@ -98,6 +99,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (ConfigError, "config"),
     (StoreError, "store"),
     (ArchiveError, "archive"),
+    (ResourceError, "resource"),
     (EnvironmentalError, "provider"),
     (ContentError, "provider"),
     (TransientError, "transient"),

@@ -66,6 +66,9 @@ def mem0_drafts(path: str) -> RecordParser:
             if not isinstance(item, dict) or not isinstance(item.get("memory"), str):
                 yield reject(source, 'expected a mem0 memory: {"id", "memory", ...}', item)
                 continue
+            if item.get("metadata") is not None and not isinstance(item["metadata"], dict):
+                yield reject(source, "metadata: expected an object", item)
+                continue
             metadata = dict(item.get("metadata") or {})
             for extra in ("categories", "app_id", "hash"):
                 if item.get(extra) is not None:

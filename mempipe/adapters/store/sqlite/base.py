@@ -68,11 +68,14 @@ class SqliteParts:
         try:
             yield
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:  # SQLite rolls back by itself on a full disk
+                self._conn.execute("ROLLBACK")
             raise
         try:
             self._conn.execute("COMMIT")
         except apsw.Error as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise translate(exc, self.url) from exc
 
     @contextmanager

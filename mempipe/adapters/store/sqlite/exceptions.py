@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-from mempipe.errors import MempipeError, StoreError, TransientError
+from mempipe.errors import MempipeError, ResourceError, StoreError, TransientError
 
 
 class StoreBusyError(TransientError):
@@ -14,6 +14,10 @@ class StoreBusyError(TransientError):
 def translate(exc: apsw.Error, where: str) -> MempipeError:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StoreBusyError(f"{where}: database is busy: {exc}")
+    if isinstance(exc, apsw.FullError):
+        return ResourceError(f"{where}: the disk is full: {exc} (retry once there is space)")
+    if isinstance(exc, apsw.IOError):
+        return ResourceError(f"{where}: I/O error on the store's disk: {exc}")
     if isinstance(exc, apsw.NotADBError):
         return StoreError(f"{where}: not a SQLite database")
     if isinstance(exc, apsw.CantOpenError):
