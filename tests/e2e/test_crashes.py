@@ -344,3 +344,33 @@ def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
     assert_interrupted_then_completed_by_a_rerun(
         db, args, out, victim.returncode, 130, tmp_path, environment(None), reference
     )
+
+
+def test_sigterm_stops_a_reembed_with_serving_unchanged_and_a_rerun_switches(
+    prefect_server, reference, tmp_path
+) -> None:
+    env = environment(prefect_server)
+    db, args = reembed_store(reference, tmp_path, env)
+    before = serving(db)
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 32, delay=0.01)
+        slow = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        move = ["reembed", "--model", SLOW_MODEL, "--collections", "stm", "--batch-size", "8"]
+        victim = start([*move, *args, "--json"], tmp_path, slow)
+        took = stop_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40, signal.SIGTERM)
+        out, _ = victim.communicate()
+
+        assert took < 10, f"took {took:.1f} s to stop"
+        assert victim.returncode == 143, out
+        assert json.loads(out)["kind"] == "interrupted"
+        assert serving(db) == before, "a stopped re-embed switched nothing"
+        [(status,)] = read(
+            db, "SELECT status FROM runs WHERE flow = 'reembed' ORDER BY started_at DESC LIMIT 1"
+        )
+        assert status == "interrupted"
+        assert read(db, "SELECT count(*) FROM leases") == [(0,)], "its lock released"
+
+        resumed = run([*move, *args, "--json"], tmp_path, slow)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["switched"] is True
+    assert serving(db)["stm"] == SLOW_MODEL
