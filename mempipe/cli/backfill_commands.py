@@ -12,9 +12,9 @@ from mempipe.cli.options import (
     pairs,
     rejects_dir_option,
     reports_errors,
+    run_flow,
     store_options,
 )
-from mempipe.errors import IncompleteRunError
 from mempipe.schemas.archive import ArchiveFormat
 
 
@@ -90,28 +90,25 @@ def backfill(
     context = load_context(store, config)
     expand_paths(paths)
     context.prepare_store()
-    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        try:
-            summary = backfill_flow(
-                paths=list(paths),
-                format=archive_format,
-                org_id=org_id,
-                project_id=project_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                columns=column_map,
-                store=context.store_url,
-                config=str(context.settings.config),
-                batch_size=batch_size,
-                rejects_dir=rejects_dir,
-                promote_sessions=not no_promote,
-                future_margin=duration(future_margin, "--future-margin"),
-                allow_any_time=allow_any_time,
-                embed=embed,
-            )
-        except IncompleteRunError as exc:
-            incomplete, summary = exc, exc.summary
+        summary, incomplete = run_flow(
+            backfill_flow,
+            paths=list(paths),
+            format=archive_format,
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            columns=column_map,
+            store=context.store_url,
+            config=str(context.settings.config),
+            batch_size=batch_size,
+            rejects_dir=rejects_dir,
+            promote_sessions=not no_promote,
+            future_margin=duration(future_margin, "--future-margin"),
+            allow_any_time=allow_any_time,
+            embed=embed,
+        )
 
     def human() -> None:
         click.echo(

@@ -12,11 +12,11 @@ from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
+    run_flow,
     scale_out_options,
     split_list,
     store_options,
 )
-from mempipe.errors import IncompleteRunError
 
 
 @click.group(invoke_without_command=True)
@@ -80,25 +80,22 @@ def reembed(
     if model is not None:
         embedder_for(model)
     context.prepare_store()
-    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        try:
-            summary = reembed_flow(
-                model=model,
-                dimensions=dimensions,
-                collections=split_list(collections),
-                batch_size=batch_size,
-                gate=gate,
-                min_recall_ratio=min_recall_ratio,
-                incremental=incremental,
-                partitions=partitions,
-                task_runner=task_runner,
-                dask_address=dask_address,
-                store=context.store_url,
-                config=str(context.settings.config),
-            )
-        except IncompleteRunError as exc:
-            incomplete, summary = exc, exc.summary
+        summary, incomplete = run_flow(
+            reembed_flow,
+            model=model,
+            dimensions=dimensions,
+            collections=split_list(collections),
+            batch_size=batch_size,
+            gate=gate,
+            min_recall_ratio=min_recall_ratio,
+            incremental=incremental,
+            partitions=partitions,
+            task_runner=task_runner,
+            dask_address=dask_address,
+            store=context.store_url,
+            config=str(context.settings.config),
+        )
 
     def human() -> None:
         for report in summary.collections:

@@ -13,10 +13,10 @@ from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
+    run_flow,
     scale_out_options,
     store_options,
 )
-from mempipe.errors import IncompleteRunError
 
 
 @click.command()
@@ -81,29 +81,26 @@ def replay(
 
     context = load_context(store, config)
     context.prepare_store()
-    incomplete: IncompleteRunError | None = None
     with show_on_terminal():
-        try:
-            summary = replay_flow(
-                org_id=org_id,
-                project_id=project_id,
-                user_id=user_id,
-                session_id=session_id,
-                snapshot_ids=list(snapshot_ids) or None,
-                since=since,
-                until=until,
-                handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
-                extractor=extractor,
-                concurrency=concurrency,
-                task_runner=task_runner,
-                dask_address=dask_address,
-                force=force,
-                store=context.store_url,
-                config=str(context.settings.config),
-                audit_dir=audit_dir,
-            )
-        except IncompleteRunError as exc:
-            incomplete, summary = exc, exc.summary
+        summary, incomplete = run_flow(
+            replay_flow,
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            session_id=session_id,
+            snapshot_ids=list(snapshot_ids) or None,
+            since=since,
+            until=until,
+            handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
+            extractor=extractor,
+            concurrency=concurrency,
+            task_runner=task_runner,
+            dask_address=dask_address,
+            force=force,
+            store=context.store_url,
+            config=str(context.settings.config),
+            audit_dir=audit_dir,
+        )
 
     def human() -> None:
         click.echo(

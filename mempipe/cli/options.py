@@ -145,6 +145,18 @@ def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> 
     sys.exit(getattr(exc, "exit_code", 1))
 
 
+R = TypeVar("R")
+
+
+def run_flow(flow: Callable[..., R], **parameters: Any) -> tuple[R, IncompleteRunError | None]:
+    """The flow's summary, with the error of a run that did not do all its work: the command
+    prints what it did, then fails (:func:`emit`)."""
+    try:
+        return flow(**parameters), None
+    except IncompleteRunError as exc:
+        return exc.summary, exc  # type: ignore[return-value]
+
+
 def emit(
     result: BaseModel,
     as_json: bool,

@@ -14,9 +14,9 @@ from mempipe.cli.options import (
     json_option,
     rejects_dir_option,
     reports_errors,
+    run_flow,
     store_options,
 )
-from mempipe.errors import IncompleteRunError
 from mempipe.schemas.bundle import BundleImportSummary
 from mempipe.schemas.memory import MemoryType
 
@@ -222,19 +222,16 @@ def erase(
             abort=True,
             err=True,
         )
-    incomplete: IncompleteRunError | None = None
-    try:
-        summary = erase_flow(
-            user_id=user_id,
-            org_id=org_id,
-            project_id=project_id,
-            dry_run=dry_run,
-            audit_dir=audit_dir,
-            store=context.store_url,
-            config=str(context.settings.config),
-        )
-    except IncompleteRunError as exc:
-        incomplete, summary = exc, exc.summary
+    summary, incomplete = run_flow(
+        erase_flow,
+        user_id=user_id,
+        org_id=org_id,
+        project_id=project_id,
+        dry_run=dry_run,
+        audit_dir=audit_dir,
+        store=context.store_url,
+        config=str(context.settings.config),
+    )
 
     def human() -> None:
         verb = "would erase" if dry_run else "erased"

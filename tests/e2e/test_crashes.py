@@ -273,7 +273,9 @@ def stop_when(process, ready, signum: int, *, group: bool = False, timeout: floa
     else:
         process.send_signal(signum)
     process.wait(timeout=120)
-    return time.monotonic() - sent
+    took = time.monotonic() - sent
+    print(f"{signal.Signals(signum).name}: exit {process.returncode} after {took:.2f} s")
+    return took
 
 
 def assert_interrupted_then_completed_by_a_rerun(

@@ -150,30 +150,40 @@ def test_an_erase_during_a_replay_of_the_same_user_sticks(loaded) -> None:
     assert others == [(USERS - 1,)], "every other user's facts were written"
 
 
+def erase_during(
+    job: list[str], before: list[list[str]], tmp_path: Path, prefect_server: str, monkeypatch
+) -> Path:
+    """Run the ``before`` commands, then ``job`` against an endpoint (embedding with
+    ``openai:fake-embed:16``) that holds the erased user's requests; erase them meanwhile; the
+    job ends 0 and nothing of the user is left. Returns the store's path."""
+    config = write_config(tmp_path, model="openai:fake-embed:16")
+    db = tmp_path / "memory.db"
+    args = ["--store", f"sqlite:///{db}", "--config", str(config)]
+    held = HeldForErase()
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        for command in before:
+            done = run([*command, *args], tmp_path, env)
+            assert done.returncode == 0, done.stderr
+        fake.responder = held
+        process = start([*job, *args, "--json"], tmp_path, env)
+        erase_while_held(held, process, args, tmp_path, env)
+        _out, err = process.communicate(timeout=600)
+
+        assert process.returncode == 0, err
+        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        nothing_of_the_erased_user(db, f"sqlite:///{db}")
+    return db
+
+
 def test_an_erase_during_a_backfill_that_embeds_the_same_user_sticks(
     prefect_server, tmp_path, monkeypatch
 ) -> None:
     write_named_archive(tmp_path / "archive.jsonl", USERS)
-    config = write_config(tmp_path, model="openai:fake-embed:16")
-    db = tmp_path / "memory.db"
-    args = ["--store", f"sqlite:///{db}", "--config", str(config)]
-    env = environment(prefect_server)
-    held = HeldForErase()
-    with fake_openai() as (fake, url):
-        fake.responder = held
-        job_env = {**env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
-        backfill = start(
-            ["backfill", "archive.jsonl", "--embed", "--batch-size", "50", *args, "--json"],
-            tmp_path,
-            job_env,
-        )
-        erase_while_held(held, backfill, args, tmp_path, job_env)
-        _out, err = backfill.communicate(timeout=600)
-
-        assert backfill.returncode == 0, err
-        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        nothing_of_the_erased_user(db, f"sqlite:///{db}")
+    job = ["backfill", "archive.jsonl", "--embed", "--batch-size", "50"]
+    db = erase_during(job, [], tmp_path, prefect_server, monkeypatch)
     assert read(db, "SELECT count(DISTINCT user_id) FROM turns") == [(USERS - 1,)]
 
 
@@ -191,25 +201,7 @@ def test_an_erase_during_an_import_of_the_same_users_memories_sticks(
     ]
     (tmp_path / "mem0.json").write_text(json.dumps({"results": records}))
     write_named_archive(tmp_path / "archive.jsonl", USERS)
-    config = write_config(tmp_path, model="openai:fake-embed:16")
-    db = tmp_path / "memory.db"
-    args = ["--store", f"sqlite:///{db}", "--config", str(config)]
-    env = environment(prefect_server)
-    held = HeldForErase()
-    with fake_openai() as (fake, url):
-        fake.responder = lambda body: embeddings(body, 16)
-        job_env = {**env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
-        loaded = run(["backfill", "archive.jsonl", "--embed", *args], tmp_path, job_env)
-        fake.responder = held
-        imported = start(
-            ["import", "mem0.json", "--format", "mem0", *args, "--json"], tmp_path, job_env
-        )
-        erase_while_held(held, imported, args, tmp_path, job_env)
-        _out, err = imported.communicate(timeout=600)
-
-        assert imported.returncode == 0, err
-        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        nothing_of_the_erased_user(db, f"sqlite:///{db}")
-    assert loaded.returncode == 0
+    job = ["import", "mem0.json", "--format", "mem0"]
+    backfill = ["backfill", "archive.jsonl", "--embed"]
+    db = erase_during(job, [backfill], tmp_path, prefect_server, monkeypatch)
     assert read(db, "SELECT count(DISTINCT user_id) FROM memories_semantic") == [(USERS - 1,)]

@@ -16,18 +16,10 @@ from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.domain.failures import PROVIDER_KINDS, EnvironmentalError, FailureKind, RetryPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from mempipe.services.embedding import embed_texts
 from tests.fakes.openai_server import FAULTS, error, fake_openai, faulty
+from tests.integration.test_llm_extractor import SNAPSHOT
 
-SNAPSHOT = SnapshotContent(
-    snapshot_id="snap_1",
-    org_id="o",
-    project_id="p",
-    user_id="u",
-    session_id="s",
-    turns=[TurnLine(role="user", content="My home airport is LIS now.")],
-)
 FAST = RetryPolicy(max_attempts=3, max_seconds=5, network_base=0, network_cap=0, retry_after_cap=0)
 
 EMBEDDING_KINDS = {
