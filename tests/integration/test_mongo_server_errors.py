@@ -3,6 +3,8 @@ errors, the 16 MiB document limit; told by error codes, not message text."""
 
 from __future__ import annotations
 
+import socket
+import time
 from datetime import UTC, datetime
 
 import mongomock
@@ -77,3 +79,16 @@ def test_a_turn_over_16_mib_is_one_reject_and_the_batch_goes_in(mongo) -> None:
     [reject] = result.conflicts
     assert reject.line == 2
     assert "16 MiB" in reject.reason
+
+
+def test_an_unreachable_server_fails_once_after_the_selection_timeout() -> None:
+    from pymongo import MongoClient
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = MongoClient(f"mongodb://127.0.0.1:{port}", serverSelectionTimeoutMS=500)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="unreachable"):
+        open_mongo_store(f"mongodb://127.0.0.1:{port}/memory", client=client)
+    assert time.monotonic() - started < 1.5, "one selection timeout, not one per question"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pymongo import MongoClient
 from pymongo.database import Database
-from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mempipe.adapters.store.mongo.audit import MongoAuditLog
 from mempipe.adapters.store.mongo.base import MongoCapabilities, now
@@ -90,10 +90,13 @@ EXTRACTION_STATES = [
 
 
 def detect_capabilities(client: MongoClient) -> MongoCapabilities:
-    """Transactions on replica sets and sharded clusters."""
+    """Transactions on replica sets and sharded clusters. A server that cannot be reached fails
+    here, once (after the server-selection timeout), not again at the next question."""
     try:
         hello = client.admin.command("hello")
         transactions = "setName" in hello or hello.get("msg") == "isdbgrid"
+    except ConnectionFailure:
+        raise
     except (PyMongoError, NotImplementedError):
         transactions = False
     return MongoCapabilities(transactions=transactions)
