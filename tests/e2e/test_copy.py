@@ -4,6 +4,8 @@ and ends verified with no record twice."""
 
 from __future__ import annotations
 
+import signal
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -98,15 +100,7 @@ def test_a_copy_killed_part_way_goes_on_and_ends_verified_without_duplicates(
     env = environment(None, PREFECT_LOGGING_LEVEL="WARNING")
     copying = start(args, tmp_path, env)
 
-    def half_the_audit() -> bool:
-        if not target.exists():
-            return False
-        try:
-            return read(target, "SELECT count(*) FROM audit")[0][0] >= 2_000
-        except Exception:  # the file exists before its tables do
-            return False
-
-    kill_when(copying, half_the_audit)
+    kill_when(copying, lambda: _audit_rows(target) >= 2_000)
     left = read(target, "SELECT count(*) FROM audit")[0][0]
     assert 0 < left < 20_000, "killed part way"
 
@@ -118,3 +112,42 @@ def test_a_copy_killed_part_way_goes_on_and_ends_verified_without_duplicates(
     assert summary["copied"]["audit"] == 20_000 - left, "it went on after the last batch"
     assert read(target, "SELECT count(*) FROM audit")[0][0] == 20_000
     assert read(target, "SELECT count(*) FROM turns")[0][0] == 20_000
+
+
+def test_a_copy_stopped_by_sigterm_is_recorded_interrupted_and_a_rerun_ends_verified(
+    big_store, tmp_path
+) -> None:
+    target = tmp_path / "target.db"
+    args = ["copy", "--to", f"sqlite:///{target}", "--store", f"sqlite:///{big_store}"]
+    args += ["--batch-size", "200", "--json"]
+    env = environment(None, PREFECT_LOGGING_LEVEL="WARNING")
+    copying = start(args, tmp_path, env)
+    deadline = time.monotonic() + 240
+    while not _audit_rows(target) >= 2_000:
+        assert copying.poll() is None, copying.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    sent = time.monotonic()
+    copying.send_signal(signal.SIGTERM)
+    out, _ = copying.communicate(timeout=120)
+
+    assert time.monotonic() - sent < 10
+    assert copying.returncode == 143, out
+    assert orjson.loads(out)["kind"] == "interrupted"
+    assert read(target, "SELECT status FROM runs WHERE flow = 'copy'") == [("interrupted",)]
+    left = _audit_rows(target)
+    assert left < 20_000, "stopped part way"
+
+    resumed = run(args, tmp_path, env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert orjson.loads(resumed.stdout)["verified"] is True
+    assert _audit_rows(target) == 20_000
+
+
+def _audit_rows(target: Path) -> int:
+    if not target.exists():
+        return 0
+    try:
+        return read(target, "SELECT count(*) FROM audit")[0][0]
+    except Exception:  # the file exists before its tables do
+        return 0
