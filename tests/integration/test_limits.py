@@ -4,6 +4,7 @@ draw on a named Prefect rate limit."""
 
 from __future__ import annotations
 
+import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 
@@ -11,6 +12,7 @@ import pytest
 
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store import open_store
+from mempipe.domain.failures import EnvironmentalError, FailureKind
 from mempipe.domain.liveness import machine_id
 from mempipe.errors import ConfigError, JobBusyError
 from mempipe.flows.reembed import reembed_flow, reembed_rollback_flow
@@ -99,3 +101,28 @@ def test_provider_requests_draw_on_a_prefect_rate_limit_where_one_is_named(prefe
         used = client.read_global_concurrency_limit_by_name("llm-test").active_slots
     assert used >= 2, "each request took a slot (decaying slowly)"
     assert len(fake.requests) == 3, "the refused one never reached the provider"
+
+
+def test_a_rate_limit_slot_that_does_not_come_within_the_call_timeout_is_a_rate_limit_failure(
+    prefect_server,
+) -> None:
+    from prefect import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(
+            GlobalConcurrencyLimitCreate(name="llm-full", limit=1, slot_decay_per_second=0.001)
+        )
+    with fake_openai() as (fake, url):
+        fake.script = [memories(FACT)]
+        settings = LLMSettings(
+            base_url=url, model="m", api_key="k", rate_limit="llm-full", timeout_seconds=1
+        )
+        extractor = OpenAIExtractor(settings)
+        extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+        started = time.monotonic()
+        with pytest.raises(EnvironmentalError, match="no slot of Prefect rate limit") as caught:
+            extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+    assert caught.value.kind is FailureKind.RATE_LIMIT
+    assert time.monotonic() - started < 10, "no wait without end"
+    assert len(fake.requests) == 1

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mempipe.domain.failures import EnvironmentalError, FailureKind
 from mempipe.errors import ConfigError
 from mempipe.schemas.replay import LLMSettings
 
@@ -53,17 +54,25 @@ def limiter_for(endpoint: str, per_minute: float) -> RateLimiter:
 
 
 class PrefectRateLimit:
-    """One slot of a Prefect global concurrency limit with slot decay per request."""
+    """One slot of a Prefect global concurrency limit with slot decay per request; a slot that
+    does not come within ``timeout_s`` is a rate-limit failure (retried under the policy), not
+    a wait without end."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, timeout_s: float) -> None:
         self.name = name
+        self.timeout_s = timeout_s
 
     def acquire(self) -> None:
         from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
         from prefect.concurrency.sync import rate_limit
 
         try:
-            rate_limit(self.name, occupy=1, strict=True)
+            rate_limit(self.name, occupy=1, timeout_seconds=self.timeout_s, strict=True)
+        except TimeoutError as exc:
+            raise EnvironmentalError(
+                FailureKind.RATE_LIMIT,
+                f"no slot of Prefect rate limit {self.name!r} within {self.timeout_s:g} s",
+            ) from exc
         except ConcurrencySlotAcquisitionError as exc:
             raise ConfigError(
                 f"Prefect rate limit {self.name!r} is not on the server: create it with "
@@ -75,7 +84,7 @@ def limiter(settings: LLMSettings, endpoint: str) -> Limiter | None:
     """The limit requests to ``endpoint`` observe: ``settings.rate_limit`` names a Prefect
     one; else ``requests_per_minute`` in this process; else none."""
     if settings.rate_limit:
-        return PrefectRateLimit(settings.rate_limit)
+        return PrefectRateLimit(settings.rate_limit, settings.timeout_seconds)
     if settings.requests_per_minute:
         return limiter_for(endpoint, settings.requests_per_minute)
     return None
