@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -181,3 +182,77 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert sum(stats.memories[t]["active"] for t in stats.memories) > 0
     assert scan_audit(audit).collect().height == audited
     assert scan_audit(report_dir).collect().height == audited
+
+
+def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_rerun_completes(
+    ops_env, tmp_path
+) -> None:
+    """The worker's cancel is a SIGTERM to the run's process: the replay stops after the work
+    in flight, as it does for a scheduler's SIGTERM."""
+    from tests.e2e.crash_kit import extraction_counts, read, write_archive, write_config
+
+    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
+    prefect("--no-prompt", "deploy", "--name", "replay", env=ops_env)
+    write_archive(tmp_path / "archive.jsonl", 200)
+    config = write_config(tmp_path)
+    db = tmp_path / "ops.db"
+    cli = [sys.executable, "-m", "mempipe"]
+    args = ["--store", f"sqlite:///{db}", "--config", str(config)]
+    loaded = subprocess.run(
+        [*cli, "backfill", "archive.jsonl", *args],
+        cwd=tmp_path,
+        env=ops_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    worker_log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen(
+        [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
+        cwd=tmp_path,
+        env=ops_env,
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        started = prefect(
+            "deployment",
+            "run",
+            "replay/replay",
+            "--param",
+            f"store=sqlite:///{db}",
+            "--param",
+            f"config={config}",
+            "--param",
+            "concurrency=1",
+            env=ops_env,
+        )
+        flow_run = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout)
+        assert flow_run, started.stdout
+        deadline = time.monotonic() + 240
+        while not (db.exists() and extraction_counts(db)["done"] >= 400):
+            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.2)
+        prefect("flow-run", "cancel", flow_run[1], env=ops_env)
+        deadline = time.monotonic() + 60
+        while read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("running",)]:
+            assert time.monotonic() < deadline, "the cancelled run never ended"
+            time.sleep(0.2)
+    finally:
+        stop(worker)
+        worker_log.close()
+    [(status, counts)] = read(db, "SELECT status, counts FROM runs WHERE flow = 'replay'")
+    assert status == "interrupted"
+    assert json.loads(counts)["done"] == extraction_counts(db)["done"] < 200 * 6 * 4
+    assert read(db, "SELECT count(*) FROM leases") == [(0,)]
+    rerun = subprocess.run(
+        [*cli, "replay", *args],
+        cwd=tmp_path,
+        env=ops_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert extraction_counts(db) == {"done": 200 * 6 * 4}
