@@ -17,6 +17,7 @@ from mempipe.flows.reembed import reembed_flow
 from mempipe.interrupts import handle_stop_signals, raise_if_stopped, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
+from mempipe.schemas.embedding import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 from mempipe.services.backfill import run_counts, summarize_backfill
@@ -94,24 +95,28 @@ def backfill_flow(
         if promote_sessions and not stop_requested()
         else PromotionSummary()
     )
-    embedded = (
-        reembed_flow(collections=["stm"], incremental=True, store=context.store_url, config=config)
-        if embed and not stop_requested()
-        else None
-    )
+    embedded, not_embedded = None, None
+    if embed and not stop_requested():
+        try:
+            embedded = reembed_flow(
+                collections=["stm"], incremental=True, store=context.store_url, config=config
+            )
+        except IncompleteRunError as exc:  # the turns are in; their vectors are not all there
+            embedded, not_embedded = exc.summary, f"embedding the turns: {exc}"
     summary = summarize_backfill(
         run_id, context.store_url, ingested, promotion, rejects_file, time.monotonic() - started
     )
-    if embedded is not None:
+    if isinstance(embedded, ReembedSummary):
         (turns,) = embedded.collections
         summary.embedded, summary.embedding_model = turns.embedded_now, embedded.model
-    failed = (
+    unread = (
         f"{len(summary.failed_files)} file(s) could not be read to the end: "
         + ", ".join(summary.failed_files)
         + (f" (see {summary.rejects_path})" if summary.rejects_path else "")
         if summary.failed_files
         else None
     )
+    failed = "; ".join(f for f in (unread, not_embedded) if f) or None
     record_run_end(context.store_url, run_id, run_counts(summary), failed)
     publish_table(
         "backfill-summary",

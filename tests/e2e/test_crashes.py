@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import pytest
 
 from mempipe.watchdog import descendants
@@ -376,3 +377,41 @@ def test_sigterm_stops_a_reembed_with_serving_unchanged_and_a_rerun_switches(
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["switched"] is True
     assert serving(db)["stm"] == SLOW_MODEL
+
+
+def embedded_yet(db: Path) -> bool:
+    try:
+        return vectors_of(db, SLOW_MODEL) > 0
+    except apsw.Error:  # the file is there before its tables are
+        return False
+
+
+def test_sigterm_stops_a_backfill_while_it_embeds_and_a_rerun_completes(
+    prefect_server, tmp_path
+) -> None:
+    write_archive(tmp_path / "archive.jsonl", 100)
+    config = write_config(tmp_path, model=SLOW_MODEL)
+    db = tmp_path / "memory.db"
+    args = ["backfill", "archive.jsonl", "--embed", "--store", f"sqlite:///{db}"]
+    args += ["--config", str(config), "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 32, delay=0.5)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        victim = start(args, tmp_path, env)
+        took = stop_when(victim, lambda: embedded_yet(db), signal.SIGTERM)
+        out, _ = victim.communicate()
+
+        assert took < 10, f"took {took:.1f} s to stop"
+        assert victim.returncode == 143, out
+        document = json.loads(out)
+        assert document["kind"] == "interrupted"
+        assert document["turns_inserted"] == 100 * MONTHS * 2, "the summary is the backfill's"
+        statuses = dict(read(db, "SELECT flow, status FROM runs"))
+        assert statuses == {"backfill": "interrupted", "reembed": "interrupted"}
+        assert vectors_of(db, SLOW_MODEL) < 100 * MONTHS * 2
+
+        fake.responder = lambda body: embeddings(body, 32)
+        rerun = run(args, tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["duplicates_skipped"] == 100 * MONTHS * 2
+    assert vectors_of(db, SLOW_MODEL) == 100 * MONTHS * 2
