@@ -389,3 +389,48 @@ def test_declarations_are_write_once(backend) -> None:
     assert backend.custom_types == ("ticket",)
     with pytest.raises(ConfigError):
         backend.declare([], [CustomTypeConfig(name="ticket")])
+
+
+def test_an_erased_owner_is_written_by_no_work_that_began_before_the_erase(
+    backend, monkeypatch
+) -> None:
+    """The erase fence on every backend: a trigger on SQLite, write-then-withdraw on MongoDB.
+    Rows of the erased user written by earlier work go nowhere; other users' go in; work begun
+    after the erase writes the user again."""
+    from mempipe.adapters.store import writer_epoch
+    from mempipe.schemas.bundle import BundleSelection
+
+    monkeypatch.setattr(writer_epoch, "PROCESS_STARTED", datetime.now(UTC) - timedelta(hours=1))
+    backend.erase_user(BundleSelection(user_id="gone"), dry_run=False)
+    audit = AuditRow(
+        run_id="r",
+        at=T0,
+        day=T0.date(),
+        org_id="o",
+        project_id="p",
+        user_id="gone",
+        memory_type="semantic",
+        action=ReconcileAction.ADD,
+        memory_id="m-gone",
+        version=1,
+        text="the erased user's words",
+    )
+
+    written = backend.add_turns([turn(0, user="gone"), turn(1, user="gone"), turn(0)], "late")
+    snapshots = promote(backend)
+    with backend.write_transaction():
+        kept = backend.add_memory(
+            "semantic", memory("m-gone", "home airport LIS", "home_airport", user="gone"), None
+        )
+        backend.add_audit([audit, audit.model_copy(update={"user_id": "u", "memory_id": "m"})])
+
+    assert (written.inserted, written.erased) == (1, 2)
+    assert snapshots == 1, "the other user's snapshot only"
+    assert kept is False
+    assert backend.get_memory("semantic", "m-gone") is None
+    assert [r.user_id for r in backend.audit_rows(run_id="r")] == ["u"]
+    assert backend.export_page("turns", BundleSelection(user_id="gone"), None, 10)[0] == []
+
+    monkeypatch.setattr(writer_epoch, "PROCESS_STARTED", datetime.now(UTC) + timedelta(hours=1))
+    again = backend.add_turns([turn(0, user="gone")], "new-import")
+    assert again.inserted == 1, "a job begun after the erase is a new, explicit act"

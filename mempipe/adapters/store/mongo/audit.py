@@ -8,6 +8,7 @@ from typing import Any
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.adapters.store.mongo.fence import withdraw_fenced
 from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.failure import Failure
 
@@ -30,10 +31,10 @@ class MongoAuditLog(MongoParts):
         if not rows:
             return
         audit = self.db["audit"]
+        written = [documents.audit_document(r) for r in rows]
         with self._errors("audit"):
-            ids = audit.insert_many(
-                [documents.audit_document(r) for r in rows], session=self._session
-            ).inserted_ids
+            ids = audit.insert_many(written, session=self._session).inserted_ids
+            withdraw_fenced(self.db, "audit", written, self._session)
         self._on_undo(lambda: audit.delete_many({"_id": {"$in": ids}}))
 
     def audit_rows(

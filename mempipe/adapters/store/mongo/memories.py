@@ -11,10 +11,12 @@ from pymongo import ReturnDocument
 
 from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts, now
+from mempipe.adapters.store.mongo.fence import withdraw_fenced
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.domain.vectors import cosine_similarity
 from mempipe.errors import StoreError
+from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
 from mempipe.schemas.search import Near
 
@@ -93,6 +95,10 @@ class MongoMemories(MongoParts):
         collection = self._collection(memory_type)
         with self._errors(memory_type):
             collection.insert_one(document, session=self._session)
+            if record.visibility is Visibility.PRIVATE and withdraw_fenced(
+                self.db, collection.name, [document], self._session
+            ):
+                return False
         self._on_undo(lambda: collection.delete_one({"_id": seq}))
         return True
 

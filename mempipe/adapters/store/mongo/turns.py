@@ -12,6 +12,7 @@ from mempipe.adapters.store.base import WholeBatches
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import TRANSACTION_BUDGET, MongoParts, budgeted, now
 from mempipe.adapters.store.mongo.exceptions import StoreUnavailableError, translate
+from mempipe.adapters.store.mongo.fence import withdraw_fenced
 from mempipe.adapters.store.rejects import conflict_reject, turn_reject
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.reject import Reject
@@ -61,6 +62,8 @@ class MongoTurns(WholeBatches, MongoParts):
             write_errors = exc.details["writeErrors"]
         except PyMongoError as exc:
             raise translate(exc, f"{self.url} turns") from exc
+        with self._errors("turns"):
+            erased = len(withdraw_fenced(self.db, "turns", [r._doc for r in requests]))
         duplicates = [sent[e["index"]] for e in write_errors if e["code"] == DUPLICATE_KEY]
         conflicts = self._conflicts(duplicates)
         failed = [
@@ -69,9 +72,10 @@ class MongoTurns(WholeBatches, MongoParts):
             if e["code"] != DUPLICATE_KEY
         ]
         return TurnWriteResult(
-            inserted=inserted,
+            inserted=inserted - erased,
             duplicates=len(duplicates) - len(conflicts),
             conflicts=[*conflicts, *failed, *oversize],
+            erased=erased,
         )
 
     def _conflicts(self, duplicates: Sequence[Turn]) -> list[Reject]:
@@ -155,4 +159,6 @@ class MongoTurns(WholeBatches, MongoParts):
         with self.write_transaction(), self._errors("snapshots"):
             result = self.db["snapshots"].bulk_write(upserts, session=self._session)
             self.db["turns"].bulk_write(marks, session=self._session)
-        return set(result.upserted_ids.values())
+            created = [documents.snapshot_document(snapshots[i], at) for i in result.upserted_ids]
+            gone = withdraw_fenced(self.db, "snapshots", created, self._session)
+        return {d["_id"] for d in created} - set(gone)
