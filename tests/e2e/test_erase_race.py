@@ -143,6 +143,7 @@ def test_an_erase_during_a_replay_of_the_same_user_sticks(loaded) -> None:
 
     assert replay.returncode == 0, err
     summary = json.loads(out)
+    print(f"replay: {summary['done']} done, {summary['erased_meanwhile']} erased meanwhile")
     assert summary["erased_meanwhile"] > 0, "the erase landed while the user's work was in flight"
     assert summary["done"] == summary["extractions"], "every other extraction is done"
     nothing_of_the_erased_user(db, f"sqlite:///{db}")
