@@ -3,6 +3,8 @@ are mixed in from their modules."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
@@ -44,6 +46,11 @@ def _is_mempipe_store(conn: apsw.Connection) -> bool:
     )
 
 
+def _on_read_only_medium(path: Path) -> bool:
+    """The store's file is there, but nothing can be written beside it (EROFS: even root)."""
+    return path.is_file() and not os.access(path.parent, os.W_OK)
+
+
 def _has_tables(conn: apsw.Connection) -> bool:
     return bool(conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall())
 
@@ -75,6 +82,11 @@ class SqliteStore(
         flags = apsw.SQLITE_OPEN_READWRITE
         if not self.config.existing:
             flags |= apsw.SQLITE_OPEN_CREATE
+        if self.config.existing and _on_read_only_medium(self.config.path):
+            # WAL mode needs to write its -shm beside the file: on a medium nobody can write
+            # (a read-only mount, a snapshot), the store is opened as the immutable file it is.
+            where, flags = f"file:{where}?immutable=1", apsw.SQLITE_OPEN_READONLY
+            flags |= apsw.SQLITE_OPEN_URI
         try:
             conn = apsw.Connection(where, flags=flags)
             conn.setbusytimeout(self.config.busy_timeout_ms)
@@ -91,8 +103,9 @@ class SqliteStore(
             conn.create_scalar_function(
                 "mempipe_writer_epoch", lambda: fence_time(writer_epoch()), 0
             )
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            if not flags & apsw.SQLITE_OPEN_READONLY:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
         except apsw.Error as exc:
