@@ -1,7 +1,9 @@
 """The scope a long-term memory is reconciled in, from its identity and visibility.
 
 A private memory belongs to its user: its scope includes the user. An org-visible memory is
-shared inside its project: its scope leaves the user out. Visibility never crosses a project.
+shared inside its project: its scope leaves the user out. Visibility never crosses a project. A
+memory is reconciled among its own agent's memories, and one without an agent among those
+without one: so the order in which records arrive never decides what is merged.
 """
 
 from __future__ import annotations

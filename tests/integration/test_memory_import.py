@@ -229,3 +229,34 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
         rejects_file=tmp_path / "r2",
     )
     assert (again.added, again.duplicates_skipped) == (0, 4)
+
+
+def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
+    """A memory is reconciled in its own scope: one without an agent only among those without
+    one, so an agent's restatement and a user-level one stay apart whichever comes first."""
+    from mempipe.adapters.store import open_store
+
+    records = [
+        {"id": "a1", "memory": "Prefers a window seat.", "user_id": "alice", "agent_id": "bot"},
+        {"id": "a2", "memory": "Prefers a window seat.", "user_id": "alice"},
+        {"id": "a3", "memory": "Prefers a window seat.", "user_id": "alice", "agent_id": "bot"},
+    ]
+    outcomes = []
+    for order, listed in (("forward", records), ("reversed", records[::-1])):
+        path = tmp_path / f"{order}.json"
+        path.write_text(json.dumps({"results": listed}))
+        store = open_store(f"sqlite:///{tmp_path / order}.db")
+        summary = import_memory_file(
+            store,
+            path,
+            MemoryFormat.MEM0,
+            DEFAULTS,
+            context(),
+            memory_type=None,
+            verbatim=False,
+            rejects_file=tmp_path / f"{order}-rejects.jsonl",
+        )
+        kept = sorted((m.agent_id or "", m.reinforcement_count) for m in held(store))
+        store.close()
+        outcomes.append((summary.added, summary.reinforced, kept))
+    assert outcomes[0] == outcomes[1] == (2, 1, [("", 0), ("bot", 1)])

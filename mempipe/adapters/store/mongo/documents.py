@@ -161,8 +161,13 @@ def memory_document(seq: int, record: MemoryRecord) -> dict[str, Any]:
 
 
 def scope_query(scope: Scope, memory_type: str) -> dict[str, Any]:
-    """Active records of the scope a memory is reconciled in (the same rule as every read)."""
-    return {**read_query(ReadFilter(**scope.model_dump()), memory_type), "status": "active"}
+    """Active records of the scope a memory is reconciled in: every read's rule, except that a
+    memory without an agent is reconciled among those without one (its own scope), so that
+    the order records arrive in cannot decide what is merged."""
+    query = {**read_query(ReadFilter(**scope.model_dump()), memory_type), "status": "active"}
+    if scope.agent_id is None:
+        query["agent_id"] = {"$eq": None}
+    return query
 
 
 def read_query(filters: ReadFilter, collection: str) -> dict[str, Any]:

@@ -29,6 +29,8 @@ class SqliteMemories(SqliteParts):
         key_column = KEY_FIELDS.get(memory_type)
         filters = ReadFilter(**scope.model_dump())
         where, values = search_sql.read_where(filters, search_sql.MEMORY_FIELDS, "m")
+        if scope.agent_id is None:  # the memory's own scope: no agent is none, not any
+            where += " AND m.agent_id IS NULL"
         found: dict[str, Candidate] = {}
         if key is not None and key_column is not None:
             for memory_id, text, evidence in self._rows(
@@ -42,6 +44,8 @@ class SqliteMemories(SqliteParts):
         if near is not None:
             vec_table = memory_sql.vector_table(memory_type, near.model_id)
             constraints, filter_values = search_sql.vector_where(filters, search_sql.MEMORY_FIELDS)
+            if scope.agent_id is None:
+                constraints += " AND agent_id = ''"
             key_select = f"m.{key_column}" if key_column else "NULL"
             for memory_id, text, evidence, found_key, distance in self._rows(
                 f"SELECT m.id, m.text, m.evidence, {key_select}, v.distance FROM "
