@@ -159,6 +159,9 @@ class MongoTurns(WholeBatches, MongoParts):
         with self.write_transaction(), self._errors("snapshots"):
             result = self.db["snapshots"].bulk_write(upserts, session=self._session)
             self.db["turns"].bulk_write(marks, session=self._session)
-            created = [documents.snapshot_document(snapshots[i], at) for i in result.upserted_ids]
+            by_id = {s.snapshot_id: s for s in snapshots}
+            created = [
+                documents.snapshot_document(by_id[i], at) for i in result.upserted_ids.values()
+            ]
             gone = withdraw_fenced(self.db, "snapshots", created, self._session)
-        return {d["_id"] for d in created} - set(gone)
+        return set(result.upserted_ids.values()) - set(gone)
