@@ -216,6 +216,7 @@ def import_memories_flow(
     the same files again changes nothing. The judge of an LLM ``extractor`` decides the
     ambiguous pairs."""
     started = time.monotonic()
+    handle_stop_signals()
     context = load_context(store, config)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
@@ -271,6 +272,7 @@ def import_memories_flow(
         [{"count": c, "value": getattr(summary, c)} for c in COUNTED],
         f"import {run_id} ({format.value})",
     )
+    raise_if_stopped(summary, "import")
     if failed:
         raise IncompleteRunError(failed, summary)
     return summary

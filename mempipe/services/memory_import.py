@@ -16,6 +16,7 @@ from mempipe.archives.memories import MemoryArchiveReader
 from mempipe.domain.ids import stable_id
 from mempipe.domain.memories import build_record, searchable_text
 from mempipe.domain.reconcile import normalize
+from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.audit import AuditRow, ReconcileAction
@@ -71,11 +72,16 @@ def import_memory_file(
     summary = MemoryImportSummary(run_id=context.run_id, format=fmt)
     with track(path.name, reader.size, "bytes") as progress:
         for batch in _batches(reader, batch_size):
+            if stop_requested():
+                break  # asked to stop: a rerun skips what is in and imports the rest
             memories = [m for m in batch if isinstance(m, ImportedMemory)]
             rejects = [r for r in batch if isinstance(r, Reject)]
+            try:
+                vectors = _embed(store, context, memories)
+            except StopRequested:
+                break
             summary.records_read += len(batch)
             summary.rejected += append_rejects(rejects_file, rejects)
-            vectors = _embed(store, context, memories)
             summary.without_vector += sum(v is None for v in vectors)
             write = _verbatim if verbatim else _reconciled
             rows = write(store, context, memories, vectors)

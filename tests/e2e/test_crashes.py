@@ -415,3 +415,61 @@ def test_sigterm_stops_a_backfill_while_it_embeds_and_a_rerun_completes(
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["duplicates_skipped"] == 100 * MONTHS * 2
     assert vectors_of(db, SLOW_MODEL) == 100 * MONTHS * 2
+
+
+def test_sigterm_stops_a_memory_import_and_a_rerun_imports_the_rest(
+    prefect_server, tmp_path
+) -> None:
+    records = 1_500
+    (tmp_path / "mem0.json").write_text(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "id": f"m{i}",
+                        "memory": f"Fact number {i} about trip {i * 7}.",
+                        "user_id": f"user{i % 30:03d}",
+                    }
+                    for i in range(records)
+                ]
+            }
+        )
+    )
+    config = write_config(tmp_path, model="openai:fake-embed:16")
+    db = tmp_path / "memory.db"
+    args = ["import", "mem0.json", "--format", "mem0", "--store", f"sqlite:///{db}"]
+    args += ["--config", str(config), "--json"]
+
+    def imported(store: Path = db) -> int:
+        try:
+            return read(store, "SELECT count(*) FROM memories_semantic")[0][0]
+        except apsw.Error:  # the file is there before its tables are
+            return 0
+
+    def end_state(store: Path) -> set[tuple]:
+        return set(
+            read(store, "SELECT id, status, reinforcement_count, evidence FROM memories_semantic")
+        )
+
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16, delay=1.0)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        victim = start(args, tmp_path, env)
+        took = stop_when(victim, lambda: db.exists() and imported() > 0, signal.SIGTERM)
+        out, _ = victim.communicate()
+
+        assert took < 10, f"took {took:.1f} s to stop"
+        assert victim.returncode == 143, out
+        assert json.loads(out)["kind"] == "interrupted"
+        assert read(db, "SELECT status FROM runs WHERE flow = 'import-memories'") == [
+            ("interrupted",)
+        ]
+        assert 0 < imported() < records
+
+        fake.responder = lambda body: embeddings(body, 16)
+        rerun = run(args, tmp_path, env)
+        whole = tmp_path / "uninterrupted.db"
+        reference = run([*args[:5], f"sqlite:///{whole}", *args[6:]], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert reference.returncode == 0, reference.stderr
+    assert end_state(db) == end_state(whole), "as if it had never been stopped"
