@@ -121,7 +121,8 @@ def erase_flow(
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
     if audit_dir is not None and not Path(audit_dir).is_dir():
         raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
-    audit_dirs = [audit_dir] if audit_dir else [d for d in ["audit"] if Path(d).is_dir()]
+    found = ["audit"] if Path("audit").is_dir() else []
+    audit_dirs = [audit_dir] if audit_dir else found
     run_id = str(flow_run.id)
     if not dry_run:
         prepare_store(context.store_url, config)

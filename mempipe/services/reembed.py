@@ -115,15 +115,12 @@ class _Filler:
         after, until = id_range
         model = self.embedder.model_id
         failed_in_a_row = 0
-        while (
-            failed_in_a_row < FAILED_BATCHES_IN_A_ROW
-            and not stop_requested()
-            and (
-                batch := self.store.records_missing_vectors(
-                    self.collection, model, after, self.batch_size, until
-                )
+        while failed_in_a_row < FAILED_BATCHES_IN_A_ROW and not stop_requested():
+            batch = self.store.records_missing_vectors(
+                self.collection, model, after, self.batch_size, until
             )
-        ):
+            if not batch:
+                return
             after = batch[-1][0]
             texts = [text or "" for _, text in batch]
             try:

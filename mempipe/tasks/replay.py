@@ -128,6 +128,8 @@ def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
     with closing(open_store(store_url, migrate=False)) as store:
         runs = export_earlier_runs(store, Path(out_dir), current=current)
+        if runs:
+            record_written(store, out_dir, FileKind.AUDIT, current, None)
     if runs:
         get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
     return runs

@@ -9,6 +9,7 @@ from typing import Any
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
+from mempipe.adapters.store.mongo.fence import fenced, fences_for
 from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
 from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
@@ -59,18 +60,9 @@ class MongoErasure(MongoParts):
     ) -> bool:
         """Whether an erase of this owner was recorded after ``epoch`` (checked by replay
         inside its write transaction, where the server has transactions)."""
-        if user_id is None:
-            return False
-        found = self.db["erased_owners"].find_one(
-            {
-                "user_id": user_id,
-                "org_id": {"$in": [None, org_id]},
-                "project_id": {"$in": [None, project_id]},
-                "erased_at": {"$gt": fence_time(epoch)},
-            },
-            session=self._session,
-        )
-        return found is not None
+        owner = {"user_id": user_id, "org_id": org_id, "project_id": project_id}
+        users = {user_id} if user_id else set()
+        return fenced(owner, fences_for(self.db, users, epoch, self._session))
 
     def _vectors(self, owner: dict[str, Any], private: dict[str, Any]) -> int:
         held = 0

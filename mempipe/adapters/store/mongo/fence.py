@@ -6,6 +6,7 @@ written after it is removed here: either way none stays."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pymongo.client_session import ClientSession
@@ -15,14 +16,14 @@ from mempipe.adapters.store.writer_epoch import fence_time, writer_epoch
 
 
 def fences_for(
-    db: Database, users: set[str], session: ClientSession | None = None
+    db: Database, users: set[str], epoch: datetime, session: ClientSession | None = None
 ) -> list[dict[str, Any]]:
-    """The fences on any of ``users`` recorded after this work began."""
+    """The fences on any of ``users`` recorded after ``epoch``."""
     if not users:
         return []
     return list(
         db["erased_owners"].find(
-            {"user_id": {"$in": sorted(users)}, "erased_at": {"$gt": fence_time(writer_epoch())}},
+            {"user_id": {"$in": sorted(users)}, "erased_at": {"$gt": fence_time(epoch)}},
             session=session,
         )
     )
@@ -44,7 +45,8 @@ def withdraw_fenced(
     session: ClientSession | None = None,
 ) -> list[Any]:
     """Delete the just-written ``documents`` whose owner an erase fenced; their ids."""
-    fences = fences_for(db, {d["user_id"] for d in documents if d.get("user_id")}, session)
+    users = {d["user_id"] for d in documents if d.get("user_id")}
+    fences = fences_for(db, users, writer_epoch(), session)
     gone = [d["_id"] for d in documents if fenced(d, fences)]
     if gone:
         db[collection].delete_many({"_id": {"$in": gone}}, session=session)
