@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mempipe.adapters.store import Store, open_store
+from mempipe.credentials import load_store_secret, remember
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.settings import Settings, load_project_config, load_settings
@@ -65,6 +66,18 @@ def prepare_store(url: str, config: ProjectConfig | None) -> None:
             store.declare(config.memory.metadata_partition_keys, config.memory.custom_types)
 
 
-def load_context(store: str | None = None, config: str | Path | None = None) -> AppContext:
-    settings = load_settings(store=store, config=config)
+def load_context(
+    store: str | None = None, config: str | Path | None = None, store_secret: str | None = None
+) -> AppContext:
+    """The context of a command or a flow run; its ``store_url`` is the store's public URL,
+    the password kept in the process (:mod:`mempipe.credentials`). ``MEMPIPE_STORE_SECRET``
+    stands for ``store_secret`` where no store is given (a worker's default store)."""
+    settings = load_settings(store=store, config=config, store_secret=store_secret)
+    secret = store_secret or (settings.store_secret if store is None else None)
+    if secret:
+        given = settings.store if "store" in settings.model_fields_set else None
+        public = load_store_secret(secret, given)
+    else:
+        public = remember(settings.store)
+    settings = settings.model_copy(update={"store": public, "store_secret": None})
     return AppContext(settings=settings, config=load_project_config(settings.config))

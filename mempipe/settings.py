@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMPIPE_", extra="forbid")
 
     store: str = Field(default=DEFAULT_STORE, description="store URL: sqlite:///path.db")
+    store_secret: str | None = Field(
+        default=None,
+        description="a Prefect Secret block holding the store URL, or its password",
+    )
     config: Path = Field(
         default=Path("project-config.yaml"), description="project configuration file"
     )

@@ -76,6 +76,7 @@ def backfill(
     allow_any_time: bool,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Load transcript archives (files, directories, globs) as turns, then promote sessions
@@ -87,7 +88,7 @@ def backfill(
     from mempipe.progress import show_on_terminal
 
     column_map = pairs(columns, "--column")
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     expand_paths(paths)
     context.prepare_store()
     with show_on_terminal():
@@ -144,13 +145,13 @@ def backfill(
 @json_option
 @reports_errors
 @starts_flows
-def promote(store: str | None, config: str | None, as_json: bool) -> None:
+def promote(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """Cut every session's unpromoted turns into snapshots, by the configured limits."""
     from mempipe.bootstrap import load_context
     from mempipe.flows.promote import promote_flow
     from mempipe.progress import show_on_terminal
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.prepare_store()
     with show_on_terminal():
         summary = promote_flow(store=context.store_url, config=str(context.settings.config))

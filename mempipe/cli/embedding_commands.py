@@ -64,6 +64,7 @@ def reembed(
     dask_address: str | None,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Re-embed every record with another model, blue/green: new vectors beside the old,
@@ -76,7 +77,7 @@ def reembed(
     from mempipe.flows.reembed import reembed_flow
     from mempipe.progress import show_on_terminal
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     if model is not None:
         embedder_for(model)
     context.prepare_store()
@@ -134,12 +135,16 @@ class Names(BaseModel):
 @reports_errors
 @starts_flows
 def reembed_finalize(
-    collections: str | None, store: str | None, config: str | None, as_json: bool
+    collections: str | None,
+    store: str | None,
+    config: str | None,
+    store_secret: str | None,
+    as_json: bool,
 ) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
     from mempipe.flows.reembed import reembed_finalize_flow as finalize_flow
 
-    dropped = _end_move(finalize_flow, collections, store, config)
+    dropped = _end_move(finalize_flow, collections, store, config, store_secret)
     emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
 
 
@@ -150,12 +155,16 @@ def reembed_finalize(
 @reports_errors
 @starts_flows
 def reembed_rollback(
-    collections: str | None, store: str | None, config: str | None, as_json: bool
+    collections: str | None,
+    store: str | None,
+    config: str | None,
+    store_secret: str | None,
+    as_json: bool,
 ) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
     from mempipe.flows.reembed import reembed_rollback_flow as rollback_flow
 
-    restored = _end_move(rollback_flow, collections, store, config)
+    restored = _end_move(rollback_flow, collections, store, config, store_secret)
     emit(
         Names(collections=restored),
         as_json,
@@ -168,11 +177,12 @@ def _end_move(
     collections: str | None,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
 ) -> list[str]:
     """Run the finalize or rollback flow on the store and collections the options name."""
     from mempipe.bootstrap import load_context
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     return end_flow(
         collections=split_list(collections),
         store=context.store_url,
@@ -187,7 +197,7 @@ def _end_move(
 @reports_errors
 @starts_flows
 def rebuild_indexes_command(
-    force: bool, store: str | None, config: str | None, as_json: bool
+    force: bool, store: str | None, config: str | None, store_secret: str | None, as_json: bool
 ) -> None:
     """Compare each collection's declared vector and text index (dimension, metric, filter
     fields including the declared partition keys) with what exists; create what is absent;
@@ -195,7 +205,7 @@ def rebuild_indexes_command(
     from mempipe.bootstrap import load_context
     from mempipe.flows.indexes import rebuild_indexes_flow
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.prepare_store()
     report = rebuild_indexes_flow(
         force=force, store=context.store_url, config=str(context.settings.config)

@@ -71,6 +71,7 @@ def replay(
     audit_dir: str,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Replay snapshot extraction: every selected handler on every selected snapshot,
@@ -79,7 +80,7 @@ def replay(
     from mempipe.flows.replay import replay_flow
     from mempipe.progress import show_on_terminal
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.prepare_store()
     with show_on_terminal():
         summary, incomplete = run_flow(
@@ -162,6 +163,7 @@ def report(
     html: str | None,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
@@ -169,7 +171,7 @@ def report(
     from mempipe.bootstrap import load_context
     from mempipe.flows.report import audit_report_flow
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.open_store(read_only=True).close()
     summary = audit_report_flow(
         run_id=run_id,

@@ -14,6 +14,7 @@ import click
 import orjson
 from pydantic import BaseModel
 
+from mempipe.credentials import scrub
 from mempipe.domain.failures import ContentError, EnvironmentalError
 from mempipe.errors import (
     ArchiveError,
@@ -31,7 +32,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def store_options(command: F) -> F:
-    """``--store`` and ``--config``, shared by every command."""
+    """``--store``, ``--store-secret`` and ``--config``, shared by every command."""
+    command = click.option(
+        "--store-secret",
+        "store_secret",
+        default=None,
+        metavar="NAME",
+        help="A Prefect Secret block holding the store URL, or the password of the user "
+        "--store names (env MEMPIPE_STORE_SECRET). The password never leaves the process.",
+    )(command)
     command = click.option(
         "--config",
         "config",
@@ -45,7 +54,8 @@ def store_options(command: F) -> F:
         default=None,
         metavar="URL",
         help="Store URL, e.g. sqlite:///path/to/memory.db (env MEMPIPE_STORE; "
-        "default sqlite:///mempipe.db).",
+        "default sqlite:///mempipe.db). A MongoDB password may come from "
+        "MEMPIPE_STORE_PASSWORD or --store-secret instead of the URL.",
     )(command)
 
 
@@ -133,7 +143,7 @@ def reports_errors(command: F) -> F:
 
 
 def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> NoReturn:
-    message = str(exc) if isinstance(exc, MempipeError) else f"{type(exc).__name__}: {exc}"
+    message = scrub(str(exc) if isinstance(exc, MempipeError) else f"{type(exc).__name__}: {exc}")
     if as_json:
         document = result.model_dump(mode="json") if result is not None else {}
         click.echo(

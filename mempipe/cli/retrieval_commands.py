@@ -61,6 +61,7 @@ def search(
     top_k: int,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Search turns or long-term memories; every identity option given is ANDed into the
@@ -79,7 +80,7 @@ def search(
         visibility=visibility,
         metadata=pairs(metadata, "--metadata"),
     )
-    with closing(load_context(store, config).open_store(read_only=True)) as opened:
+    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
         result = run_search(opened, embedder_for, query, source, SearchMode(mode), filters, top_k)
 
     def human() -> None:
@@ -99,12 +100,12 @@ def search(
 @store_options
 @json_option
 @reports_errors
-def models(store: str | None, config: str | None, as_json: bool) -> None:
+def models(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """The embedding models mempipe can use, and which one serves each collection."""
     from mempipe.bootstrap import load_context
     from mempipe.services.models import list_models
 
-    with closing(load_context(store, config).open_store(read_only=True)) as opened:
+    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
         found = list_models(opened)
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
@@ -163,6 +164,7 @@ def evaluate_queries(
     strict: bool,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Recall@k and MRR of labelled queries (JSONL: {"query", "relevant_ids", filters...});
@@ -174,7 +176,7 @@ def evaluate_queries(
     from mempipe.services.evaluation import evaluate, read_queries
 
     labelled = read_queries(Path(queries), strict=strict, group_by=group_by)
-    with closing(load_context(store, config).open_store(read_only=True)) as opened:
+    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
         evaluation = evaluate(
             opened, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id
         )

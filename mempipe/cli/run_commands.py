@@ -40,7 +40,14 @@ class Recovery(BaseModel):
 @click.option("--running", is_flag=True, help="Only runs recorded as running.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
 @reports_errors
-def runs(store: str | None, config: str | None, as_json: bool, running: bool, limit: int) -> None:
+def runs(
+    store: str | None,
+    config: str | None,
+    store_secret: str | None,
+    as_json: bool,
+    running: bool,
+    limit: int,
+) -> None:
     """Recent runs, newest first: flow, status, host and pid, heartbeat, the locks each holds,
     and whether a run recorded as running is in fact dead (free it with `mempipe recover`)."""
     from datetime import UTC, datetime
@@ -49,7 +56,7 @@ def runs(store: str | None, config: str | None, as_json: bool, running: bool, li
     from mempipe.domain.liveness import death
 
     now = datetime.now(UTC)
-    with closing(load_context(store, config).open_store(read_only=True)) as opened:
+    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
         holders = opened.lease_holders()
         result = RunList(
             store=opened.url,
@@ -85,13 +92,13 @@ def runs(store: str | None, config: str | None, as_json: bool, running: bool, li
 @store_options
 @json_option
 @reports_errors
-def recover(store: str | None, config: str | None, as_json: bool) -> None:
+def recover(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """Close runs that died (their process is gone, or silent past the heartbeat limit): mark
     them failed and free their claims and locks now. Live runs are never touched."""
     from mempipe.bootstrap import load_context
     from mempipe.services.runs import recover_dead_runs
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.prepare_store()
     with closing(context.open_store()) as opened:
         result = Recovery(store=opened.url, recovered=recover_dead_runs(opened))

@@ -18,13 +18,15 @@ from mempipe.cli.options import (
 @json_option
 @click.option("--pending", is_flag=True, help="Only list what is not applied; change nothing.")
 @reports_errors
-def migrate(store: str | None, config: str | None, as_json: bool, pending: bool) -> None:
+def migrate(
+    store: str | None, config: str | None, store_secret: str | None, as_json: bool, pending: bool
+) -> None:
     """Apply the store's pending migrations (idempotent)."""
     from mempipe import migrations
     from mempipe.bootstrap import load_context
     from mempipe.schemas.summaries import MigrationReport
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     opened = context.open_store()
     try:
         if pending:
@@ -52,11 +54,11 @@ def migrate(store: str | None, config: str | None, as_json: bool, pending: bool)
 @store_options
 @json_option
 @reports_errors
-def stats(store: str | None, config: str | None, as_json: bool) -> None:
+def stats(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
     from mempipe.bootstrap import load_context
 
-    opened = load_context(store, config).open_store(read_only=True)
+    opened = load_context(store, config, store_secret).open_store(read_only=True)
     try:
         result = opened.stats()
     finally:

@@ -43,6 +43,7 @@ def export(
     with_vectors: bool,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
@@ -50,7 +51,7 @@ def export(
     from mempipe.bootstrap import load_context
     from mempipe.flows.transfer import export_flow
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.open_store(read_only=True).close()
     summary = export_flow(
         out=out,
@@ -118,6 +119,7 @@ def import_command(
     rejects_dir: str,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Import a mempipe bundle verbatim, or the long-term memories of another system (mem0,
@@ -126,7 +128,7 @@ def import_command(
     from mempipe.bootstrap import load_context
     from mempipe.flows.transfer import import_flow, import_memories_flow
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     if source_format == "mempipe":
         if len(paths) != 1 or not Path(paths[0]).is_dir():
             raise click.UsageError("--format mempipe takes one bundle directory")
@@ -206,6 +208,7 @@ def erase(
     audit_dir: str | None,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Erase one user's data (a data request): turns, snapshots, private memories in every
@@ -214,7 +217,7 @@ def erase(
     from mempipe.bootstrap import load_context
     from mempipe.flows.transfer import erase_flow
 
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     context.open_store(read_only=True).close()
     if not dry_run and not yes:
         click.confirm(
@@ -252,6 +255,12 @@ def erase(
 @click.command("copy")
 @click.option("--to", "to", required=True, help="The target store's URL.")
 @click.option(
+    "--to-secret",
+    default=None,
+    metavar="NAME",
+    help="A Prefect Secret block holding the target's URL, or the password of the user --to names.",
+)
+@click.option(
     "--with-vectors",
     is_flag=True,
     help="The serving models' vectors too, where the target serves the same model (or none).",
@@ -264,11 +273,13 @@ def erase(
 @starts_flows
 def copy(
     to: str,
+    to_secret: str | None,
     with_vectors: bool,
     batch_size: int,
     rejects_dir: str,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
     as_json: bool,
 ) -> None:
     """Copy every record of the store (--store) into another (--to), batch by batch; a copy
@@ -276,9 +287,9 @@ def copy(
     from mempipe.bootstrap import load_context
     from mempipe.flows.transfer import copy_flow
 
-    source = load_context(store, config)
+    source = load_context(store, config, store_secret)
     source.open_store(read_only=True).close()
-    target = load_context(to, config)
+    target = load_context(to, config, to_secret)
     target.prepare_store()
     summary = copy_flow(
         to=target.store_url,

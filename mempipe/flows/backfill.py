@@ -42,6 +42,7 @@ def backfill_flow(
     columns: dict[str, str] | None = None,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
     batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000,
     rejects_dir: str = "mempipe-rejects",
     promote_sessions: bool = True,
@@ -56,7 +57,7 @@ def backfill_flow(
     started = time.monotonic()
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     handle_stop_signals()
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     prepare_store(context.store_url, config)

@@ -13,7 +13,9 @@ from mempipe.schemas.run import RunStatus
 def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
     parameters = flow_run.parameters or {}
     try:
-        context = load_context(parameters.get("store"), parameters.get("config"))
+        context = load_context(
+            parameters.get("store"), parameters.get("config"), parameters.get("store_secret")
+        )
         store = context.open_store()
     except MempipeError:
         return  # the store itself was the problem; the run's own error says so

@@ -14,9 +14,12 @@ from mempipe.tasks.runs import prepare_store
 
 @flow(name="rebuild-indexes")
 def rebuild_indexes_flow(
-    force: bool = False, store: str | None = None, config: str | None = None
+    force: bool = False,
+    store: str | None = None,
+    config: str | None = None,
+    store_secret: str | None = None,
 ) -> IndexReport:
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     prepare_store(context.store_url, config)
     statuses = repair_indexes(context.store_url, force)
     report = IndexReport(

@@ -10,5 +10,7 @@ from mempipe.tasks.migrations import apply_migrations
 
 
 @flow(name="migrate")
-def migrate_flow(store: str | None = None, config: str | None = None) -> MigrationReport:
-    return apply_migrations(load_context(store, config).store_url)
+def migrate_flow(
+    store: str | None = None, config: str | None = None, store_secret: str | None = None
+) -> MigrationReport:
+    return apply_migrations(load_context(store, config, store_secret).store_url)

@@ -14,8 +14,10 @@ from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="promote", on_failure=[record_failed_run], on_crashed=[record_failed_run])
-def promote_flow(store: str | None = None, config: str | None = None) -> PromotionSummary:
-    context = load_context(store, config)
+def promote_flow(
+    store: str | None = None, config: str | None = None, store_secret: str | None = None
+) -> PromotionSummary:
+    context = load_context(store, config, store_secret)
     run_id = str(flow_run.id)
     prepare_store(context.store_url, config)
     record_run_start(context.store_url, run_id, "promote", {})

@@ -48,6 +48,7 @@ def reembed_flow(
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> ReembedSummary:
     """Each collection is cut into ``partitions`` id ranges, embedded in parallel on threads
     or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
@@ -64,7 +65,7 @@ def reembed_flow(
     refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
     and the run fails naming the cause (run it again: it resumes)."""
     handle_stop_signals()
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     retry = load_retry_policy()
     run_id = str(flow_run.id)
     model_id = model or context.config.memory.embedding.model
@@ -188,9 +189,10 @@ def reembed_finalize_flow(
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> list[str]:
     """Drop the previous model's vectors: the move can no longer be rolled back."""
-    return _end_move(finalize_models, collections, lock_wait_s, store, config)
+    return _end_move(finalize_models, collections, lock_wait_s, store, config, store_secret)
 
 
 @flow(name="reembed-rollback", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -199,9 +201,10 @@ def reembed_rollback_flow(
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> list[str]:
     """Serve the previous model again; the newer vectors are dropped."""
-    return _end_move(rollback_models, collections, lock_wait_s, store, config)
+    return _end_move(rollback_models, collections, lock_wait_s, store, config, store_secret)
 
 
 def _end_move(
@@ -210,9 +213,10 @@ def _end_move(
     lock_wait_s: float,
     store: str | None,
     config: str | None,
+    store_secret: str | None,
 ) -> list[str]:
     """Finalize or roll back, holding the store's re-embed lock like a re-embed does."""
-    url = load_context(store, config).store_url
+    url = load_context(store, config, store_secret).store_url
     run_id = str(flow_run.id)
     chosen = collections or list(COLLECTIONS)
     prepare_store(url, config)

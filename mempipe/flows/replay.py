@@ -68,6 +68,7 @@ def replay_flow(
     force: bool = False,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
     audit_dir: str = "audit",
 ) -> ReplaySummary:
     """Resumable: a run killed and started again finishes the rest and redoes nothing done.
@@ -75,7 +76,7 @@ def replay_flow(
     threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
     ``concurrency`` processes, or the scheduler at ``dask_address``)."""
     handle_stop_signals()
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     run_id = str(flow_run.id)
     memory = context.config.memory
     enabled = [t.value for t in (handlers or memory.extraction.enabled)]

@@ -12,6 +12,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
+from mempipe.services.report_page import TopMemory
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
 from mempipe.tasks.report import render_report_page, summarize_audit
@@ -28,6 +29,7 @@ def audit_report_flow(
     html: str | None = None,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> ReportSummary:
     """The audit of one run, of ``since`` .. ``until``, or of the ``last_days`` complete UTC
     days before today (the daily scheduled report: ``last_days=1`` is yesterday). The days are
@@ -38,7 +40,7 @@ def audit_report_flow(
             raise ConfigError("last_days replaces run_id, since and until: give one of them")
         today = datetime.now(UTC).date()
         since, until = today - timedelta(days=last_days), today - timedelta(days=1)
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     first, last = (d.isoformat() if d else None for d in (since, until))
     label = run_id or f"{first or 'start'}_{last or 'end'}"
     files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
@@ -58,9 +60,14 @@ def audit_report_flow(
         for key, rows, what in (
             ("audit-actions-by-day", figures.actions, "actions per memory type per day"),
             ("audit-failures-by-day", figures.failures, "failures by class per day"),
-            ("audit-most-reinforced", figures.reinforced, "the most reinforced memories"),
-            ("audit-most-updated", figures.updated, "the most updated memories"),
+            ("audit-most-reinforced", _ids(figures.reinforced), "the most reinforced memories"),
+            ("audit-most-updated", _ids(figures.updated), "the most updated memories"),
             ("audit-runs", figures.runs, "the runs"),
         ):
             publish_table(key, rows, f"audit {label}: {what}")
     return summary
+
+
+def _ids(rows: list[TopMemory]) -> list[dict[str, object]]:
+    """Prefect keeps artifacts where an erase cannot reach: memory ids and counts, no text."""
+    return [row.artifact_row() for row in rows]

@@ -55,10 +55,11 @@ def export_flow(
     with_vectors: bool = False,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> ExportSummary:
     """The store is not changed but for one line saying where the bundle went (it holds users'
     text, so an erase must reach it); no run is recorded."""
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
     record_written_file(context.store_url, out, FileKind.BUNDLE, None, user_id)
     summary = write_bundle(context.store_url, out, selection, with_vectors)
@@ -78,10 +79,11 @@ def import_flow(
     path: str,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
     rejects_dir: str = "mempipe-rejects",
 ) -> BundleImportSummary:
     """Idempotent: importing the same bundle again writes nothing."""
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     run_id = str(flow_run.id)
     prepare_store(context.store_url, config)
     record_run_start(context.store_url, run_id, "import", {"path": path, "format": "mempipe"})
@@ -112,12 +114,13 @@ def erase_flow(
     audit_dir: str | None = None,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
 ) -> EraseSummary:
     """Irreversible unless ``dry_run``; never scheduled. The run record (who, scope, counts,
     when) stays in the store: it holds no content. Every audit folder, rejects file and bundle
     the store recorded is reached, and ``audit_dir`` too (it must exist; without it, ./audit
     where there is one). The run fails, naming each, while any still holds the user's text."""
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
     if audit_dir is not None and not Path(audit_dir).is_dir():
         raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
@@ -152,17 +155,19 @@ def erase_flow(
 @flow(name="copy", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def copy_flow(
     to: str,
+    to_secret: str | None = None,
     with_vectors: bool = False,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
     batch_size: Annotated[int, Field(ge=1, le=100_000)] = 2000,
     rejects_dir: str = "mempipe-rejects",
 ) -> CopySummary:
     """Resumable: a copy into the same target that was killed goes on after its last committed
     batch. The run is recorded in the target; it fails when the verification does."""
     handle_stop_signals()
-    source = load_context(store, config)
-    target = load_context(to, config)
+    source = load_context(store, config, store_secret)
+    target = load_context(to, config, to_secret)
     run_id = str(flow_run.id)
     prepare_store(target.store_url, config)
     record_run_start(target.store_url, run_id, "copy", {"from": source.store_url})
@@ -210,6 +215,7 @@ def import_memories_flow(
     extractor: ExtractorName = ExtractorName.OFFLINE,
     store: str | None = None,
     config: str | None = None,
+    store_secret: str | None = None,
     rejects_dir: str = "mempipe-rejects",
     audit_dir: str = "audit",
 ) -> MemoryImportSummary:
@@ -218,7 +224,7 @@ def import_memories_flow(
     ambiguous pairs."""
     started = time.monotonic()
     handle_stop_signals()
-    context = load_context(store, config)
+    context = load_context(store, config, store_secret)
     run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     prepare_store(context.store_url, config)

@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import NoCredentials
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
 COLLECTIONS = ("stm", *MEMORY_COLLECTIONS)
@@ -53,7 +54,7 @@ class CollectionReport(BaseModel):
         description="records left without a vector by the provider's failure (error, hang, "
         "malformed answer): embeddable, so the collection is not complete",
     )
-    provider_error: str | None = Field(
+    provider_error: NoCredentials | None = Field(
         default=None, description="the provider's first failure, when ``failed``"
     )
     resumed_after: int | None = Field(

@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import NoCredentials
+
 
 class FailureClass(StrEnum):
     ENVIRONMENTAL = "environmental"
@@ -20,7 +22,7 @@ class Failure(BaseModel):
     step: str
     failure_class: FailureClass
     error_type: str
-    error: str
+    error: NoCredentials
     attempts: int = Field(ge=1)
     org_id: str | None = None
     project_id: str | None = None

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import NoCredentials
+
 
 class RunStatus(StrEnum):
     RUNNING = "running"
@@ -25,7 +27,7 @@ class RunRecord(BaseModel):
     status: RunStatus = RunStatus.RUNNING
     counts: dict[str, int] = Field(default_factory=dict)
     checkpoints: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
+    error: NoCredentials | None = None
     started_at: datetime
     finished_at: datetime | None = None
     host: str | None = Field(default=None, description="the machine the run's process is on")
@@ -54,6 +56,7 @@ class FileKind(StrEnum):
     AUDIT = "audit"
     REJECTS = "rejects"
     BUNDLE = "bundle"
+    REPORT = "report"
 
 
 class WrittenFile(BaseModel):

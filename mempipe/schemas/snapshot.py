@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import NoCredentials
 from mempipe.schemas.identity import IdStr
 
 
@@ -30,7 +31,7 @@ class ExtractionState(BaseModel):
     handler: str
     status: ExtractionStatus = ExtractionStatus.PENDING
     attempts: int = Field(default=0, ge=0)
-    last_error: str | None = None
+    last_error: NoCredentials | None = None
 
 
 class Snapshot(BaseModel):

@@ -1,8 +1,9 @@
 """A data request's erase: the user's records go from the store, and the user's text from every
-file mempipe wrote outside it: the Parquet audit folders and rejects files the store recorded
-(and any audit folder named), redacted in place; bundles, which are copies of the store, are
-named as left until deleted or exported again. The audit keeps its rows, so it still counts
-what happened. An erase that leaves the user's text anywhere says where, and fails."""
+file mempipe wrote outside it: the Parquet audit folders, rejects files and HTML report pages
+the store recorded (and any audit folder named), redacted in place; bundles, which are copies
+of the store, are named as left until deleted or exported again. The audit keeps its rows, so
+it still counts what happened. An erase that leaves the user's text anywhere says where, and
+fails."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 from mempipe.adapters.store.base import Erasure, FileLog
 from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
 from mempipe.schemas.run import FileKind
+from mempipe.services.report_page import redact_page
 
 
 class ErasureStore(Erasure, FileLog, Protocol):
@@ -74,6 +76,8 @@ def _erase_file(
             parts, rows = redact_audit_files(path, selection, dry_run=dry_run)
         elif kind is FileKind.REJECTS:
             rows = redact_rejects(path, selection, owner, dry_run=dry_run)
+        elif kind is FileKind.REPORT:
+            rows = redact_page(path, selection, dry_run=dry_run)
         else:
             rows = _bundle_rows(path, selection)
             left = "a bundle is a copy of the store: delete it, or export it again"

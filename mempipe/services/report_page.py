@@ -1,9 +1,15 @@
 """The audit as one page to look at: what a night of reconciliation did, drawn with plotly and
-written as one self-contained HTML file (the plotting script is inside it: it opens offline)."""
+written as one self-contained HTML file (the plotting script is inside it: it opens offline).
+
+The page shows memories' text, so it is a file an erase must reach: it carries the figures it
+was drawn from (with each memory's owner) in a JSON block, and :func:`redact_page` draws it
+again with a user's texts replaced. Prefect's artifacts get the same figures without text."""
 
 from __future__ import annotations
 
 import heapq
+import html
+import re
 from collections import Counter
 from datetime import date
 from pathlib import Path
@@ -14,7 +20,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.store.base import RunLog, Transfer
-from mempipe.schemas.bundle import MEMORY_COLLECTIONS, BundleSelection
+from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord
@@ -27,20 +33,49 @@ class Reportable(Transfer, RunLog, Protocol):
     """What the page reads besides the Parquet audit."""
 
 
-class PageFigures(BaseModel):
-    """The figures the page draws, as plain rows (also published as Prefect artifacts)."""
+class TopMemory(BaseModel):
+    """A memory in the page's "most reinforced" or "most updated" chart, with its owner."""
 
     model_config = ConfigDict(extra="forbid")
 
+    memory_id: str
+    memory_type: str
+    text: str
+    count: int
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+
+    def owned_by(self, selection: BundleSelection) -> bool:
+        return self.user_id == selection.user_id and all(
+            getattr(selection, field) in (None, getattr(self, field))
+            for field in ("org_id", "project_id")
+        )
+
+    def artifact_row(self) -> dict[str, object]:
+        """What Prefect may hold: ids and the count, not the text."""
+        return {"memory_id": self.memory_id, "type": self.memory_type, "count": self.count}
+
+
+class PageFigures(BaseModel):
+    """The figures the page draws."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = "mempipe audit"
     actions: list[dict[str, object]]
     failures: list[dict[str, object]]
-    reinforced: list[dict[str, object]]
-    updated: list[dict[str, object]]
+    reinforced: list[TopMemory]
+    updated: list[TopMemory]
     runs: list[dict[str, object]]
 
 
 def gather(
-    store: Reportable, frame: pl.LazyFrame | None, since: str | None, until: str | None
+    store: Reportable,
+    frame: pl.LazyFrame | None,
+    since: str | None,
+    until: str | None,
+    title: str = "mempipe audit",
 ) -> PageFigures:
     actions = (
         frame.group_by("day", "memory_type", "action")
@@ -54,16 +89,24 @@ def gather(
     )
     reinforced, updated = _top_memories(store)
     return PageFigures(
+        title=title,
         actions=actions,
         failures=_failures_by_day(store, since, until),
-        reinforced=[
-            {"memory": _short(m.text), "type": kind, "reinforced": m.reinforcement_count}
-            for kind, m in reinforced
-        ],
-        updated=[
-            {"memory": _short(m.text), "type": kind, "version": m.version} for kind, m in updated
-        ],
+        reinforced=[_top(kind, m, m.reinforcement_count) for kind, m in reinforced],
+        updated=[_top(kind, m, m.version) for kind, m in updated],
         runs=[_run_row(run) for run in store.list_runs(limit=30)],
+    )
+
+
+def _top(kind: str, memory: MemoryRecord, count: int) -> TopMemory:
+    return TopMemory(
+        memory_id=memory.id,
+        memory_type=kind,
+        text=_short(memory.text),
+        count=count,
+        org_id=memory.org_id,
+        project_id=memory.project_id,
+        user_id=memory.user_id,
     )
 
 
@@ -139,22 +182,8 @@ def figures(data: PageFigures) -> list[go.Figure]:
     for kind in ("environmental", "content"):
         rows = [r for r in data.failures if r["failure_class"] == kind]
         failures.add_bar(x=[r["day"] for r in rows], y=[r["count"] for r in rows], name=kind)
-    reinforced = go.Figure(
-        go.Bar(
-            x=[r["reinforced"] for r in data.reinforced],
-            y=[f"{r['type']}: {r['memory']}" for r in data.reinforced],
-            orientation="h",
-        ),
-        layout={"title": "Most reinforced memories", "yaxis": {"autorange": "reversed"}},
-    )
-    updated = go.Figure(
-        go.Bar(
-            x=[r["version"] for r in data.updated],
-            y=[f"{r['type']}: {r['memory']}" for r in data.updated],
-            orientation="h",
-        ),
-        layout={"title": "Most updated memories (version)", "yaxis": {"autorange": "reversed"}},
-    )
+    reinforced = _top_chart(data.reinforced, "Most reinforced memories")
+    updated = _top_chart(data.updated, "Most updated memories (version)")
     columns = ["run", "flow", "status", "started", "counts"]
     runs = go.Figure(
         go.Table(
@@ -166,17 +195,62 @@ def figures(data: PageFigures) -> list[go.Figure]:
     return [actions, failures, reinforced, updated, runs]
 
 
-def write_page(data: PageFigures, path: Path, title: str) -> Path:
-    """One HTML file: plotly's script once, inline, then every figure."""
+def _top_chart(rows: list[TopMemory], title: str) -> go.Figure:
+    """One bar per memory; a redacted one keeps its id, so that two stay two bars."""
+    labels = [
+        f"{r.memory_type} {r.memory_id[:8]}: {r.text}"
+        if r.text == REDACTED
+        else f"{r.memory_type}: {r.text}"
+        for r in rows
+    ]
+    return go.Figure(
+        go.Bar(x=[r.count for r in rows], y=labels, orientation="h"),
+        layout={"title": title, "yaxis": {"autorange": "reversed"}},
+    )
+
+
+DATA_BLOCK = re.compile(
+    r'<script type="application/json" id="mempipe-figures">(.*?)</script>', re.DOTALL
+)
+
+
+def write_page(data: PageFigures, path: Path) -> Path:
+    """One HTML file: plotly's script once, inline, then every figure, then the figures' data
+    (what :func:`redact_page` reads back). Written beside the path and moved over it."""
     parts = [
         figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=f"figure-{index}")
         for index, figure in enumerate(figures(data))
     ]
+    title = html.escape(data.title)
+    embedded = data.model_dump_json().replace("</", "<\\/")
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{title}</title></head><body style='font-family: sans-serif'>"
-        f"<h1>{title}</h1>{''.join(parts)}</body></html>"
+        f"<h1>{title}</h1>{''.join(parts)}"
+        f'<script type="application/json" id="mempipe-figures">{embedded}</script>'
+        "</body></html>"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    aside = path.with_name(path.name + ".writing")
+    aside.write_text(page, encoding="utf-8")
+    aside.replace(path)
     return path.resolve()
+
+
+def redact_page(path: Path, selection: BundleSelection, *, dry_run: bool) -> int:
+    """The page's memories owned by the user, their text redacted and the page drawn again;
+    a page mempipe did not write (no figures block) is an error, named as left by the erase."""
+    found = DATA_BLOCK.search(path.read_text(encoding="utf-8"))
+    if found is None:
+        raise ValueError("no figures block: not a page mempipe wrote")
+    data = PageFigures.model_validate_json(found[1].replace("<\\/", "</"))
+    owned = [
+        row
+        for row in (*data.reinforced, *data.updated)
+        if row.owned_by(selection) and row.text != REDACTED
+    ]
+    if owned and not dry_run:
+        for row in owned:
+            row.text = REDACTED
+        write_page(data, path)
+    return len(owned)

@@ -12,8 +12,10 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.store import open_store
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
+from mempipe.schemas.run import FileKind
 from mempipe.services.audit import action_table, in_observed_range, scan_audit
 from mempipe.services.report_page import PageFigures, gather, write_page
+from mempipe.services.written_files import record_written
 
 
 @task(name="summarize-audit", cache_policy=NO_CACHE)
@@ -54,7 +56,9 @@ def render_report_page(
         frame = scan_audit([Path(f) for f in files])
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
-    with closing(open_store(store_url, read_only=True)) as store:
-        data = gather(store, frame, since, until)
     title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
-    return str(write_page(data, Path(path), title)), data
+    with closing(open_store(store_url, read_only=True)) as store:
+        data = gather(store, frame, since, until, title)
+    with closing(open_store(store_url, migrate=False)) as store:
+        record_written(store, path, FileKind.REPORT, None, None)
+    return str(write_page(data, Path(path))), data

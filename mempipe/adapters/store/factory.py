@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from mempipe.adapters.store.base import Store
+from mempipe.credentials import connect_url, public_url
 from mempipe.errors import StoreError
 
 SUPPORTED = ("sqlite", "mongodb", "mongodb+srv")
@@ -12,13 +13,15 @@ SUPPORTED = ("sqlite", "mongodb", "mongodb+srv")
 
 def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> Store:
     """Open the store named by ``url``: ``sqlite:///path.db`` (a bare path means SQLite),
-    ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``.
+    ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``; a MongoDB URL's password may be
+    ``***``, the one this process keeps for it (:func:`~mempipe.credentials.connect_url`).
 
     With ``migrate`` (the default) every pending migration is applied first, so a new store is
     usable on first use. ``read_only`` is for commands that only read: the store must already
     exist and be a mempipe store with every migration applied; nothing is created or changed.
     """
     scheme = urlsplit(url).scheme if "://" in url else "sqlite"
+    shown = public_url(url)
     if scheme == "sqlite":
         from mempipe.adapters.store.sqlite.factory import open_sqlite_store
 
@@ -26,10 +29,11 @@ def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> St
     elif scheme in ("mongodb", "mongodb+srv"):
         from mempipe.adapters.store.mongo.factory import open_mongo_store
 
-        store = open_mongo_store(url)
+        store = open_mongo_store(connect_url(url))
     else:
         raise StoreError(
-            f"unsupported store URL scheme {scheme!r} in {url!r}; supported: {', '.join(SUPPORTED)}"
+            f"unsupported store URL scheme {scheme!r} in {shown!r}; "
+            f"supported: {', '.join(SUPPORTED)}"
         )
     if read_only:
         try:

@@ -8,6 +8,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import public_url
 from mempipe.errors import StoreError
 
 DEFAULT_DATABASE = "mempipe"
@@ -32,7 +33,7 @@ class MongoConfig(BaseModel):
     @property
     def display_url(self) -> str:
         """The URL without its password, for logs and reports."""
-        return re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", self.url)
+        return public_url(self.url)
 
 
 def config_from_url(url: str) -> MongoConfig:
@@ -40,16 +41,16 @@ def config_from_url(url: str) -> MongoConfig:
     ``MEMPIPE_MONGODB_DATABASE`` or ``mempipe``. ``MEMPIPE_MONGODB_INDEX_TIMEOUT`` (seconds)
     bounds every wait for a search index; ``MEMPIPE_MONGODB_SYNC_WINDOW`` (seconds) is how far
     the search index may lag writes."""
-    parts = urlsplit(url)
+    parts, shown = urlsplit(url), public_url(url)
     if parts.scheme not in SCHEMES:
-        raise StoreError(f"{url!r}: a MongoDB URL starts with mongodb:// or mongodb+srv://")
+        raise StoreError(f"{shown!r}: a MongoDB URL starts with mongodb:// or mongodb+srv://")
     if not parts.netloc:
-        raise StoreError(f"{url!r}: no host; write mongodb://HOST[:PORT]/DATABASE")
+        raise StoreError(f"{shown!r}: no host; write mongodb://HOST[:PORT]/DATABASE")
     database = unquote(parts.path.lstrip("/")) or os.environ.get(
         "MEMPIPE_MONGODB_DATABASE", DEFAULT_DATABASE
     )
     if re.search(r'[/\\. "$]', database):
-        raise StoreError(f"{url!r}: {database!r} is not a valid MongoDB database name")
+        raise StoreError(f"{shown!r}: {database!r} is not a valid MongoDB database name")
     extra: dict[str, float] = {}
     for variable, field in (
         ("MEMPIPE_MONGODB_INDEX_TIMEOUT", "index_timeout_s"),

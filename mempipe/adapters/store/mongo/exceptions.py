@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pymongo import errors
 
+from mempipe.credentials import scrub
 from mempipe.errors import MempipeError, StoreError, TransientError
 
 
@@ -26,6 +27,14 @@ NO_SEARCH_HINT = (
 
 
 def translate(exc: errors.PyMongoError, where: str) -> MempipeError:
+    """The driver's error as mempipe's, its text without any credential (a driver may quote
+    the URL it was given)."""
+    error = _translated(exc, where)
+    error.args = (scrub(str(error)),)
+    return error
+
+
+def _translated(exc: errors.PyMongoError, where: str) -> MempipeError:
     if isinstance(exc, errors.ConnectionFailure | errors.AutoReconnect):
         reason = str(exc).split(" (configured timeouts")[0].split(", Timeout:")[0]
         return StoreUnavailableError(f"{where}: MongoDB is unreachable: {reason}")

@@ -25,6 +25,7 @@ class SqliteErasure(SqliteParts):
         """Counts of what goes (``dry_run``: of what would go; nothing changes)."""
         owner, values = _owner(selection)
         counts: Counter[str] = Counter()
+        self._conn.execute("PRAGMA secure_delete = ON")
         with self._writing():
             turns = [r[0] for r in self._rows(f"SELECT id FROM turns WHERE {owner}", values)]
             snapshots = f"SELECT id FROM snapshots WHERE {owner}"
@@ -87,6 +88,7 @@ class SqliteErasure(SqliteParts):
                     fence_time(datetime.now(UTC)),
                 ),
             )
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return dict(counts)
 
     def erased_since(

@@ -1,0 +1,130 @@
+"""A store's password stays in the process that connects: everything recorded or printed (flow
+parameters, run records, summaries, messages) holds the store's public URL, ``user:***@``.
+
+A password reaches the process three ways: inside the URL given (``--store`` or
+``MEMPIPE_STORE``), from ``MEMPIPE_STORE_PASSWORD`` for a URL that names only the user, or from
+a Prefect Secret block named at run time (``store_secret``; the block holds the whole URL or
+only the password). Whichever it was, the process keeps it in its own environment, under a
+name derived from the public URL, where the worker processes a run starts (Dask) find it too;
+:func:`connect_url` puts it back only in the URL handed to the driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Annotated
+from urllib.parse import quote, unquote
+
+from pydantic import AfterValidator
+
+from mempipe.errors import ConfigError
+
+REDACTED = "***"
+PASSWORD_ENV = "MEMPIPE_STORE_PASSWORD"
+KEPT_PREFIX = "MEMPIPE_STORE_PASSWORD_"
+SECRET_ENVS = ("MEMPIPE_LLM_API_KEY", "OPENAI_API_KEY", PASSWORD_ENV)
+"""Variables whose values are credentials: :func:`scrub` removes them from any text."""
+
+_USERINFO = re.compile(
+    r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@?#]+)(?::(?P<pw>[^@/?#]*))?@"
+)
+
+
+def public_url(url: str) -> str:
+    """The URL as it may be shown and recorded: its password, if any, replaced by ``***``."""
+    match = _USERINFO.match(url)
+    return url if match is None or match["pw"] is None else _key(url)
+
+
+def remember(url: str) -> str:
+    """Keep ``url``'s password in this process and hand back the public URL to pass on."""
+    match = _USERINFO.match(url)
+    if match is not None and match["pw"] not in (None, REDACTED):
+        os.environ[_kept_name(url)] = unquote(match["pw"])
+    return public_url(url)
+
+
+def remember_secret(value: str, store: str | None, name: str) -> str:
+    """A Secret block's value as the store's public URL: the block holds the whole URL, or
+    the password of the user that ``store`` names."""
+    if "://" in value:
+        if store is not None and _key(store) != _key(value):
+            raise ConfigError(
+                f"Secret block {name!r} holds the URL {public_url(value)}, "
+                f"not the store given ({public_url(store)})"
+            )
+        return remember(value)
+    if store is None or _USERINFO.match(store) is None:
+        raise ConfigError(
+            f"Secret block {name!r} holds a password: give the store's URL with its user "
+            "(mongodb://USER@HOST/DATABASE) as the store"
+        )
+    os.environ[_kept_name(store)] = value
+    return _key(store)
+
+
+def connect_url(url: str) -> str:
+    """The URL to connect with: the password this process keeps for the public URL, else
+    ``MEMPIPE_STORE_PASSWORD`` for a URL that names a user."""
+    match = _USERINFO.match(url)
+    if match is None or match["pw"] not in (None, REDACTED):
+        return url
+    password = os.environ.get(_kept_name(url)) or os.environ.get(PASSWORD_ENV)
+    if password:
+        return f"{match['head']}{match['user']}:{quote(password, safe='')}@{url[match.end() :]}"
+    if match["pw"] == REDACTED:
+        raise ConfigError(
+            f"no password for {url}: set {PASSWORD_ENV}, or name a Prefect Secret block that "
+            "holds it (--store-secret / store_secret)"
+        )
+    return url
+
+
+def scrub(text: str) -> str:
+    """``text`` without any credential this process knows (store passwords, API keys), and
+    without the password of any URL in it."""
+    for secret in _known_secrets():
+        text = text.replace(secret, REDACTED)
+    return re.sub(r"://([^:/@\s]+):(?!\*\*\*@)[^@/\s]*@", rf"://\1:{REDACTED}@", text)
+
+
+def load_store_secret(name: str, store: str | None) -> str:
+    """The store's public URL, its password read from the Prefect Secret block ``name`` at run
+    time (never templated into a deployment, where Prefect would store the value)."""
+    from prefect.blocks.system import Secret
+
+    try:
+        block = Secret.load(name, _sync=True)  # type: ignore[call-arg]
+    except ValueError as exc:
+        raise ConfigError(
+            f"no Prefect Secret block named {name!r}: create it first (README, Operations)"
+        ) from exc
+    value = block.get()
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"Secret block {name!r} holds no text: a store URL or a password")
+    return remember_secret(value, store, name)
+
+
+def _known_secrets() -> list[str]:
+    names = (*SECRET_ENVS, *(n for n in os.environ if n.startswith(KEPT_PREFIX)))
+    values = {os.environ[n] for n in names if os.environ.get(n)}
+    forms = {form for value in values for form in (value, quote(value, safe=""))}
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
+def _key(url: str) -> str:
+    """The URL with ``user:***@``: how it is shown, and the name its password is kept under."""
+    match = _USERINFO.match(url)
+    if match is None:
+        return url
+    return f"{match['head']}{match['user']}:{REDACTED}@{url[match.end() :]}"
+
+
+def _kept_name(url: str) -> str:
+    return KEPT_PREFIX + hashlib.sha256(_key(url).encode()).hexdigest()[:16].upper()
+
+
+NoCredentials = Annotated[str, AfterValidator(scrub)]
+"""Text that is recorded (an error's message): any credential the process knows is ``***``."""
