@@ -20,6 +20,7 @@ from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.llm.base import Extractor
 from mempipe.adapters.store.base import AuditLog, Erasure, Memories, WorkQueue
 from mempipe.adapters.store.writer_epoch import writer_epoch
+from mempipe.credentials import NoCredentials
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.domain.memories import build_record, memory_id
 from mempipe.domain.reconcile import (
@@ -62,7 +63,7 @@ class ExtractionSummary(BaseModel):
     unembedded: int = 0
     attempts: int = 0
     failure_class: FailureClass | None = None
-    error: str | None = None
+    error: NoCredentials | None = None
     erased: bool = False
 
 

@@ -133,6 +133,7 @@ class FakeOpenAI:
         self.script: list[Answer] = []
         self.responder: Callable[[dict[str, Any]], Answer] | None = None
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
         self._lock = threading.Lock()
 
     def next_answer(self, body: dict[str, Any]) -> Answer:
@@ -151,6 +152,7 @@ def fake_openai() -> Iterator[tuple[FakeOpenAI, str]]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
+            fake.authorizations.append(self.headers.get("authorization", ""))
             answer = fake.next_answer(json.loads(self.rfile.read(length) or b"{}"))
             time.sleep(answer.delay)
             payload = (

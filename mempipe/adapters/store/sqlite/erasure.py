@@ -88,8 +88,17 @@ class SqliteErasure(SqliteParts):
                     fence_time(datetime.now(UTC)),
                 ),
             )
-        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        self._purge(["turns_fts", *(f"{memory_sql.table(c)}_fts" for c in MEMORY_COLLECTIONS)])
         return dict(counts)
+
+    def _purge(self, text_indexes: list[str]) -> None:
+        """What the deletes leave on disk goes too: each text index merged into one segment
+        (FTS5 keeps a deleted row's terms until its segments merge), the freed pages zeroed
+        (``secure_delete``), and the write-ahead log's copies of the old pages truncated."""
+        with self._writing():
+            for name in text_indexes:
+                self._conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def erased_since(
         self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
