@@ -256,3 +256,61 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
     )
     assert rerun.returncode == 0, rerun.stderr
     assert extraction_counts(db) == {"done": 200 * 6 * 4}
+
+
+def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_holds_it(
+    ops_env, fixtures, tmp_path
+) -> None:
+    """Ops keep the store's URL (credentials and all) in a Secret block; the deployment run
+    names the block, the worker's run loads it at run time. Prefect's database holds the
+    block (encrypted at rest) and the name, never the URL in clear."""
+    from tests.leaks import hits_in_database
+
+    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
+    prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
+    db = tmp_path / "secret-store.db"
+    url = f"sqlite:///{db}"
+    saved = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os; from prefect.blocks.system import Secret; "
+            "Secret(value=os.environ['STORE_URL']).save('mempipe-store', overwrite=True)",
+        ],
+        env={**ops_env, "STORE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert saved.returncode == 0, saved.stderr
+    config = tmp_path / "project-config.yaml"
+    config.write_text("memory:\n  embedding:\n    model: hashing-128\n")
+    worker_log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen(
+        [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
+        cwd=tmp_path,
+        env=ops_env,
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        ran = run_deployment(
+            "backfill/backfill",
+            {
+                "paths": [str(fixtures / "turns.jsonl")],
+                "user_id": "maya",
+                "store_secret": "mempipe-store",
+                "config": str(config),
+            },
+            ops_env,
+            tmp_path,
+        )
+    finally:
+        stop(worker)
+        worker_log.close()
+    assert ran.returncode == 0, ran.stdout + ran.stderr + (tmp_path / "worker.log").read_text()
+    opened = open_store(url)
+    turns = opened.stats().turns
+    opened.close()
+    assert turns > 0, "the run wrote to the store the block names"
+    assert hits_in_database(Path(ops_env["PREFECT_HOME"]) / "prefect.db", [str(db)]) == []

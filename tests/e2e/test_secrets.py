@@ -1,4 +1,5 @@
-"""Secrets and personal text stay where they belong, looked for everywhere.
+"""DESIGN rule: no credential leaves the process in clear, and no user text is left where an
+erase cannot reach it; looked for everywhere.
 
 Every job runs as a real ``mempipe`` process against a real Prefect server with its own
 database, with credentials in the environment (the API key of an OpenAI-compatible endpoint

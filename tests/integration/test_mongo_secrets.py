@@ -133,3 +133,14 @@ def test_a_mongodb_password_reaches_only_the_driver_by_url_and_by_secret_block(
     assert hits_in_text("the store", documents(fake), [MARK]) == []
     assert hits_in_files(tmp_path, [MARK], skip=[tmp_path / "archive.jsonl"]) == []
     assert hits_in_database(prefect_database(), [MARK]) == []
+
+
+def test_a_secret_block_that_is_not_there_is_a_config_error_before_anything_runs(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["stats", "--store-secret", "no-such-block", "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["kind"] == "config"
+    assert "no Prefect Secret block named 'no-such-block'" in result.stderr
+    assert list(tmp_path.iterdir()) == [], "no default store was created"

@@ -1,0 +1,91 @@
+"""A store's password is kept in the process and put back only in the URL the driver gets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from mempipe import credentials
+from mempipe.credentials import connect_url, public_url, remember, remember_secret, scrub
+from mempipe.errors import ConfigError
+from mempipe.schemas.failure import Failure
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The passwords a test keeps go with it."""
+    for name in list(os.environ):
+        if name.startswith(credentials.KEPT_PREFIX) or name in credentials.SECRET_ENVS:
+            monkeypatch.delenv(name)
+    yield
+    for name in [n for n in os.environ if n.startswith(credentials.KEPT_PREFIX)]:
+        del os.environ[name]
+
+
+def test_the_public_url_hides_only_the_password() -> None:
+    assert public_url("mongodb+srv://ops:s3cr%40t@cluster0.x.net/mp?retryWrites=true") == (
+        "mongodb+srv://ops:***@cluster0.x.net/mp?retryWrites=true"
+    )
+    assert public_url("mongodb://ops@host/mp") == "mongodb://ops@host/mp"
+    assert public_url("sqlite:///var/lib/memory.db") == "sqlite:///var/lib/memory.db"
+
+
+def test_a_remembered_password_comes_back_only_in_the_url_to_connect_with() -> None:
+    shown = remember("mongodb://ops:s3cr%40t@host:27017/mp?authSource=admin")
+    assert shown == "mongodb://ops:***@host:27017/mp?authSource=admin"
+    assert connect_url(shown) == "mongodb://ops:s3cr%40t@host:27017/mp?authSource=admin"
+    assert connect_url("mongodb://ops:given@host:27017/mp") == "mongodb://ops:given@host:27017/mp"
+
+
+def test_a_password_is_kept_per_store() -> None:
+    first = remember("mongodb://ops:one@a/mp")
+    second = remember("mongodb://ops:two@b/mp")
+    assert connect_url(first) == "mongodb://ops:one@a/mp"
+    assert connect_url(second) == "mongodb://ops:two@b/mp"
+
+
+def test_the_environment_route_fills_a_url_that_names_only_the_user(monkeypatch) -> None:
+    monkeypatch.setenv("MEMPIPE_STORE_PASSWORD", "p@ss word")
+    assert connect_url("mongodb://ops@host/mp") == "mongodb://ops:p%40ss%20word@host/mp"
+    assert connect_url("mongodb://host/mp") == "mongodb://host/mp", "no user, no password"
+
+
+def test_a_hidden_password_nobody_gave_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="no password for mongodb://ops:\\*\\*\\*@host/mp"):
+        connect_url("mongodb://ops:***@host/mp")
+
+
+def test_a_secret_block_holds_the_whole_url_or_the_password_of_the_store_given() -> None:
+    assert remember_secret("mongodb://ops:pw1@h/mp", None, "b") == "mongodb://ops:***@h/mp"
+    assert connect_url("mongodb://ops:***@h/mp") == "mongodb://ops:pw1@h/mp"
+    assert remember_secret("pw2", "mongodb://app@h2/mp", "b") == "mongodb://app:***@h2/mp"
+    assert connect_url("mongodb://app:***@h2/mp") == "mongodb://app:pw2@h2/mp"
+    with pytest.raises(ConfigError, match="holds a password"):
+        remember_secret("pw3", "sqlite:///m.db", "b")
+    with pytest.raises(ConfigError, match="not the store given"):
+        remember_secret("mongodb://ops:pw1@h/mp", "mongodb://ops@elsewhere/mp", "b")
+
+
+def test_scrub_removes_every_credential_the_process_knows(monkeypatch) -> None:
+    monkeypatch.setenv("MEMPIPE_LLM_API_KEY", "sk-live-abcdef123456")
+    remember("mongodb://ops:hunter22@h/mp")
+    text = "401 Incorrect API key provided: sk-live-abcdef123456; auth hunter22 at mongodb://x:y@z/"
+    assert scrub(text) == "401 Incorrect API key provided: ***; auth *** at mongodb://x:***@z/"
+
+
+def test_a_recorded_failure_never_holds_a_credential(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-0123456789")
+    failure = Failure.model_validate(
+        {
+            "run_id": "r",
+            "step": "extract",
+            "failure_class": "environmental",
+            "error_type": "credentials",
+            "error": "Incorrect API key provided: sk-proj-0123456789.",
+            "attempts": 1,
+            "at": "2026-01-01T00:00:00Z",
+        }
+    )
+    assert failure.error == "Incorrect API key provided: ***."
