@@ -23,31 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from search import repeated_turns
-
-
-def build(store_path: Path, work: Path, turns: int, per_user: int) -> None:
-    import orjson
-
-    from mempipe.adapters.store import open_store
-    from mempipe.schemas.archive import ArchiveFormat
-    from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
-
-    archive = work / "turns.jsonl"
-    with archive.open("wb") as f:
-        for turn in repeated_turns(turns, per_user):
-            f.write(orjson.dumps(turn) + b"\n")
-    store = open_store(f"sqlite:///{store_path}")
-    ingest_file(
-        store,
-        archive,
-        ArchiveFormat.TURNS,
-        IdentityDefaults(org_id="bench", project_id="lme"),
-        run_id="bench",
-        rejects_file=work / "rejects.jsonl",
-    )
-    store.close()
+from search import load_turns
 
 
 def main() -> None:
@@ -62,7 +38,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         built = work / "built.db"
-        build(built, work, args.turns, args.per_user)
+        load_turns(built, work, args.turns, args.per_user).close()
         erased, purged = work / "erased.db", work / "purged.db"
         shutil.copy(built, erased)
         shutil.copy(built, purged)

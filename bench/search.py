@@ -21,9 +21,13 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
+
+if TYPE_CHECKING:
+    from mempipe.adapters.store import Store
 
 DATA = Path(
     os.environ.get(
@@ -52,8 +56,8 @@ def repeated_turns(total: int, per_user: int) -> Iterator[dict]:
         copy += 1
 
 
-def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
-    from mempipe.adapters.embedding import embedder_for
+def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
+    """The repeated turns ingested into a new SQLite store at ``store_path``, left open."""
     from mempipe.adapters.store import open_store
     from mempipe.schemas.archive import ArchiveFormat
     from mempipe.schemas.identity import IdentityDefaults
@@ -73,6 +77,13 @@ def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
         rejects_file=out / "rejects.jsonl",
     )
     archive.unlink()
+    return store
+
+
+def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
+    from mempipe.adapters.embedding import embedder_for
+
+    store = load_turns(store_path, out, turns, per_user)
     embedder = embedder_for(MODEL)
     texts = dict.fromkeys(c for (c,) in store._rows("SELECT content FROM turns ORDER BY id"))
     cache = out / f"vectors-{MODEL}-{len(texts)}.npy"

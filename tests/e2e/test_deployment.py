@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -88,6 +89,23 @@ def ops_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     log.close()
 
 
+@contextmanager
+def serving_worker(env: dict[str, str], cwd: Path) -> Iterator[None]:
+    """A process worker on the ``mempipe-local`` pool for the block, its log in ``cwd``."""
+    with (cwd / "worker.log").open("w") as log:
+        worker = subprocess.Popen(
+            [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield
+        finally:
+            stop(worker)
+
+
 def run_deployment(
     name: str, params: dict[str, object], env: dict[str, str], cwd: Path
 ) -> subprocess.CompletedProcess:
@@ -136,16 +154,8 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     audit = tmp_path / "audit"
     report_dir = tmp_path / "report"
     common = {"store": store, "config": str(config)}
-    worker_log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen(
-        [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
-        cwd=tmp_path,
-        env=ops_env,
-        stdout=worker_log,
-        stderr=subprocess.STDOUT,
-    )
     today = date.today().isoformat()
-    try:
+    with serving_worker(ops_env, tmp_path):
         runs = [
             run_deployment(
                 "backfill/backfill",
@@ -161,9 +171,6 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
                 tmp_path,
             ),
         ]
-    finally:
-        stop(worker)
-        worker_log.close()
     for run in runs:
         output = run.stdout + run.stderr
         assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
@@ -207,15 +214,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
         timeout=300,
     )
     assert loaded.returncode == 0, loaded.stderr
-    worker_log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen(
-        [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
-        cwd=tmp_path,
-        env=ops_env,
-        stdout=worker_log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with serving_worker(ops_env, tmp_path):
         started = prefect(
             "deployment",
             "run",
@@ -239,9 +238,6 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
         while read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("running",)]:
             assert time.monotonic() < deadline, "the cancelled run never ended"
             time.sleep(0.2)
-    finally:
-        stop(worker)
-        worker_log.close()
     [(status, counts)] = read(db, "SELECT status, counts FROM runs WHERE flow = 'replay'")
     assert status == "interrupted"
     assert json.loads(counts)["done"] == extraction_counts(db)["done"] < 200 * 6 * 4
@@ -285,15 +281,7 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     assert saved.returncode == 0, saved.stderr
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-128\n")
-    worker_log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen(
-        [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
-        cwd=tmp_path,
-        env=ops_env,
-        stdout=worker_log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with serving_worker(ops_env, tmp_path):
         ran = run_deployment(
             "backfill/backfill",
             {
@@ -305,9 +293,6 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
             ops_env,
             tmp_path,
         )
-    finally:
-        stop(worker)
-        worker_log.close()
     assert ran.returncode == 0, ran.stdout + ran.stderr + (tmp_path / "worker.log").read_text()
     opened = open_store(url)
     turns = opened.stats().turns
