@@ -24,6 +24,7 @@ from mempipe.adapters.store import open_store
 from mempipe.services.audit import scan_audit
 
 ROOT = Path(__file__).parents[2]
+README = ROOT / "README.md"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 
 pytestmark = pytest.mark.prefect
@@ -257,8 +258,8 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
 def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_holds_it(
     ops_env, fixtures, tmp_path
 ) -> None:
-    """Ops keep the store's URL (credentials and all) in a Secret block; the deployment run
-    names the block, the worker's run loads it at run time. Prefect's database holds the
+    """Ops keep the store's URL (credentials and all) in a Secret block, created as the README
+    shows; the deployment run names the block, the worker's run loads it at run time. Prefect's database holds the
     block (encrypted at rest) and the name, never the URL in clear."""
     from tests.leaks import hits_in_database
 
@@ -266,14 +267,10 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
     db = tmp_path / "secret-store.db"
     url = f"sqlite:///{db}"
+    [creating] = re.findall(r"^python -c '(.*?)'$", README.read_text(), re.M | re.S)
     saved = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import os; from prefect.blocks.system import Secret; "
-            "Secret(value=os.environ['STORE_URL']).save('mempipe-store', overwrite=True)",
-        ],
-        env={**ops_env, "STORE_URL": url},
+        [sys.executable, "-c", creating],
+        env={**ops_env, "MEMPIPE_STORE": url},
         capture_output=True,
         text=True,
         timeout=120,
