@@ -34,7 +34,7 @@ def mongomock_store(tmp_path: Path) -> Store:
 def atlas_strict_store(tmp_path: Path) -> Store:
     """The Atlas fake as strict as Atlas: a replica set with transactions, indexes that build,
     update and drop over time, search that lags writes (:func:`atlas.strict` is on)."""
-    store = open_mongo_store("mongodb://mongomock/strict", client=atlas.client(transactions=True))
+    store = open_mongo_store("mongodb://mongomock/strict", client=atlas.client())
     store.search_indexes.poll_s = 0.02
     return prepare(store)
 

@@ -259,8 +259,9 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     ops_env, fixtures, tmp_path
 ) -> None:
     """Ops keep the store's URL (credentials and all) in a Secret block, created as the README
-    shows; the deployment run names the block, the worker's run loads it at run time. Prefect's database holds the
-    block (encrypted at rest) and the name, never the URL in clear."""
+    shows; the deployment run names the block, the worker's run loads it at run time.
+    Prefect's database holds the block (encrypted at rest) and the name, never the URL in
+    clear."""
     from tests.leaks import hits_in_database
 
     prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)

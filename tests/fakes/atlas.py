@@ -370,12 +370,10 @@ def strict() -> Iterator[None]:
         globals().update(saved)
 
 
-def client(transactions: bool = False) -> mongomock.MongoClient:
-    """A fake Atlas client; with ``transactions``, its sessions run multi-document
-    transactions as a replica set does (:mod:`tests.fakes.transactions`)."""
+def client() -> mongomock.MongoClient:
+    """A fake Atlas client: a replica set whose sessions run multi-document transactions
+    (:mod:`tests.fakes.transactions`), as every deployment mempipe accepts does."""
     install()
-    if not transactions:
-        return mongomock.MongoClient(tz_aware=True)
     from tests.fakes import transactions as fake_transactions
 
     fake_transactions.install()

@@ -33,7 +33,7 @@ def mongo_url(monkeypatch: pytest.MonkeyPatch) -> str:
     """Every store opened on this URL talks to one mongomock server with the Atlas fake, as
     strict as Atlas: a replica set with transactions, indexes that build, update and drop over
     time, search that lags writes."""
-    server = atlas.client(transactions=True)
+    server = atlas.client()
     monkeypatch.setattr(factory, "MongoClient", lambda url, **options: server)
     for name, delay in atlas.STRICT.items():
         monkeypatch.setattr(atlas, name, delay)

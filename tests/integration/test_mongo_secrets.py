@@ -31,7 +31,7 @@ pytestmark = pytest.mark.prefect
 def server(monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[str]]:
     """One strict Atlas fake for every store opened on ``mongomock``; it refuses a URL without
     the password, as a server with authentication on would."""
-    fake = atlas.client(transactions=True)
+    fake = atlas.client()
     given: list[str] = []
 
     def client(url: str, **options: object) -> object:

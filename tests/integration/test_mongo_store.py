@@ -1,5 +1,6 @@
 """The MongoDB adapter on mongomock with the Atlas fake: what it really sends, in-server hybrid
-ranking, the undo journal of a deployment without transactions, and its indexes."""
+ranking, a write transaction that fails as a whole, a standalone server refused, and its
+indexes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import Near, ReadFilter
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.turn import SourceLocation, Turn
 from tests.fakes import atlas
@@ -117,7 +117,7 @@ def crash_after(store, steps, crash: bool = True) -> None:
             raise RuntimeError("crash")
 
 
-def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
+def test_a_failed_write_transaction_leaves_none_of_its_writes(store) -> None:
     fill(store, [(memory(1, "u", "home airport JFK"), None), (memory(2, "u", "likes tea"), None)])
     row = AuditRow(
         run_id="r",
@@ -131,7 +131,7 @@ def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
         version=1,
         text="x",
     )
-    assert not store.capabilities.transactions
+    assert store.capabilities.transactions
     steps = [
         lambda: store.supersede_memory("semantic", "m1"),
         lambda: store.add_memory("semantic", memory(3, "u", "home airport LIS"), None),
@@ -147,7 +147,7 @@ def test_without_transactions_a_failed_body_is_undone_in_reverse(store) -> None:
     assert list(store.audit_rows()) == []
 
 
-def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
+def test_an_extraction_state_change_rolls_back_with_the_rest(store) -> None:
     store.db["snapshots"].insert_one(
         {"_id": "s1", "extraction": {"semantic": {"status": "pending", "attempts": 0}}}
     )
@@ -155,6 +155,13 @@ def test_an_extraction_state_change_is_undone_with_the_rest(store) -> None:
         crash_after(store, [lambda: store.set_extraction_state("s1", DONE)])
     state = store.db["snapshots"].find_one({"_id": "s1"})["extraction"]["semantic"]
     assert state["status"] == "pending"
+
+
+def test_a_standalone_server_is_refused_when_the_store_is_opened() -> None:
+    atlas.install()
+    standalone = mongomock.MongoClient(tz_aware=True)
+    with pytest.raises(StoreError, match=r"no multi-document transactions \(a standalone server\)"):
+        open_mongo_store("mongodb://mongomock/standalone", client=standalone)
 
 
 def test_a_second_active_record_for_one_key_and_scope_is_refused(store) -> None:
@@ -192,18 +199,6 @@ def test_a_text_filter_on_a_key_the_index_lacks_is_refused_not_answered_empty(st
         )
         == []
     )
-
-
-def test_a_crash_between_superseding_and_writing_the_new_version_is_recovered(store) -> None:
-    fill(store, [(memory(1, "u", "home airport JFK"), None), (memory(2, "u", "likes tea"), None)])
-    store.supersede_memory("semantic", "m2")
-    store.add_memory(
-        "semantic", memory(3, "u", "likes coffee", version=2, supersedes_id="m2"), None
-    )
-    store.supersede_memory("semantic", "m1")  # the process dies before the new version
-    store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
-    assert store.get_memory("semantic", "m1")["status"] == "active"
-    assert store.get_memory("semantic", "m2")["status"] == "superseded", "it has a successor"
 
 
 def test_a_write_error_other_than_a_duplicate_comes_back_as_a_reject(store, monkeypatch) -> None:

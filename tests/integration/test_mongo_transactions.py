@@ -24,10 +24,9 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 @pytest.fixture
 def replica_set() -> Iterator[MongoStore]:
-    client = atlas.client(transactions=True)
+    client = atlas.client()
     opened = prepare(open_mongo_store("mongodb://mongomock/txn", client=client))
     assert isinstance(opened, MongoStore)
-    opened.capabilities = opened.capabilities.model_copy(update={"transactions": True})
     yield opened
     opened.close()
 

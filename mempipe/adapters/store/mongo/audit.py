@@ -33,9 +33,8 @@ class MongoAuditLog(MongoParts):
         audit = self.db["audit"]
         written = [documents.audit_document(r) for r in rows]
         with self._errors("audit"):
-            ids = audit.insert_many(written, session=self._session).inserted_ids
+            audit.insert_many(written, session=self._session)
             withdraw_fenced(self.db, "audit", written, self._session)
-        self._on_undo(lambda: audit.delete_many({"_id": {"$in": ids}}))
 
     def audit_rows(
         self,

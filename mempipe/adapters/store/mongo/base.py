@@ -1,5 +1,5 @@
 """What every role of the MongoDB store shares: the database, the session of the current write
-transaction, the undo journal used where transactions are not available, and error translation."""
+transaction, and error translation."""
 
 from __future__ import annotations
 
@@ -69,7 +69,6 @@ class MongoParts:
     custom_types: tuple[str, ...] = ()
     _session: ClientSession | None = None
     _queryable: set[tuple[str, str]]
-    _undo: list[Callable[[], Any]] | None = None
 
     @contextmanager
     def _errors(self, what: str = "") -> Iterator[None]:
@@ -80,12 +79,6 @@ class MongoParts:
 
     def _collection(self, collection: str) -> Collection:
         return self.db[collection_name(collection)]
-
-    def _on_undo(self, step: Callable[[], Any]) -> None:
-        """Remember how to reverse a write made inside a write transaction on a deployment
-        without transactions (run in reverse order if the transaction body fails)."""
-        if self._undo is not None:
-            self._undo.append(step)
 
     def _next_ids(self, name: str, count: int) -> range:
         """``count`` fresh integer ids for a collection (outside any transaction: a range taken

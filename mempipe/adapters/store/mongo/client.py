@@ -3,10 +3,9 @@
 Writes are idempotent: turns are inserted with an unordered ``bulk_write`` against the unique
 turn key (a duplicate-key error is a skipped record; any other write error comes back as a
 reject), snapshots and memories have deterministic ids. A write transaction is a real
-multi-document transaction where the deployment has them (replica sets and sharded clusters:
-Atlas, ``mongodb-atlas-local``, any deployment running mongot); elsewhere the writes run in the
-order reconciliation needs and are undone in reverse if the body fails (see the README's
-recovery rule).
+multi-document transaction: the deployment must have them (replica sets and sharded clusters:
+Atlas, ``mongodb-atlas-local``, any deployment running mongot); a standalone server is refused
+when the store is opened.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from mempipe.adapters.store.mongo.transfer import MongoTransfer
 from mempipe.adapters.store.mongo.turns import MongoTurns
 from mempipe.adapters.store.mongo.vectors import MongoVectors
 from mempipe.adapters.store.mongo.work import MongoWorkQueue
+from mempipe.errors import StoreError
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.summaries import StoreStats
@@ -102,6 +102,17 @@ def detect_capabilities(client: MongoClient) -> MongoCapabilities:
     return MongoCapabilities(transactions=transactions)
 
 
+def require_transactions(capabilities: MongoCapabilities, where: str) -> None:
+    """Refuse a standalone server: an extraction's writes (the new version, the superseded
+    old one, reinforcements, audit rows, its state) commit together or not at all."""
+    if not capabilities.transactions:
+        raise StoreError(
+            f"{where}: this MongoDB deployment has no multi-document transactions (a "
+            "standalone server); mempipe needs a replica set or a sharded cluster (Atlas, "
+            "mongodb-atlas-local, or mongod --replSet with a one-member replica set)"
+        )
+
+
 def require_search(db: Database) -> None:
     """Refuse, at connect time, a deployment without a search engine (a standalone server, or
     a replica set without mongot): every job needs vector search (reconciliation's candidates,
@@ -141,34 +152,22 @@ class MongoStore(
         self.db = client.get_database(config.database)
         with self._errors("connecting"):
             self.capabilities = detect_capabilities(client)
+            require_transactions(self.capabilities, self.url)
             require_search(self.db)
         self.search_indexes = SearchIndexes(self.url, config.index_timeout_s, config.index_poll_s)
 
     @contextmanager
     def write_transaction(self) -> Iterator[None]:
-        if self.capabilities.transactions:
-            with (
-                self._errors("transaction"),
-                self._client.start_session() as session,
-                session.start_transaction(),
-            ):
-                self._session = session
-                try:
-                    yield
-                finally:
-                    self._session = None
-            return
-        self._undo = []
-        try:
-            yield
-        except BaseException:
-            steps, self._undo = self._undo, None
-            with self._errors("undoing a failed write"):
-                for step in reversed(steps):
-                    step()
-            raise
-        finally:
-            self._undo = None
+        with (
+            self._errors("transaction"),
+            self._client.start_session() as session,
+            session.start_transaction(),
+        ):
+            self._session = session
+            try:
+                yield
+            finally:
+                self._session = None
 
     def applied_migrations(self) -> list[str]:
         with self._errors("migrations"):

@@ -3,7 +3,6 @@ version changes."""
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -19,8 +18,6 @@ from mempipe.errors import StoreError
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
 from mempipe.schemas.search import Near
-
-log = logging.getLogger(__name__)
 
 
 class MongoMemories(MongoParts):
@@ -99,7 +96,6 @@ class MongoMemories(MongoParts):
                 self.db, collection.name, [document], self._session
             ):
                 return False
-        self._on_undo(lambda: collection.delete_one({"_id": seq}))
         return True
 
     def supersede_memory(self, memory_type: str, memory_id: str) -> int:
@@ -115,15 +111,13 @@ class MongoMemories(MongoParts):
             )
         if before is None:
             raise StoreError(f"{memory_type}: no memory {memory_id!r} to supersede")
-        restore = {"status": before["status"], "updated_at": before["updated_at"]}
-        self._on_undo(lambda: collection.update_one({"id": memory_id}, {"$set": restore}))
         return before["version"]
 
     def reinforce_memory(self, memory_type: str, memory_id: str, snapshot_id: str) -> int:
         """One more restatement, the snapshot merged into the evidence (once)."""
         collection = self._collection(memory_type)
         with self._errors(memory_type):
-            changed = collection.update_one(
+            collection.update_one(
                 {"id": memory_id, "evidence": {"$ne": snapshot_id}},
                 {
                     "$inc": {"reinforcement_count": 1},
@@ -131,15 +125,8 @@ class MongoMemories(MongoParts):
                     "$set": {"updated_at": now()},
                 },
                 session=self._session,
-            ).modified_count
-            version = collection.find_one({"id": memory_id}, {"version": 1}, session=self._session)
-        if changed:
-            self._on_undo(
-                lambda: collection.update_one(
-                    {"id": memory_id},
-                    {"$inc": {"reinforcement_count": -1}, "$pull": {"evidence": snapshot_id}},
-                )
             )
+            version = collection.find_one({"id": memory_id}, {"version": 1}, session=self._session)
         return version["version"]
 
     def get_memory(self, memory_type: str, memory_id: str) -> dict[str, Any] | None:
@@ -147,40 +134,3 @@ class MongoMemories(MongoParts):
         with self._errors(memory_type):
             found = self._collection(memory_type).find_one({"id": memory_id}, session=self._session)
         return None if found is None else {name: found.get(name) for name in names}
-
-    def restore_orphaned_versions(self) -> int:
-        """The recovery rule of a deployment without transactions. UPDATE supersedes the old
-        version before writing the new one (the unique active-key index allows no other order);
-        a crash between the two leaves a superseded record that nothing supersedes. It is made
-        active again here, before work is handed out, and the extraction (never marked done)
-        is redone. Returns how many were restored."""
-        restored = 0
-        for memory_type in documents.MEMORY_FIELDS:
-            collection = self._collection(memory_type)
-            with self._errors(memory_type):
-                orphans = [
-                    d["id"]
-                    for d in collection.aggregate(
-                        [
-                            {"$match": {"status": "superseded"}},
-                            {
-                                "$lookup": {
-                                    "from": collection.name,
-                                    "localField": "id",
-                                    "foreignField": "supersedes_id",
-                                    "as": "successors",
-                                }
-                            },
-                            {"$match": {"successors": {"$size": 0}}},
-                            {"$project": {"id": 1}},
-                        ]
-                    )
-                ]
-                if orphans:
-                    restored += collection.update_many(
-                        {"id": {"$in": orphans}, "status": "superseded"},
-                        {"$set": {"status": "active"}},
-                    ).modified_count
-        if restored:
-            log.warning("restored %d superseded records a crashed UPDATE left behind", restored)
-        return restored

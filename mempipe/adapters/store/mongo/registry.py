@@ -39,8 +39,7 @@ class MongoRegistry(MongoParts):
         ]
 
     def active_embedding(self, collection: str) -> tuple[str, int] | None:
-        """The serving model; while a switch is in flight (two marked serving for an instant
-        on a deployment without transactions) the newer one."""
+        """The serving model (the newest, should two ever be marked serving)."""
         with self._errors("registry"):
             entry = self.db[REGISTRY].find_one(
                 {"collection": collection, "state": "serving"}, sort=[("serving_since", -1)]
@@ -89,9 +88,9 @@ class MongoRegistry(MongoParts):
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """Wait until every new index is queryable, then switch: the new model starts serving
         (search answers with it from here) before the old one is demoted, so there is never a
-        moment without a serving model; in one small transaction (registry entries only) where the
-        deployment has them. Each record's ``has_embedding`` / ``embedding_model_id`` then follow
-        in a stamping pass of bounded batches outside any transaction (MongoDB aborts a
+        moment without a serving model; in one small transaction (registry entries only). Each
+        record's ``has_embedding`` / ``embedding_model_id`` then follow in a stamping pass of
+        bounded batches outside any transaction (MongoDB aborts a
         transaction after 60 s and advises well under 1,000 modified documents in one): search
         does not read the stamp (it queries the serving model's own vector field), and the pass
         is idempotent, so a crash during it is finished by the next switch, rollback or

@@ -3,11 +3,9 @@ snapshot holds, and each extraction's state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-
-from pymongo import ReturnDocument
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts, now
@@ -24,15 +22,11 @@ WORK_ORDER = [("order_at", 1), ("session_id", 1), ("first_turn_seq", 1)]
 class MongoWorkQueue(MongoParts):
     """Snapshots as extraction work."""
 
-    restore_orphaned_versions: Callable[[], int]
-
     def extraction_work(
         self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
     ) -> list[WorkItem]:
         if not handlers:
             return []
-        if not self.capabilities.transactions:
-            self.restore_orphaned_versions()
         query = documents.selection_query(selection)
         snapshots = self.db["snapshots"]
         with self._errors("snapshots"):
@@ -128,21 +122,10 @@ class MongoWorkQueue(MongoParts):
             )
 
     def set_extraction_state(self, snapshot_id: str, state: ExtractionState) -> None:
-        """One atomic transition (``find_one_and_update``); the state it replaced is what an
-        undo restores."""
         field = f"extraction.{state.handler}"
         with self._errors("snapshots"):
-            before = self.db["snapshots"].find_one_and_update(
+            self.db["snapshots"].update_one(
                 {"_id": snapshot_id},
                 {"$set": {field: self._state(state.status, state.attempts, state.last_error)}},
-                projection={field: 1},
-                return_document=ReturnDocument.BEFORE,
                 session=self._session,
-            )
-        previous = (before or {}).get("extraction", {}).get(state.handler)
-        if previous is not None:
-            self._on_undo(
-                lambda: self.db["snapshots"].update_one(
-                    {"_id": snapshot_id}, {"$set": {field: previous}}
-                )
             )
