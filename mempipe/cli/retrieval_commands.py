@@ -110,9 +110,10 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
         return
+    width = max((len(model.id) for model in found), default=0)
     for model in found:
         serving = f"serving {', '.join(model.collections)}" if model.active else "available"
-        click.echo(f"{model.id:<20} {model.dimensions:>5}  {serving}")
+        click.echo(f"{model.id:<{width}} {model.dimensions:>5}  {serving}")
 
 
 @click.command("eval")

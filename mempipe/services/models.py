@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from mempipe.adapters.embedding import local
+from mempipe.adapters.embedding.registry import catalog
 from mempipe.adapters.store.base import Registry
 from mempipe.schemas.embedding import ModelInfo, ModelState
-
-CATALOG = {local.MODEL_ID: local.DIMENSIONS, "hashing-256": 256, "hashing-384": 384}
-"""Built in; any ``hashing-N`` works too."""
 
 
 def list_models(store: Registry) -> list[ModelInfo]:
     found = {
         model_id: ModelInfo(id=model_id, dimensions=d, active=False)
-        for model_id, d in CATALOG.items()
+        for model_id, d in catalog().items()
     }
     for entry in store.registry():
         model = found.setdefault(

@@ -89,7 +89,7 @@ def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
 
 
 def hashing_embedder(model_id: str):
-    from mempipe.adapters.embedding.factory import embedder_for
+    from mempipe.adapters.embedding import embedder_for
 
     return embedder_for(model_id)
 

@@ -1,0 +1,127 @@
+"""Embedding providers, by the form of the model ids each claims: the built-ins below, and any
+that an installed package registers under the entry-point group ``mempipe.embedding_providers``
+(the way pytest finds its plug-ins). A provider is one module and one registration."""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib.metadata import entry_points
+from typing import Protocol, runtime_checkable
+
+from mempipe.adapters.embedding.base import Embedder
+from mempipe.errors import ConfigError
+
+ENTRY_POINT_GROUP = "mempipe.embedding_providers"
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """Builds the embedders of the model ids it claims."""
+
+    form: str
+    """How its model ids look, for messages and ``--help`` (``hashing-<dimensions>``)."""
+
+    def claims(self, model_id: str) -> bool: ...
+
+    def build(self, model_id: str) -> Embedder: ...
+
+    def catalog(self) -> dict[str, int]:
+        """Model ids worth listing (``mempipe models``), with their dimensions."""
+        ...
+
+
+class LocalProvider:
+    form = "all-MiniLM-L6-v2"
+
+    def claims(self, model_id: str) -> bool:
+        from mempipe.adapters.embedding import local
+
+        return model_id == local.MODEL_ID
+
+    def build(self, model_id: str) -> Embedder:
+        from mempipe.adapters.embedding import local
+
+        local.require_extra()
+        return local.LocalMiniLM()
+
+    def catalog(self) -> dict[str, int]:
+        from mempipe.adapters.embedding import local
+
+        return {local.MODEL_ID: local.DIMENSIONS}
+
+
+class HashingProvider:
+    form = "hashing-<dimensions>"
+    _ID = re.compile(r"^hashing-([1-9]\d*)$")
+
+    def claims(self, model_id: str) -> bool:
+        return self._ID.match(model_id) is not None
+
+    def build(self, model_id: str) -> Embedder:
+        from mempipe.adapters.embedding.hashing import HashingEmbedder
+
+        return HashingEmbedder(int(model_id.removeprefix("hashing-")))
+
+    def catalog(self) -> dict[str, int]:
+        return {"hashing-256": 256, "hashing-384": 384}
+
+
+class OpenAIProvider:
+    """Any model of an OpenAI-compatible endpoint, configured like the LLM (``MEMPIPE_LLM_*``)."""
+
+    form = "openai:<model>[:<dimensions>]"
+    _ID = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>[1-9]\d*))?$")
+
+    def claims(self, model_id: str) -> bool:
+        return self._ID.match(model_id) is not None
+
+    def build(self, model_id: str) -> Embedder:
+        from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS, OpenAIEmbedder
+        from mempipe.settings import load_llm_settings
+
+        match = self._ID.match(model_id)
+        assert match is not None
+        dimensions = match["dimensions"] or DEFAULT_DIMENSIONS.get(match["model"])
+        if dimensions is None:
+            raise ConfigError(f"{model_id}: name the dimension, openai:{match['model']}:N")
+        return OpenAIEmbedder(match["model"], int(dimensions), load_llm_settings())
+
+    def catalog(self) -> dict[str, int]:
+        from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS
+
+        return {f"openai:{model}": d for model, d in DEFAULT_DIMENSIONS.items()}
+
+
+BUILT_IN: tuple[EmbeddingProvider, ...] = (LocalProvider(), HashingProvider(), OpenAIProvider())
+
+
+@functools.cache
+def providers() -> tuple[EmbeddingProvider, ...]:
+    """The built-ins, then each registered plug-in (a provider object, or a class to make one);
+    one that is not a provider is an error naming its entry point."""
+    found: list[EmbeddingProvider] = list(BUILT_IN)
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = point.load()
+        provider = loaded() if isinstance(loaded, type) else loaded
+        if not isinstance(provider, EmbeddingProvider):
+            raise ConfigError(
+                f"entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}) is not an "
+                "embedding provider: it needs form, claims, build and catalog"
+            )
+        found.append(provider)
+    return tuple(found)
+
+
+def embedder_for(model_id: str) -> Embedder:
+    """The embedder of ``model_id``, from the first provider that claims it."""
+    for provider in providers():
+        if provider.claims(model_id):
+            return provider.build(model_id)
+    known = ", ".join(p.form for p in providers())
+    raise ConfigError(f"unknown embedding model {model_id!r}; known: {known}")
+
+
+def catalog() -> dict[str, int]:
+    """Every provider's listed models, with their dimensions."""
+    return {model: d for provider in providers() for model, d in provider.catalog().items()}

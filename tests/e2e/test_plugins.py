@@ -1,0 +1,91 @@
+"""A third party's embedding provider, installed as a package of its own and found through its
+``mempipe.embedding_providers`` entry point: listed by ``mempipe models`` and used by a
+re-embed from the CLI, with no change to mempipe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.crash_kit import environment, read, run
+
+pytestmark = pytest.mark.prefect
+
+PLUGIN = '''
+"""Vectors from letter counts: a provider as a third party writes one."""
+
+import math
+import re
+
+
+class LetterEmbedder:
+    model_id = "letters-26"
+    dimensions = 26
+
+    def embed(self, texts):
+        vectors = []
+        for text in texts:
+            counts = [text.lower().count(chr(97 + i)) + 1e-3 for i in range(26)]
+            norm = math.sqrt(sum(c * c for c in counts))
+            vectors.append([c / norm for c in counts])
+        return vectors
+
+
+class LetterProvider:
+    form = "letters-26"
+
+    def claims(self, model_id):
+        return re.fullmatch("letters-26", model_id) is not None
+
+    def build(self, model_id):
+        return LetterEmbedder()
+
+    def catalog(self):
+        return {"letters-26": 26}
+'''
+
+
+def install_plugin(site: Path) -> None:
+    """What ``pip install --target site`` of a one-module package leaves: the module and its
+    dist-info, whose ``entry_points.txt`` registers the provider."""
+    site.mkdir()
+    (site / "mempipe_letters.py").write_text(PLUGIN)
+    info = site / "mempipe_letters-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mempipe-letters\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[mempipe.embedding_providers]\nletters = mempipe_letters:LetterProvider\n"
+    )
+    (info / "RECORD").write_text("")
+
+
+def test_an_installed_embedding_provider_is_listed_and_embeds_from_the_cli(
+    prefect_server, fixtures, tmp_path
+) -> None:
+    install_plugin(tmp_path / "site")
+    env = environment(prefect_server, PYTHONPATH=str(tmp_path / "site"))
+    store = ["--store", f"sqlite:///{tmp_path / 'm.db'}"]
+    loaded = run(["backfill", str(fixtures / "turns.jsonl"), *store], tmp_path, env)
+    assert loaded.returncode == 0, loaded.stderr
+
+    listed = run(["models", *store, "--json"], tmp_path, env)
+    assert listed.returncode == 0, listed.stderr
+    assert {"id": "letters-26", "dimensions": 26, "active": False} in json.loads(listed.stdout)
+
+    moved = run(["reembed", "--model", "letters-26", "--collections", "stm", *store], tmp_path, env)
+    assert moved.returncode == 0, moved.stderr
+    served = read(
+        tmp_path / "m.db",
+        "SELECT model_id, dimensions FROM embedding_registry WHERE state = 'serving'",
+    )
+    assert served == [("letters-26", 26)]
+
+    without = run(
+        ["reembed", "--model", "letters-26", "--collections", "stm", *store],
+        tmp_path,
+        environment(prefect_server),
+    )
+    assert without.returncode == 1, "without the package, no provider claims the model"
+    assert "unknown embedding model 'letters-26'" in without.stderr
