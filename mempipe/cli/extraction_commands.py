@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counts_text,
@@ -35,7 +36,7 @@ from mempipe.cli.options import (
 )
 @click.option(
     "--extractor",
-    type=click.Choice(["offline", "openai"]),
+    type=click.Choice(extractor_names()),
     default="offline",
     show_default=True,
     help="offline: rule-based, no network; openai: any OpenAI-compatible endpoint.",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counted,
@@ -96,7 +97,7 @@ def export(
 )
 @click.option(
     "--extractor",
-    type=click.Choice(["offline", "openai"]),
+    type=click.Choice(extractor_names()),
     default="offline",
     show_default=True,
     help="openai: its judge decides ambiguous pairs (UPDATE, REINFORCE or ADD).",

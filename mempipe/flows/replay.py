@@ -9,6 +9,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic import Field
 
+from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
@@ -16,7 +17,7 @@ from mempipe.heartbeat import keep_alive
 from mempipe.interrupts import handle_stop_signals, raise_if_stopped
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.replay import ExtractorName, ReplaySettings, ReplaySummary
+from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
 from mempipe.settings import load_llm_settings, load_retry_policy
@@ -61,7 +62,7 @@ def replay_flow(
     since: datetime | None = None,
     until: datetime | None = None,
     handlers: list[MemoryType] | None = None,
-    extractor: ExtractorName = ExtractorName.OFFLINE,
+    extractor: str = "offline",
     concurrency: Annotated[int, Field(ge=1, le=64)] = 4,
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,
@@ -80,6 +81,7 @@ def replay_flow(
     run_id = str(flow_run.id)
     memory = context.config.memory
     enabled = [t.value for t in (handlers or memory.extraction.enabled)]
+    require_extractor(extractor)
     settings = ReplaySettings(
         extractor=extractor,
         embedding_model=memory.embedding.model,
@@ -104,7 +106,7 @@ def replay_flow(
         {
             **selection.model_dump(mode="json", exclude_none=True),
             "handlers": enabled,
-            "extractor": extractor.value,
+            "extractor": extractor,
             "force": force,
         },
     )

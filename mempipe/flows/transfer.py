@@ -11,6 +11,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic import Field
 
+from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
@@ -25,7 +26,7 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
-from mempipe.schemas.replay import ExtractorName, ReplaySettings
+from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.run import FileKind
 from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
@@ -212,7 +213,7 @@ def import_memories_flow(
     agent_id: str | None = None,
     memory_type: MemoryType | None = None,
     verbatim: bool = False,
-    extractor: ExtractorName = ExtractorName.OFFLINE,
+    extractor: str = "offline",
     store: str | None = None,
     config: str | None = None,
     store_secret: str | None = None,
@@ -234,6 +235,7 @@ def import_memories_flow(
         "import-memories",
         {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
     )
+    require_extractor(extractor)
     settings = ReplaySettings(
         extractor=extractor,
         embedding_model=context.config.memory.embedding.model,

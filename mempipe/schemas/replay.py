@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.reconcile import ReconcileThresholds
-
-
-class ExtractorName(StrEnum):
-    OFFLINE = "offline"
-    OPENAI = "openai"
 
 
 class LLMSettings(BaseModel):
@@ -38,7 +31,9 @@ class ReplaySettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    extractor: ExtractorName = ExtractorName.OFFLINE
+    extractor: str = Field(
+        default="offline", description="an extractor's name: offline, openai, or a plug-in's"
+    )
     embedding_model: str = "all-MiniLM-L6-v2"
     llm: LLMSettings = LLMSettings()
     thresholds: ReconcileThresholds = ReconcileThresholds()

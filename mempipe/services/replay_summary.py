@@ -33,7 +33,7 @@ def summarize_replay(
     return ReplaySummary(
         run_id=run_id,
         store=store_url,
-        extractor=settings.extractor.value,
+        extractor=settings.extractor,
         embedding_model=settings.embedding_model,
         snapshots=len({r.snapshot_id for r in results}),
         extractions=len(results),

@@ -9,7 +9,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.embedding import embedder_for
-from mempipe.adapters.llm.factory import extractor_for
+from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store import open_store
 from mempipe.domain.partitioning import partition
 from mempipe.interrupts import interruptible_sleep

@@ -1,6 +1,7 @@
-"""A third party's embedding provider, installed as a package of its own and found through its
-``mempipe.embedding_providers`` entry point: listed by ``mempipe models`` and used by a
-re-embed from the CLI, with no change to mempipe."""
+"""A third party's embedding provider and extractor, installed as a package of their own and
+found through their entry points (``mempipe.embedding_providers``, ``mempipe.extractors``):
+listed by ``mempipe models`` and ``--extractor``, and used by a re-embed and a replay from the
+CLI, with no change to mempipe."""
 
 from __future__ import annotations
 
@@ -44,6 +45,31 @@ class LetterProvider:
 
     def catalog(self):
         return {"letters-26": 26}
+
+
+class FirstWordsExtractor:
+    """One semantic memory per snapshot: its first turn's first five words."""
+
+    name = "first-words"
+
+    def __init__(self, llm):
+        from mempipe.adapters.llm.base import ExtractorCapabilities
+
+        self.capabilities = ExtractorCapabilities()
+
+    def extract(self, snapshot, memory_type):
+        from mempipe.schemas.extraction import ExtractedSemantic
+
+        if memory_type != "semantic":
+            return []
+        words = " ".join(snapshot.turns[0].content.split()[:5])
+        return [ExtractedSemantic(text=f"Said first: {words}", label=snapshot.session_id)]
+
+    def summarize(self, snapshot):
+        raise NotImplementedError
+
+    def judge(self, text, existing):
+        raise NotImplementedError
 '''
 
 
@@ -57,11 +83,12 @@ def install_plugin(site: Path) -> None:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mempipe-letters\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[mempipe.embedding_providers]\nletters = mempipe_letters:LetterProvider\n"
+        "[mempipe.extractors]\nfirst-words = mempipe_letters:FirstWordsExtractor\n"
     )
     (info / "RECORD").write_text("")
 
 
-def test_an_installed_embedding_provider_is_listed_and_embeds_from_the_cli(
+def test_an_installed_provider_and_extractor_are_listed_and_used_from_the_cli(
     prefect_server, fixtures, tmp_path
 ) -> None:
     install_plugin(tmp_path / "site")
@@ -81,6 +108,15 @@ def test_an_installed_embedding_provider_is_listed_and_embeds_from_the_cli(
         "SELECT model_id, dimensions FROM embedding_registry WHERE state = 'serving'",
     )
     assert served == [("letters-26", 26)]
+
+    helped = run(["replay", "--help"], tmp_path, env)
+    assert "first-words" in helped.stdout
+    replayed = run(["replay", "--extractor", "first-words", *store, "--json"], tmp_path, env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["added"] > 0
+    said = read(tmp_path / "m.db", "SELECT text FROM memories_semantic")
+    assert said
+    assert all(text.startswith("Said first: ") for (text,) in said)
 
     without = run(
         ["reembed", "--model", "letters-26", "--collections", "stm", *store],
