@@ -17,7 +17,10 @@ from mempipe.schemas.errors import describe
 from mempipe.schemas.replay import LLMSettings
 
 DEFAULT_STORE = "sqlite:///mempipe.db"
-ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
+ENABLED_EXTRACTIONS_ENV = "MEMPIPE_ENABLED_EXTRACTIONS"
+PLATFORM_ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
+"""The name the memory platform delivers the list under (DESIGN), read where mempipe's own is
+not set."""
 
 
 class Settings(BaseSettings):
@@ -103,7 +106,9 @@ def load_project_config(path: Path | None) -> ProjectConfig:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level")
-    enabled = os.environ.get(ENABLED_EXTRACTIONS_ENV)
+    enabled = os.environ.get(
+        ENABLED_EXTRACTIONS_ENV, os.environ.get(PLATFORM_ENABLED_EXTRACTIONS_ENV)
+    )
     if enabled is not None:
         memory = data.setdefault("memory", {}) or {}
         data["memory"] = memory

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory
+from mempipe.schemas.memory import MEMORY_COLLECTIONS, MEMORY_MODELS, CustomMemory
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import Snapshot
 from mempipe.schemas.turn import Turn
@@ -27,8 +27,6 @@ BUNDLE_MODELS: dict[str, type[BaseModel]] = {
 }
 """Each collection of a bundle and the model its rows are, in the order an import writes them
 (runs first: the audit and failures of a run the target already holds are not written twice)."""
-
-MEMORY_COLLECTIONS = (*(str(t) for t in MEMORY_MODELS), "custom")
 
 
 def store_collection(collection: str) -> str:

@@ -32,7 +32,6 @@ from mempipe.schemas.audit import AuditRow
 from mempipe.schemas.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_MODELS,
-    MEMORY_COLLECTIONS,
     NOT_DIGESTED,
     BundleImportSummary,
     BundleSelection,
@@ -40,7 +39,7 @@ from mempipe.schemas.bundle import (
     store_collection,
 )
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
 from mempipe.schemas.reject import Reject
 from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
 from mempipe.services.export import MANIFEST, digest_collection, records

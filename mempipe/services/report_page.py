@@ -20,9 +20,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.store.base import RunLog, Transfer
-from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
+from mempipe.schemas.bundle import REDACTED, BundleSelection
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
 from mempipe.schemas.run import RunRecord
 from mempipe.services.export import records
 

@@ -50,9 +50,23 @@ def test_a_missing_config_file_means_defaults(tmp_path) -> None:
 
 
 def test_the_enabled_extractions_variable_overrides_the_file(config_file, monkeypatch) -> None:
-    monkeypatch.setenv("MONGOMEM_ENABLED_EXTRACTIONS", "episodic, procedural")
+    monkeypatch.setenv("MEMPIPE_ENABLED_EXTRACTIONS", "episodic, procedural")
     config = load_project_config(config_file)
     assert [t.value for t in config.memory.extraction.enabled] == ["episodic", "procedural"]
+
+
+def test_the_platforms_name_for_the_list_is_read_where_mempipes_is_not_set(
+    config_file, monkeypatch
+) -> None:
+    monkeypatch.delenv("MEMPIPE_ENABLED_EXTRACTIONS", raising=False)
+    monkeypatch.setenv("MONGOMEM_ENABLED_EXTRACTIONS", "taxonomic")
+    assert [t.value for t in load_project_config(config_file).memory.extraction.enabled] == [
+        "taxonomic"
+    ]
+    monkeypatch.setenv("MEMPIPE_ENABLED_EXTRACTIONS", "semantic")
+    assert [t.value for t in load_project_config(config_file).memory.extraction.enabled] == [
+        "semantic"
+    ]
 
 
 def test_an_unknown_extraction_type_is_a_config_error(tmp_path, monkeypatch) -> None:

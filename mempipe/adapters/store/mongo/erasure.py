@@ -12,7 +12,8 @@ from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.adapters.store.mongo.fence import fenced, fences_for
 from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
-from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
+from mempipe.schemas.bundle import REDACTED, BundleSelection
+from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
 
 class MongoErasure(MongoParts):

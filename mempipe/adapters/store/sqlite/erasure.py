@@ -12,8 +12,9 @@ from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
-from mempipe.schemas.bundle import MEMORY_COLLECTIONS, REDACTED, BundleSelection
+from mempipe.schemas.bundle import REDACTED, BundleSelection
 from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
 
 class SqliteErasure(SqliteParts):
