@@ -1,7 +1,8 @@
-"""A third party's embedding provider and extractor, installed as a package of their own and
-found through their entry points (``mempipe.embedding_providers``, ``mempipe.extractors``):
-listed by ``mempipe models`` and ``--extractor``, and used by a re-embed and a replay from the
-CLI, with no change to mempipe."""
+"""A third party's embedding provider, extractor and store backend, installed as a package of
+their own and found through their entry points (``mempipe.embedding_providers``,
+``mempipe.extractors``, ``mempipe.store_backends``): listed by ``mempipe models`` and
+``--extractor``, and used by a re-embed, a replay and a backfill from the CLI, with no change to
+mempipe."""
 
 from __future__ import annotations
 
@@ -70,6 +71,14 @@ class FirstWordsExtractor:
 
     def judge(self, text, existing):
         raise NotImplementedError
+
+
+def open_vault(url, *, read_only):
+    """A backend for ``vault:///PATH``: here, the SQLite store at PATH.vault."""
+    from mempipe.adapters.store.sqlite.factory import open_sqlite_store
+
+    path = url.removeprefix("vault://")
+    return open_sqlite_store(f"sqlite:///{path}.vault", existing=read_only)
 '''
 
 
@@ -84,11 +93,12 @@ def install_plugin(site: Path) -> None:
     (info / "entry_points.txt").write_text(
         "[mempipe.embedding_providers]\nletters = mempipe_letters:LetterProvider\n"
         "[mempipe.extractors]\nfirst-words = mempipe_letters:FirstWordsExtractor\n"
+        "[mempipe.store_backends]\nvault = mempipe_letters:open_vault\n"
     )
     (info / "RECORD").write_text("")
 
 
-def test_an_installed_provider_and_extractor_are_listed_and_used_from_the_cli(
+def test_an_installed_provider_extractor_and_backend_are_listed_and_used_from_the_cli(
     prefect_server, fixtures, tmp_path
 ) -> None:
     install_plugin(tmp_path / "site")
@@ -117,6 +127,15 @@ def test_an_installed_provider_and_extractor_are_listed_and_used_from_the_cli(
     said = read(tmp_path / "m.db", "SELECT text FROM memories_semantic")
     assert said
     assert all(text.startswith("Said first: ") for (text,) in said)
+
+    vault = ["--store", f"vault://{tmp_path / 'notes'}"]
+    kept = run(["backfill", str(fixtures / "turns.jsonl"), *vault, "--json"], tmp_path, env)
+    assert kept.returncode == 0, kept.stderr
+    assert (
+        json.loads(kept.stdout)["turns_inserted"]
+        == read(tmp_path / "notes.vault", "SELECT count(*) FROM turns")[0][0]
+        > 0
+    )
 
     without = run(
         ["reembed", "--model", "letters-26", "--collections", "stm", *store],

@@ -1,14 +1,47 @@
-"""Open a store from its URL; the scheme picks the backend."""
+"""Open a store from its URL; the scheme picks the backend: the built-ins below, and any that an
+installed package registers under the entry-point group ``mempipe.store_backends`` (the entry
+point's name is the URL scheme; its object is called as ``opener(url, read_only=...)`` and
+returns a :class:`Store`)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from urllib.parse import urlsplit
 
 from mempipe.adapters.store.base import Store
 from mempipe.credentials import connect_url, public_url
 from mempipe.errors import StoreError
 
-SUPPORTED = ("sqlite", "mongodb", "mongodb+srv")
+ENTRY_POINT_GROUP = "mempipe.store_backends"
+Opener = Callable[..., Store]
+
+
+def _sqlite(url: str, *, read_only: bool) -> Store:
+    from mempipe.adapters.store.sqlite.factory import open_sqlite_store
+
+    return open_sqlite_store(url, existing=read_only)
+
+
+def _mongodb(url: str, *, read_only: bool) -> Store:
+    from mempipe.adapters.store.mongo.factory import open_mongo_store
+
+    return open_mongo_store(connect_url(url))
+
+
+BUILT_IN: dict[str, Opener] = {"sqlite": _sqlite, "mongodb": _mongodb, "mongodb+srv": _mongodb}
+
+
+def schemes() -> list[str]:
+    """Every backend's URL scheme, the plug-ins' read from their entry points."""
+    return [*BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))]
+
+
+@functools.cache
+def _plugin(scheme: str) -> Opener | None:
+    point = next((p for p in entry_points(group=ENTRY_POINT_GROUP) if p.name == scheme), None)
+    return None if point is None else point.load()
 
 
 def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> Store:
@@ -21,20 +54,13 @@ def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> St
     exist and be a mempipe store with every migration applied; nothing is created or changed.
     """
     scheme = urlsplit(url).scheme if "://" in url else "sqlite"
-    shown = public_url(url)
-    if scheme == "sqlite":
-        from mempipe.adapters.store.sqlite.factory import open_sqlite_store
-
-        store = open_sqlite_store(url, existing=read_only)
-    elif scheme in ("mongodb", "mongodb+srv"):
-        from mempipe.adapters.store.mongo.factory import open_mongo_store
-
-        store = open_mongo_store(connect_url(url))
-    else:
+    opener = BUILT_IN.get(scheme) or _plugin(scheme)
+    if opener is None:
         raise StoreError(
-            f"unsupported store URL scheme {scheme!r} in {shown!r}; "
-            f"supported: {', '.join(SUPPORTED)}"
+            f"unsupported store URL scheme {scheme!r} in {public_url(url)!r}; "
+            f"supported: {', '.join(schemes())}"
         )
+    store = opener(url, read_only=read_only)
     if read_only:
         try:
             require_migrated(store)
