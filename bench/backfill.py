@@ -90,7 +90,7 @@ def raw_apsw(archive: Path, store_url: str) -> float:
         f"INSERT INTO turns ({', '.join(sql.TURN_COLUMNS)}) "
         f"VALUES ({', '.join('?' for _ in sql.TURN_COLUMNS)}) ON CONFLICT DO NOTHING"
     )
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     conn = store._conn
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH):

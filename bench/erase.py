@@ -44,7 +44,7 @@ def main() -> None:
         shutil.copy(built, purged)
         size = built.stat().st_size
 
-        store = open_store(f"sqlite:///{erased}", migrate=False)
+        store = open_store(f"sqlite:///{erased}")
         (user, count), *_ = store._rows(
             "SELECT user_id, count(*) FROM turns GROUP BY user_id ORDER BY count(*) DESC LIMIT 1"
         )
@@ -54,7 +54,7 @@ def main() -> None:
         erase_s = time.perf_counter() - started
         store.close()
 
-        reference = open_store(f"sqlite:///{purged}", migrate=False)
+        reference = open_store(f"sqlite:///{purged}")
         started = time.perf_counter()
         reference._purge(
             [
@@ -67,7 +67,7 @@ def main() -> None:
         purge_s = time.perf_counter() - started
         reference.close()
 
-        after = open_store(f"sqlite:///{erased}", migrate=False)
+        after = open_store(f"sqlite:///{erased}")
         kept = {t for (t,) in after._rows("SELECT content FROM turns")}
         after.close()
         raw = erased.read_bytes()

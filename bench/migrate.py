@@ -50,7 +50,7 @@ def build(path: Path, out: Path, turns: int) -> None:
             f.write(orjson.dumps(turn) + b"\n")
     url = f"sqlite:///{path}"
     prepare_store(url, None)
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     defaults = IdentityDefaults(org_id="bench", project_id="lme")
     ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="b", rejects_file=out / "r")
     promote_sessions(store, PromotionLimits(), ["semantic"], run_id="b")
@@ -124,7 +124,7 @@ def main() -> None:
     for stale in out.glob("target.db*"):
         stale.unlink()
     prepare_store(f"sqlite:///{target_path}", None)
-    target = open_store(f"sqlite:///{target_path}")
+    target = open_store(f"sqlite:///{target_path}", migrate=True)
     started = time.perf_counter()
     imported = import_bundle(target, bundle, run_id="bench", rejects_file=out / "rejects.jsonl")
     import_s = time.perf_counter() - started

@@ -44,7 +44,7 @@ def fill(store_url: str, count: int, model: str) -> list[str]:
     from mempipe.adapters.store import open_store
     from mempipe.schemas.memory import SemanticMemory
 
-    store, embedder = open_store(store_url), embedder_for(model)
+    store, embedder = open_store(store_url, migrate=True), embedder_for(model)
     store.ensure_vector_table("semantic", embedder.model_id, embedder.dimensions)
     now, corpus = datetime.now(UTC), texts(count)
     for start in range(0, count, 5000):
@@ -114,7 +114,7 @@ def search_latency(out: Path, count: int, queries: int = 200) -> None:
         started = time.perf_counter()
         fill(store_url, count, "hashing-256")
         print(f"search: {count:,} memories stored in {time.perf_counter() - started:.1f} s")
-    store, rng = open_store(store_url), random.Random(9)
+    store, rng = open_store(store_url, migrate=True), random.Random(9)
     timings = []
     for n in range(queries):
         query = " ".join(rng.choices(WORDS, k=3))

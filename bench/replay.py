@@ -83,7 +83,7 @@ def main() -> None:
     config = work / "project-config.yaml"
     config.write_text(f"memory:\n  embedding:\n    model: {args.model}\n")
     write_archive(archive, args.sessions)
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     ingest_file(
         store,
         archive,
@@ -111,7 +111,7 @@ def main() -> None:
     )
     seconds = time.perf_counter() - started
 
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     texts = [
         row[0]
         for kind in handlers

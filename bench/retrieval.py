@@ -47,7 +47,7 @@ def load(store_path: Path, out: Path) -> None:
 
     url = f"sqlite:///{store_path}"
     prepare_store(url, ProjectConfig())
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     ingest_file(
         store,
         DATA / "turns.jsonl.gz",

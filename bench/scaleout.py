@@ -36,7 +36,7 @@ def load(work: Path, name: str, archive: Path) -> str:
     from mempipe.services.promotion import promote_sessions
 
     url = f"sqlite:///{work / f'{name}.db'}"
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     for project in ("alpha", "beta"):
         ingest_file(
             store,

@@ -67,7 +67,7 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
     with archive.open("wb") as f:
         for turn in repeated_turns(turns, per_user):
             f.write(orjson.dumps(turn) + b"\n")
-    store = open_store(f"sqlite:///{store_path}")
+    store = open_store(f"sqlite:///{store_path}", migrate=True)
     ingest_file(
         store,
         archive,
@@ -132,7 +132,7 @@ def main() -> None:
     store_path = args.out / f"search-{args.turns}.db"
     if not store_path.exists():
         build(store_path, args.out, args.turns, args.per_user)
-    store = open_store(f"sqlite:///{store_path}")
+    store = open_store(f"sqlite:///{store_path}", migrate=True)
     users = store._rows("SELECT count(DISTINCT user_id), count(*) FROM turns")[0]
     print(f"store: {users[1]:,} turns, {users[0]:,} users ({store_path})")
 

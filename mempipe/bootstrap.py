@@ -37,7 +37,7 @@ class AppContext:
     def open_store(self, *, read_only: bool = False) -> Store:
         """The store as it is (prepared by :meth:`prepare_store`); ``read_only``: an existing
         mempipe store with every migration applied, left unchanged."""
-        return open_store(self.store_url, migrate=False, read_only=read_only)
+        return open_store(self.store_url, read_only=read_only)
 
     def identity_defaults(
         self,

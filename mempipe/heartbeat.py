@@ -22,7 +22,7 @@ def keep_alive(store_url: str, run_id: str) -> Iterator[None]:
     stop = threading.Event()
 
     def beat() -> None:
-        with closing(open_store(store_url, migrate=False)) as store:
+        with closing(open_store(store_url)) as store:
             while not stop.wait(HEARTBEAT.total_seconds()):
                 try:
                     store.heartbeat(run_id, LEASE)

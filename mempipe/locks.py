@@ -22,7 +22,7 @@ def store_lock(job: str, store_url: str, run_id: str, wait_s: float) -> Iterator
     """Hold ``job`` on this store for ``run_id`` (a run recorded as running, kept alive by its
     heartbeat); a second run waits up to ``wait_s`` for a live holder, then fails naming it."""
     deadline = time.monotonic() + wait_s
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         while (holder := store.acquire_lease(job, run_id, LEASE)) is not None:
             if recover_dead_runs(store):
                 continue

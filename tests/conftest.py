@@ -28,7 +28,7 @@ def store_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
+    opened = open_store(store_url, migrate=True)
     yield opened
     opened.close()
 

@@ -45,7 +45,7 @@ def ingest_archive(
     times: TimeWindow | None = None,
 ) -> IngestSummary:
     """Idempotent: a retried or repeated ingest of the same file inserts nothing new."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = ingest_file(
             store,
             Path(path),
@@ -80,7 +80,7 @@ def promote_sessions(
     store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = promotion.promote_sessions(store, limits, handlers, run_id=run_id)
     get_run_logger().info(
         "promoted %d turns of %d sessions into %d snapshots %s",

@@ -13,7 +13,7 @@ from mempipe.schemas.indexes import IndexState, IndexStatus
 
 @task(name="repair-indexes", cache_policy=NO_CACHE)
 def repair_indexes(store_url: str, force: bool) -> list[IndexStatus]:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         statuses = store.rebuild_indexes(force)
     logger = get_run_logger()
     for status in statuses:

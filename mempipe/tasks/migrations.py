@@ -14,5 +14,5 @@ from mempipe.schemas.summaries import MigrationReport
 
 @task(name="apply-migrations", cache_policy=NO_CACHE)
 def apply_migrations(store_url: str) -> MigrationReport:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         return migrate(store)

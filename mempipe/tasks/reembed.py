@@ -61,7 +61,7 @@ def plan_embedding(
 ) -> EmbeddingPlan:
     """Registers the model's vector index once, before any range writes into it."""
     embedder = embedder_for(model)
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         if incremental:
             serving = store.active_embedding(collection)
             if serving is not None:
@@ -85,7 +85,7 @@ def embed_range(
     store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
     """Idempotent: only the vectors still missing in the range are written."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         return embed_collection(
             store,
             plan.collection,
@@ -104,7 +104,7 @@ def count_vectors(
     store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
     """The ranges' work added up, with the collection's counts read once all are done."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         records, vectors = store.vector_counts(plan.collection, plan.model_id)
     resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
     report = CollectionReport(
@@ -138,7 +138,7 @@ def recall_gate(
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         store.wait_searchable(["semantic"], model)
         return reembedding.recall_gate(
             store, embedder_for, read_queries(Path(queries_path)), model, min_ratio
@@ -147,18 +147,18 @@ def recall_gate(
 
 @task(name="switch-models", cache_policy=NO_CACHE)
 def switch_models(store_url: str, collections: list[str], model: str) -> None:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         store.switch_models(collections, model)
     get_run_logger().info("switched %s to %s", ", ".join(collections), model)
 
 
 @task(name="finalize-models", cache_policy=NO_CACHE)
 def finalize_models(store_url: str, collections: list[str]) -> list[str]:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         return store.finalize_models(collections)
 
 
 @task(name="rollback-models", cache_policy=NO_CACHE)
 def rollback_models(store_url: str, collections: list[str]) -> list[str]:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         return store.rollback_models(collections)

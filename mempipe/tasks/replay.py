@@ -45,7 +45,7 @@ def select_extraction_work(
     store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         items = store.extraction_work(selection, handlers, force=force)
     parts = partition(items, buckets)
     get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
@@ -72,7 +72,7 @@ def replay_bucket(
     returns, every owner it was given has been replayed, by this run or another."""
     context = replay_context(settings, run_id)
     with (
-        closing(open_store(store_url, migrate=False)) as store,
+        closing(open_store(store_url)) as store,
         track("replay", len(items), "extractions") as bar,
     ):
         outcome = replay_by_owner(
@@ -110,7 +110,7 @@ def export_audit(
 ) -> list[str]:
     """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
     exports it again (a report only reads)."""
-    with closing(open_store(store_url, migrate=False, read_only=not mark_exported)) as store:
+    with closing(open_store(store_url, read_only=not mark_exported)) as store:
         if by is AuditTime.OBSERVED:
             files = write_observed(store, Path(out_dir), since, until)
         else:
@@ -118,7 +118,7 @@ def export_audit(
         if mark_exported and run_id is not None:
             store.set_checkpoint(run_id, EXPORTED, True)
     if files:
-        with closing(open_store(store_url, migrate=False)) as store:
+        with closing(open_store(store_url)) as store:
             record_written(store, out_dir, FileKind.AUDIT, run_id, None)
     return [str(f) for f in files]
 
@@ -126,7 +126,7 @@ def export_audit(
 @task(name="export-earlier-audit", cache_policy=NO_CACHE)
 def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         runs = export_earlier_runs(store, Path(out_dir), current=current)
         if runs:
             record_written(store, out_dir, FileKind.AUDIT, current, None)

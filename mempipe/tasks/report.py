@@ -59,6 +59,6 @@ def render_report_page(
     title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
     with closing(open_store(store_url, read_only=True)) as store:
         data = gather(store, frame, since, until, title)
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         record_written(store, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data

@@ -33,7 +33,7 @@ def prepare_store(store_url: str, config: str | None = None) -> None:
 )
 def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
     now = datetime.now(UTC)
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         store.start_run(
             RunRecord(
                 run_id=run_id,
@@ -53,7 +53,7 @@ def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
     """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         if stop_requested():
             status = RunStatus.INTERRUPTED
             error = f"stopped by {signal.Signals(stop_signal() or signal.SIGTERM).name}" + (
@@ -66,7 +66,7 @@ def record_run_end(
 
 @task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
 def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         recovered = run_service.recover_dead_runs(store)
     logger = get_run_logger()
     for run in recovered:
@@ -84,5 +84,5 @@ def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
 def record_written_file(
     store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
 ) -> None:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         record_written(store, path, kind, run_id, user_id)

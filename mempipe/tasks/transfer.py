@@ -32,7 +32,7 @@ from mempipe.tasks.replay import replay_context
 def write_bundle(
     store_url: str, out: str, selection: BundleSelection, with_vectors: bool
 ) -> ExportSummary:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = export_bundle(store, Path(out), selection, with_vectors=with_vectors)
     get_run_logger().info("exported %s to %s", summary.counts, summary.out)
     return summary
@@ -40,7 +40,7 @@ def write_bundle(
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
 def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = import_bundle(store, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
     logger = get_run_logger()
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
@@ -53,7 +53,7 @@ def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> Bu
 def erase_user(
     store_url: str, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
 ) -> EraseSummary:
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = erasing.erase_user(
             store, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
         )
@@ -74,8 +74,8 @@ def copy_records(
     batch_size: int,
 ) -> CopySummary:
     with (
-        closing(open_store(source_url, migrate=False, read_only=True)) as source,
-        closing(open_store(target_url, migrate=False)) as target,
+        closing(open_store(source_url, read_only=True)) as source,
+        closing(open_store(target_url)) as target,
     ):
         summary = copying.copy_store(
             source,
@@ -105,7 +105,7 @@ def import_memory_file(
     rejects_file: str,
 ) -> MemoryImportSummary:
     context = replay_context(settings, run_id)
-    with closing(open_store(store_url, migrate=False)) as store:
+    with closing(open_store(store_url)) as store:
         summary = memory_import.import_memory_file(
             store,
             Path(path),

@@ -24,7 +24,7 @@ SEARCH_SYNC_S = 2.0
 
 
 def sqlite_store(tmp_path: Path) -> Store:
-    return open_store(f"sqlite:///{tmp_path / 'contract.db'}")
+    return open_store(f"sqlite:///{tmp_path / 'contract.db'}", migrate=True)
 
 
 def mongomock_store(tmp_path: Path) -> Store:
@@ -47,7 +47,7 @@ def mongodb_store(tmp_path: Path) -> Store:
     if base.count("/") > 2:
         base = base.rsplit("/", 1)[0]
     query = f"?{MONGODB_URI.split('?', 1)[1]}" if "?" in MONGODB_URI else ""
-    return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}")
+    return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}", migrate=True)
 
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {

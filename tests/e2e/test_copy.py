@@ -37,7 +37,7 @@ def test_sqlite_to_mongodb_and_back_is_verified(source, tmp_path) -> None:
 
     url = f"sqlite:///{tmp_path / 'back.db'}"
     prepare_store(url, None)
-    back = open_store(url)
+    back = open_store(url, migrate=True)
     declared(back)
     home = copy_store(mongo, back, run_id="c2", rejects_file=tmp_path / "r2", batch_size=5)
     assert home.verified, home.differences
@@ -56,7 +56,7 @@ def big_store(tmp_path: Path) -> Path:
     path = tmp_path / "big.db"
     url = f"sqlite:///{path}"
     prepare_store(url, None)
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     archive = tmp_path / "turns.jsonl"
     archive.write_bytes(
         b"".join(

@@ -177,7 +177,7 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
         assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
         assert "Completed" in output
 
-    opened = open_store(store)
+    opened = open_store(store, migrate=True)
     stats = opened.stats()
     orgs = opened._conn.execute("SELECT DISTINCT org_id FROM turns").fetchall()
     audited = len(list(opened.audit_rows()))
@@ -292,7 +292,7 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
             tmp_path,
         )
     assert ran.returncode == 0, ran.stdout + ran.stderr + (tmp_path / "worker.log").read_text()
-    opened = open_store(url)
+    opened = open_store(url, migrate=True)
     turns = opened.stats().turns
     opened.close()
     assert turns > 0, "the run wrote to the store the block names"

@@ -95,7 +95,7 @@ def nothing_of_the_erased_user(db: Path, store_url: str) -> None:
             db,
             f"SELECT count(*) FROM {table} WHERE memory_rowid NOT IN (SELECT rowid FROM {source})",
         ) == [(0,)], f"orphan vectors in {table}"
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     try:
         for source, mode in itertools.product(("stm", "semantic", "episodic"), SearchMode):
             for scope in (ReadFilter(user_id=ERASED), ReadFilter()):

@@ -96,7 +96,7 @@ def observed(db: Path) -> tuple:
     """What serves, and what semantic search answers on turns and on memories (read in this
     process: the store is what the failed run left). A failed move keeps the vectors it wrote,
     unserved, for the rerun to resume from."""
-    store = open_store(f"sqlite:///{db}")
+    store = open_store(f"sqlite:///{db}", migrate=True)
     try:
         answers = tuple(
             [

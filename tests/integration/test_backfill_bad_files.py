@@ -112,7 +112,7 @@ def test_a_corrupt_gzip_among_good_files_fails_the_run_and_loses_nothing_else(
     assert whole["offset"] == (folder / corrupt_name).stat().st_size
     accounted(summary)
 
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     try:
         stats = store.stats()
         assert stats.turns == 40 + broken.turns_inserted
@@ -195,7 +195,7 @@ def test_two_users_archives_reusing_session_ids_are_both_loaded_whole(
     assert summary.sessions == 2
     again, _ = run([maya, bob], store_url, tmp_path)
     assert (again.turns_inserted, again.duplicates_skipped, again.rejected) == (0, 10, 0)
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     try:
         assert store.stats().sessions == 2
     finally:

@@ -43,7 +43,7 @@ def test_backfill_loads_turns_promotes_snapshots_and_records_the_run(
     assert summary.turns_promoted == 34
     assert summary.snapshots_created == 13, "cg-lisbon has an hour's pause: an idle cut"
 
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     stats = store.stats()
     assert (stats.turns, stats.unpromoted_turns, stats.sessions) == (34, 0, 12)
     assert stats.snapshots["total"] == summary.snapshots_created
@@ -105,7 +105,7 @@ def test_a_failed_backfill_is_recorded_as_failed_never_as_an_empty_success(
 
     with pytest.raises(ArchiveError, match="no such file"):
         run_backfill(prefect_server, store_url, [tmp_path / "gone.jsonl"], tmp_path)
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     rows = store._conn.execute("SELECT status, error FROM runs").fetchall()
     store.close()
     assert len(rows) == 1

@@ -186,7 +186,7 @@ def write_sharegpt_array(path: Path, conversations: int) -> None:
 def peak_while_ingesting(store_url: str, archive: Path, defaults, tmp_path: Path) -> int:
     from mempipe.adapters.store import open_store
 
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     tracemalloc.start()
     summary = ingest(store, archive, defaults, tmp_path / "r.jsonl", batch_size=1000)
     _, peak = tracemalloc.get_traced_memory()

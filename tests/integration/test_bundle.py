@@ -43,7 +43,7 @@ def declared(store) -> None:
 def source(tmp_path: Path):
     url = f"sqlite:///{tmp_path / 'source.db'}"
     prepare_store(url, None)
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     declared(store)
     load(store, tmp_path)
     load(store, tmp_path, user="bob")
@@ -88,7 +88,7 @@ def target_store(kind: str, tmp_path: Path):
     else:
         url = f"sqlite:///{tmp_path / 'target.db'}"
         prepare_store(url, None)
-        store = open_store(url)
+        store = open_store(url, migrate=True)
     declared(store)
     return store
 
@@ -170,7 +170,7 @@ def test_a_bundle_of_custom_types_the_target_has_not_declared_is_refused_first(
     export_bundle(source, tmp_path / "bundle", BundleSelection())
     url = f"sqlite:///{tmp_path / 'bare.db'}"
     prepare_store(url, None)
-    bare = open_store(url)
+    bare = open_store(url, migrate=True)
     with pytest.raises(ConfigError, match="custom types the target has not declared: ticket"):
         import_bundle(bare, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
     assert bare.stats().turns == 0, "nothing written"

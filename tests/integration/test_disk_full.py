@@ -23,7 +23,7 @@ DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
 def test_a_full_disk_is_a_retryable_resource_error_and_the_rerun_is_exact(tmp_path: Path) -> None:
     write_archive(tmp_path / "archive.jsonl", 200)
-    store = open_store(f"sqlite:///{tmp_path / 'memory.db'}")
+    store = open_store(f"sqlite:///{tmp_path / 'memory.db'}", migrate=True)
     pages = store._rows("PRAGMA page_count")[0][0]
     store._conn.execute(f"PRAGMA max_page_count = {pages + 8}")
 

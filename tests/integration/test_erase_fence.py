@@ -40,7 +40,7 @@ def load(store, folder: Path, run_id: str):
 @pytest.fixture
 def loaded(tmp_path: Path):
     write_archive(tmp_path / "archive.jsonl", 3)
-    store = open_store(f"sqlite:///{tmp_path / 'memory.db'}")
+    store = open_store(f"sqlite:///{tmp_path / 'memory.db'}", migrate=True)
     load(store, tmp_path, "load")
     yield store, tmp_path
     store.close()

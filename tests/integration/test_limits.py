@@ -28,7 +28,7 @@ pytestmark = pytest.mark.prefect
 
 def holder_run(store_url: str, run_id: str, pid: int) -> None:
     now = datetime.now(UTC)
-    with closing(open_store(store_url)) as store:
+    with closing(open_store(store_url, migrate=True)) as store:
         store.start_run(
             RunRecord(
                 run_id=run_id,
@@ -69,11 +69,11 @@ def test_a_lock_whose_holder_process_is_gone_is_taken_at_once(prefect_server, st
     gone = subprocess.Popen(["true"])
     gone.wait()
     holder_run(store_url, "dead", gone.pid)
-    with closing(open_store(store_url)) as store:
+    with closing(open_store(store_url, migrate=True)) as store:
         assert store.acquire_lease("reembed", "dead", timedelta(hours=1)) is None
     summary = reembed_flow(model="hashing-32", store=store_url, lock_wait_s=0)
     assert summary.switched
-    with closing(open_store(store_url)) as store:
+    with closing(open_store(store_url, migrate=True)) as store:
         dead = store.get_run("dead")
     assert dead is not None
     assert dead.status is RunStatus.FAILED

@@ -144,7 +144,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
 
     url = f"sqlite:///{tmp_path / 'judged.db'}"
     prepare_store(url, None)
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     with fake_openai() as (fake, endpoint):
         fake.responder = lambda body: completion("UPDATE")
         judged = OpenAIExtractor(LLMSettings(base_url=endpoint, model="m", api_key="k"))
@@ -245,7 +245,7 @@ def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
     for order, listed in (("forward", records), ("reversed", records[::-1])):
         path = tmp_path / f"{order}.json"
         path.write_text(json.dumps({"results": listed}))
-        store = open_store(f"sqlite:///{tmp_path / order}.db")
+        store = open_store(f"sqlite:///{tmp_path / order}.db", migrate=True)
         summary = import_memory_file(
             store,
             path,

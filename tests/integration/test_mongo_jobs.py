@@ -80,7 +80,7 @@ def test_backfill_replay_and_report_give_the_same_memories_and_audit_as_sqlite(
     assert audit_actions(mongo_audit) == audit_actions(sqlite_audit)
     report = audit_report_flow(run_id=on_mongo.run_id, out=str(mongo_audit), store=mongo_url)
     assert report.rows == on_mongo.added + on_mongo.updated + on_mongo.reinforced
-    store = open_store(mongo_url)
+    store = open_store(mongo_url, migrate=True)
     stats = store.stats()
     store.close()
     assert stats.turns > 0
@@ -99,7 +99,7 @@ def test_reembed_switches_models_with_search_answering_then_rolls_back_and_final
 ) -> None:
     backfill_and_replay(mongo_url, tmp_path, "mongo")
     cfg = config(tmp_path)
-    store = open_store(mongo_url)
+    store = open_store(mongo_url, migrate=True)
     before = search(
         store, hashing_embedder, "home airport", "semantic", SearchMode.SEMANTIC, ReadFilter()
     )
@@ -152,14 +152,14 @@ def test_an_index_that_never_becomes_queryable_fails_the_reembed_with_a_clear_er
     monkeypatch.setenv("MEMPIPE_MONGODB_INDEX_TIMEOUT", "0.3")
     with pytest.raises(StoreError, match=r"vector_hashing_64 is not queryable after 0.3 s"):
         reembed_flow(model="hashing-64", store=mongo_url, config=config(tmp_path))
-    store = open_store(mongo_url)
+    store = open_store(mongo_url, migrate=True)
     assert store.active_embedding("semantic") == ("hashing-128", 128), "nothing switched"
     store.close()
 
 
 def gate_queries(url: str, path: Path) -> Path:
     """A labelled query per semantic memory: its own text should find it."""
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     try:
         hits = search(
             store, hashing_embedder, "user", "semantic", SearchMode.TEXT, ReadFilter(), 50

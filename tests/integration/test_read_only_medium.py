@@ -29,7 +29,7 @@ def read_only_copy(tmp_path: Path) -> Iterator[Path]:
     source.mkdir()
     mounted.mkdir()
     write_archive(tmp_path / "archive.jsonl", 3)
-    store = open_store(f"sqlite:///{source / 'memory.db'}")
+    store = open_store(f"sqlite:///{source / 'memory.db'}", migrate=True)
     ingest_file(
         store,
         tmp_path / "archive.jsonl",
@@ -63,4 +63,4 @@ def test_a_store_on_a_read_only_medium_is_read_and_a_write_is_refused(read_only_
     finally:
         store.close()
     with pytest.raises(StoreError, match="not writable"):
-        open_store(url)
+        open_store(url, migrate=True)

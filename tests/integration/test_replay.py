@@ -107,11 +107,11 @@ def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(
 def test_a_replay_killed_mid_run_resumes_to_the_same_store_and_audit(tmp_path) -> None:
     from mempipe.adapters.store import open_store
 
-    whole = open_store(f"sqlite:///{tmp_path / 'whole.db'}")
+    whole = open_store(f"sqlite:///{tmp_path / 'whole.db'}", migrate=True)
     load(whole, tmp_path)
     replay_all(whole, context())
 
-    killed = open_store(f"sqlite:///{tmp_path / 'killed.db'}")
+    killed = open_store(f"sqlite:///{tmp_path / 'killed.db'}", migrate=True)
     load(killed, tmp_path)
 
     class DiesAfter(HashingEmbedder):

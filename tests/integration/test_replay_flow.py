@@ -59,7 +59,7 @@ def test_replay_audits_add_update_reinforce_in_parquet_and_report_summarises_it(
     update = frame.filter(pl.col("text") == "User's home airport is LIS.").row(0, named=True)
     assert update["action"] == "UPDATE"
     assert update["version"] == 2
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     assert store.get_memory("semantic", update["superseded_id"])["status"] == "superseded"
     store.close()
     assert all(p.parent.name.startswith("day=") for p in audit_dir.rglob("*.parquet"))
@@ -82,7 +82,7 @@ def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -
     load_sample(store_url, cfg, tmp_path)
     summary = replay_flow(store=store_url, config=cfg, audit_dir=str(tmp_path / "audit"))
     assert summary.extractions == 6
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     stats = store.stats()
     store.close()
     assert set(stats.extraction) == {"semantic"}
@@ -103,7 +103,7 @@ def test_an_owner_another_live_replay_holds_is_waited_for_then_replayed(
     work is done: exit 0 means all of it."""
     cfg = config(tmp_path)
     load_sample(store_url, cfg, tmp_path)
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     now = datetime.now(UTC)
     store.start_run(
         RunRecord(
@@ -128,7 +128,7 @@ def test_an_owner_held_by_a_run_whose_process_is_gone_is_taken_at_once(
     load_sample(store_url, cfg, tmp_path)
     gone = subprocess.Popen(["true"])
     gone.wait()
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     now = datetime.now(UTC)
     store.start_run(
         RunRecord(

@@ -41,7 +41,7 @@ def replayed(tmp_path: Path, name: str, **runner) -> tuple[str, Path]:
 
 
 def memories(url: str) -> list[tuple]:
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     rows = store._conn.execute(
         "SELECT id, org_id, project_id, user_id, text, status, version, supersedes_id, "
         "reinforcement_count, evidence FROM memories_semantic UNION ALL "
@@ -100,9 +100,9 @@ def test_a_duplicated_partition_changes_nothing(prefect_server, tmp_path) -> Non
     )
     duplicated_partitions(url, "dup")
     assert memories(url) == memories(once)
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     actions = sorted((r.memory_type, r.action, r.text) for r in store.audit_rows())
     store.close()
-    reference = open_store(once)
+    reference = open_store(once, migrate=True)
     assert actions == sorted((r.memory_type, r.action, r.text) for r in reference.audit_rows())
     reference.close()

@@ -43,7 +43,7 @@ def test_migrating_twice_applies_nothing(store) -> None:
 
 
 def test_pending_only_reads(tmp_path) -> None:
-    fresh = open_store(f"sqlite:///{tmp_path / 'fresh.db'}", migrate=False)
+    fresh = open_store(f"sqlite:///{tmp_path / 'fresh.db'}")
     assert [m.id for m in migrations.pending(fresh)] == ALL
     assert fresh.applied_migrations() == []
     fresh.close()
@@ -98,7 +98,7 @@ def test_a_batch_lands_whole_or_not_at_all(store, monkeypatch) -> None:
 
 def test_readers_see_the_last_committed_state_while_a_writer_is_open(store_url, store) -> None:
     store.add_turns([make_turn(0)], run_id="r")
-    reader = open_store(store_url)
+    reader = open_store(store_url, migrate=True)
     writer = apsw.Connection(store_url.removeprefix("sqlite:///"))
     writer.create_scalar_function("mempipe_writer_epoch", lambda: "now", 0)  # the erase fence's
     writer.execute("BEGIN IMMEDIATE")
@@ -115,13 +115,13 @@ def test_readers_see_the_last_committed_state_while_a_writer_is_open(store_url, 
 
 def test_unusable_stores_are_clear_errors(tmp_path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
-        open_store(f"sqlite:///{tmp_path / 'missing' / 'memory.db'}")
+        open_store(f"sqlite:///{tmp_path / 'missing' / 'memory.db'}", migrate=True)
     not_a_db = tmp_path / "notes.db"
     not_a_db.write_text("this is not sqlite " * 100)
     with pytest.raises(StoreError, match="not a SQLite database"):
-        open_store(f"sqlite:///{not_a_db}")
+        open_store(f"sqlite:///{not_a_db}", migrate=True)
     with pytest.raises(StoreError, match="unsupported store URL scheme 'postgres'"):
-        open_store("postgres://localhost/db")
+        open_store("postgres://localhost/db", migrate=True)
 
 
 WRITER = """
@@ -129,7 +129,7 @@ import sys
 from mempipe.adapters.store import open_store
 from tests.integration.test_sqlite_store import make_turn
 
-store = open_store(sys.argv[1], migrate=False)
+store = open_store(sys.argv[1])
 for batch in range(400):
     session = f"{sys.argv[2]}-{batch}"
     store.add_turns([make_turn(seq, session=session) for seq in range(20)], None)
@@ -142,7 +142,7 @@ def test_writers_in_two_processes_wait_for_each_other_instead_of_failing(tmp_pat
     lock first: a deferred one fails at once with "database is locked" whenever the other
     process commits between its read and its write, whatever the busy timeout."""
     url = f"sqlite:///{tmp_path / 'two.db'}"
-    open_store(url).close()
+    open_store(url, migrate=True).close()
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, url, name],
@@ -154,6 +154,6 @@ def test_writers_in_two_processes_wait_for_each_other_instead_of_failing(tmp_pat
     ]
     errors = [w.communicate(timeout=240)[1] for w in writers]
     assert [w.returncode for w in writers] == [0, 0], errors
-    store = open_store(url)
+    store = open_store(url, migrate=True)
     assert store._rows("SELECT count(*) FROM turns")[0][0] == 2 * 400 * 20
     store.close()

@@ -22,7 +22,7 @@ EMBEDDER = HashingEmbedder(16)
 
 
 def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) -> None:
-    with closing(open_store(store_url, migrate=False)) as old:
+    with closing(open_store(store_url)) as old:
         for migration in all_migrations():
             old.apply_migration(migration)
             if migration.id == LAST_OLD:
@@ -40,7 +40,7 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         before = old._rows("SELECT id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id")
         snapshots = old._rows("SELECT id FROM snapshots")
 
-    with closing(open_store(store_url)) as migrated:
+    with closing(open_store(store_url, migrate=True)) as migrated:
         assert migrated.applied_migrations()[-1] == all_migrations()[-1].id
         after = migrated._rows(
             "SELECT id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id"

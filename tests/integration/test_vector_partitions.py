@@ -64,7 +64,7 @@ def layout(store) -> str:
 
 
 def test_migration_rebuilds_old_vector_tables_per_user_and_finds_the_same(store_url) -> None:
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     loaded(store)
     old_layout(store)
     before = results(store)
@@ -110,7 +110,7 @@ def partition_lookup_plan(store) -> str:
 def test_a_users_chunks_are_found_through_an_index_in_new_and_migrated_stores(
     store_url,
 ) -> None:
-    store = open_store(store_url)
+    store = open_store(store_url, migrate=True)
     loaded(store)
     before = results(store)
     assert "USING INDEX" in partition_lookup_plan(store)

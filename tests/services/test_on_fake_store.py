@@ -71,7 +71,7 @@ def outcome(store) -> Counter[tuple[str, str, int, str]]:
 
 def test_the_fake_reconciles_exactly_as_sqlite_does(tmp_path: Path) -> None:
     fake = loaded(InMemoryStore(), tmp_path)
-    real = loaded(open_store(f"sqlite:///{tmp_path / 'real.db'}"), tmp_path)
+    real = loaded(open_store(f"sqlite:///{tmp_path / 'real.db'}", migrate=True), tmp_path)
     try:
         assert fake.count_unpromoted_turns() == real.count_unpromoted_turns() == 0
         fake_work = fake.extraction_work(SnapshotSelection(), HANDLERS, force=False)

@@ -44,13 +44,14 @@ def _plugin(scheme: str) -> Opener | None:
     return None if point is None else point.load()
 
 
-def open_store(url: str, *, migrate: bool = True, read_only: bool = False) -> Store:
+def open_store(url: str, *, migrate: bool = False, read_only: bool = False) -> Store:
     """Open the store named by ``url``: ``sqlite:///path.db`` (a bare path means SQLite),
     ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``; a MongoDB URL's password may be
     ``***``, the one this process keeps for it (:func:`~mempipe.credentials.connect_url`).
 
-    With ``migrate`` (the default) every pending migration is applied first, so a new store is
-    usable on first use. ``read_only`` is for commands that only read: the store must already
+    Opening changes nothing: migrating is an explicit step (``migrate=True``, which
+    :func:`mempipe.bootstrap.prepare_store` asks for: ``mempipe migrate`` and the commands that
+    create a store). ``read_only`` is for commands that only read: the store must already
     exist and be a mempipe store with every migration applied; nothing is created or changed.
     """
     scheme = urlsplit(url).scheme if "://" in url else "sqlite"
