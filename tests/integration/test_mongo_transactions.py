@@ -84,18 +84,18 @@ def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(replica
     assert 0 < client.largest_transaction <= transactions.MAX_WRITES
 
 
-RECORDS = 50_000
+RECORDS = 20_000
 OLD, NEW = "hashing-4", "hashing-8"
-UNEMBEDDABLE = {7, 25_000, 49_999}
+UNEMBEDDABLE = {7, 10_000, 19_999}
 
 
 def loaded(store: MongoStore) -> str:
-    """50,000 semantic records served by OLD, each but three with a NEW vector beside it."""
+    """20,000 semantic records served by OLD, each but three with a NEW vector beside it."""
     store.register_model("semantic", OLD, 4, "serving")
     store.register_model("semantic", NEW, 8, "building")
     new_path = store._entry("semantic", NEW)["path"]
     old_path = store._entry("semantic", OLD)["path"]
-    # mongomock checks unique indexes by scanning: without them 50,000 inserts take a second.
+    # mongomock checks unique indexes by scanning: without them 20,000 inserts take a moment.
     store.db["semantic"].drop_indexes()
     store.db["semantic"].insert_many(
         [
@@ -126,12 +126,12 @@ def stamps(store: MongoStore) -> dict[tuple[bool, str | None], int]:
     return found
 
 
-def test_a_switch_over_50000_records_runs_in_small_transactions_and_resumes_after_a_crash(
+def test_a_switch_over_20000_records_runs_in_small_transactions_and_resumes_after_a_crash(
     replica_set, monkeypatch
 ) -> None:
     from mempipe.adapters.store.mongo import registry
 
-    monkeypatch.setattr(registry, "STAMP_BATCH", 5_000)
+    monkeypatch.setattr(registry, "STAMP_BATCH", 2_000)
     loaded(replica_set)
     client = replica_set._client
     client.largest_transaction = 0
