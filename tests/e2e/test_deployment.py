@@ -192,6 +192,12 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert scan_audit(report_dir).collect().height == audited
 
 
+USERS = 400
+"""9,600 extractions: several seconds of replay, more than a cancel takes to arrive (the
+``prefect`` command's start and the worker's next poll); it is sent once the first is done
+(measured: the run had done 2,376 when the cancel reached it)."""
+
+
 def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_rerun_completes(
     ops_env, tmp_path
 ) -> None:
@@ -201,7 +207,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
 
     prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
     prefect("--no-prompt", "deploy", "--name", "replay", env=ops_env)
-    write_archive(tmp_path / "archive.jsonl", 200)
+    write_archive(tmp_path / "archive.jsonl", USERS)
     config = write_config(tmp_path)
     db = tmp_path / "ops.db"
     cli = [sys.executable, "-m", "mempipe"]
@@ -231,7 +237,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
         flow_run = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout)
         assert flow_run, started.stdout
         deadline = time.monotonic() + 240
-        while not (db.exists() and extraction_counts(db)["done"] >= 400):
+        while not (db.exists() and extraction_counts(db)["done"] >= 1):
             assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
             time.sleep(0.2)
         prefect("flow-run", "cancel", flow_run[1], env=ops_env)
@@ -241,7 +247,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
             time.sleep(0.2)
     [(status, counts)] = read(db, "SELECT status, counts FROM runs WHERE flow = 'replay'")
     assert status == "interrupted"
-    assert json.loads(counts)["done"] == extraction_counts(db)["done"] < 200 * 6 * 4
+    assert json.loads(counts)["done"] == extraction_counts(db)["done"] < USERS * 6 * 4
     assert read(db, "SELECT count(*) FROM leases") == [(0,)]
     rerun = subprocess.run(
         [*cli, "replay", *args],
@@ -252,7 +258,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
         timeout=300,
     )
     assert rerun.returncode == 0, rerun.stderr
-    assert extraction_counts(db) == {"done": 200 * 6 * 4}
+    assert extraction_counts(db) == {"done": USERS * 6 * 4}
 
 
 def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_holds_it(
