@@ -57,8 +57,7 @@ def render_report_page(
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
     title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
-    with closing(open_store(store_url, read_only=True)) as store:
-        data = gather(store, frame, since, until, title)
     with closing(open_store(store_url)) as store:
+        data = gather(store, frame, since, until, title)
         record_written(store, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data
