@@ -1,15 +1,12 @@
 """Read one archive file into the store in batches, each written in one transaction.
 
-Parsing (Python, holding the GIL) and writing (SQLite, which releases it) overlap: one writer
-thread stores batch *k* while batch *k+1* is parsed. Each batch is encoded in the parsing thread,
-so that the writer spends its time in the database (see :mod:`mempipe.bulk`). At most two
-batches are in memory.
+The store is handed the batches as they are parsed (``add_turn_batches``): a backend that can
+write one batch while the next is parsed does so (SQLite), so at most two batches are in memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
@@ -42,8 +39,7 @@ def ingest_file(
     reader = ArchiveReader(path, archive_format, defaults, columns, times)
     summary = IngestSummary(path=str(path), format=archive_format.value)
 
-    def account(written: Future[TurnWriteResult], rejects: list[Reject], skipped: int) -> None:
-        result = written.result()
+    def account(result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
         rejected = append_rejects(rejects_file, [*rejects, *result.conflicts])
         summary.turns_inserted += result.inserted
         summary.duplicates_skipped += result.duplicates
@@ -54,22 +50,17 @@ def ingest_file(
             result.inserted + result.duplicates + rejected + skipped + result.erased
         )
 
-    with (
-        bulk_work(),
-        track(path.name, reader.size, "bytes") as progress,
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="mempipe-writer") as writer,
-    ):
-        in_flight: tuple[Future[TurnWriteResult], list[Reject], int] | None = None
-        for turns, rejects, skipped in _batches(reader, batch_size):
-            if stop_requested():
-                break  # asked to stop: a rerun reads the file again and adds the rest
-            written = writer.submit(store.write_turns, store.encode_turns(turns, run_id))
-            if in_flight is not None:
-                account(*in_flight)
-            in_flight = (written, rejects, skipped)
-            progress.update(reader.bytes_read)
-        if in_flight is not None:
-            account(*in_flight)
+    with bulk_work(), track(path.name, reader.size, "bytes") as progress:
+
+        def parsed() -> Iterator[tuple[list[Turn], tuple[list[Reject], int]]]:
+            for turns, rejects, skipped in _batches(reader, batch_size):
+                if stop_requested():
+                    return  # asked to stop: a rerun reads the file again and adds the rest
+                yield turns, (rejects, skipped)
+                progress.update(reader.bytes_read)
+
+        for result, (rejects, skipped) in store.add_turn_batches(parsed(), run_id):
+            account(result, rejects, skipped)
     summary.format = (reader.format or archive_format).value
     summary.failed = reader.failed
     return summary

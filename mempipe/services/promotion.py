@@ -1,14 +1,13 @@
 """Promote every unpromoted turn in the store into snapshots, streaming, in write batches.
 
-Cutting (Python) and writing (the store) overlap as in the ingest: one writer thread stores
-batch *k* while batch *k+1* is cut and encoded. At most two batches are in memory.
+The store is handed the batches as they are cut (``add_snapshot_batches``), as in the ingest:
+at most two batches are in memory.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
 from mempipe.adapters.store.base import Turns
@@ -33,40 +32,35 @@ def promote_sessions(
     reasons: Counter[str] = Counter()
     last_session: tuple[str, str, str, str] | None = None
 
-    def account(written: Future[set[str]], batch: list[Snapshot]) -> None:
-        created = written.result()
+    def account(created: set[str], batch: Sequence[Snapshot]) -> None:
         for snapshot in batch:
             if snapshot.snapshot_id in created:
                 summary.snapshots_created += 1
                 summary.turns_promoted += snapshot.turn_count
                 reasons[snapshot.cut_reason.value] += 1
 
-    with (
-        bulk_work(),
-        track("promote sessions", total, "turns") as progress,
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="mempipe-promoter") as writer,
-    ):
-        in_flight: tuple[Future[set[str]], list[Snapshot]] | None = None
+    with bulk_work(), track("promote sessions", total, "turns") as progress:
         seen = CountingIterator(store.iter_unpromoted_turns())
         snapshots = cut_snapshots(seen, limits, handlers=handlers, run_id=run_id)
-        while batch := list(islice(snapshots, write_batch)):
-            written = writer.submit(store.write_snapshots, store.encode_snapshots(batch))
-            for snapshot in batch:
-                key = (
-                    snapshot.org_id,
-                    snapshot.project_id,
-                    snapshot.user_id or "",
-                    snapshot.session_id,
-                )
-                if key != last_session:
-                    summary.sessions += 1
-                    last_session = key
-            if in_flight is not None:
-                account(*in_flight)
-            in_flight = (written, batch)
-            progress.update(seen.count)
-        if in_flight is not None:
-            account(*in_flight)
+
+        def cut() -> Iterator[tuple[list[Snapshot], list[Snapshot]]]:
+            nonlocal last_session
+            while batch := list(islice(snapshots, write_batch)):
+                for snapshot in batch:
+                    key = (
+                        snapshot.org_id,
+                        snapshot.project_id,
+                        snapshot.user_id or "",
+                        snapshot.session_id,
+                    )
+                    if key != last_session:
+                        summary.sessions += 1
+                        last_session = key
+                yield batch, batch
+                progress.update(seen.count)
+
+        for created, batch in store.add_snapshot_batches(cut()):
+            account(created, batch)
     summary.by_reason = dict(reasons)
     return summary
 

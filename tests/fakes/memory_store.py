@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mempipe.adapters.store.base import WholeBatches
+from mempipe.adapters.store.base import OneBatchAtATime
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
@@ -76,7 +76,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norms if norms else 0.0
 
 
-class InMemoryStore(WholeBatches):
+class InMemoryStore(OneBatchAtATime):
     """Turns, WorkQueue, Memories and AuditLog, held in dicts."""
 
     url = "memory://fake"

@@ -4,11 +4,10 @@ of the same name (``sqlite/turns.py`` and ``mongo/turns.py``, ...)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -34,17 +33,7 @@ from mempipe.schemas.work import WorkItem
 if TYPE_CHECKING:
     from mempipe.migrations import Migration
 
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class Encoded(Generic[R]):
-    """A batch and its ``payload``, the store's own form of it, made by the store's
-    ``encode_*`` in the calling thread. The bulk paths parse in one thread and write in another
-    (see :mod:`mempipe.bulk`): the writer thread should spend its time in the database."""
-
-    records: Sequence[R]
-    payload: Any = None
+C = TypeVar("C")
 
 
 class Turns(Protocol):
@@ -54,10 +43,11 @@ class Turns(Protocol):
         """Insert a batch in one transaction; existing keys are skipped, never overwritten."""
         ...
 
-    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]: ...
-
-    def write_turns(self, batch: Encoded[Turn]) -> TurnWriteResult:
-        """:meth:`add_turns` of a batch made by :meth:`encode_turns`."""
+    def add_turn_batches(
+        self, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        """:meth:`add_turns` of each batch, in order, each result with what came beside its
+        batch. A backend may write one batch while the caller makes the next (SQLite does)."""
         ...
 
     def count_unpromoted_turns(self) -> int: ...
@@ -71,28 +61,28 @@ class Turns(Protocol):
         that were new (an id already stored is left as it is)."""
         ...
 
-    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]: ...
-
-    def write_snapshots(self, batch: Encoded[Snapshot]) -> set[str]:
-        """:meth:`add_snapshots` of a batch made by :meth:`encode_snapshots`."""
+    def add_snapshot_batches(
+        self, batches: Iterable[tuple[Sequence[Snapshot], C]]
+    ) -> Iterator[tuple[set[str], C]]:
+        """:meth:`add_snapshots` of each batch, in order, as :meth:`add_turn_batches`."""
         ...
 
 
-class WholeBatches:
-    """Encoding for a store whose batch writes spend their time outside Python already (a
-    server's): the batch is its own payload, with the turns' run id."""
+class OneBatchAtATime:
+    """The batch paths of a store whose writes wait outside Python already (a server's): each
+    batch written in turn."""
 
-    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]:
-        return Encoded(turns, run_id)
+    def add_turn_batches(
+        self: Turns, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        for turns, context in batches:
+            yield self.add_turns(turns, run_id), context
 
-    def write_turns(self: Turns, batch: Encoded[Turn]) -> TurnWriteResult:
-        return self.add_turns(batch.records, batch.payload)
-
-    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]:
-        return Encoded(snapshots)
-
-    def write_snapshots(self: Turns, batch: Encoded[Snapshot]) -> set[str]:
-        return self.add_snapshots(batch.records)
+    def add_snapshot_batches(
+        self: Turns, batches: Iterable[tuple[Sequence[Snapshot], C]]
+    ) -> Iterator[tuple[set[str], C]]:
+        for snapshots, context in batches:
+            yield self.add_snapshots(snapshots), context
 
 
 class WorkQueue(Protocol):

@@ -8,7 +8,7 @@ from typing import Any
 from pymongo import InsertOne, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, PyMongoError
 
-from mempipe.adapters.store.base import WholeBatches
+from mempipe.adapters.store.base import OneBatchAtATime
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import TRANSACTION_BUDGET, MongoParts, budgeted, now
 from mempipe.adapters.store.mongo.exceptions import StoreUnavailableError, translate
@@ -27,7 +27,7 @@ SIZE_CHECK_FROM = 1024 * 1024
 """Turns with less text than this cannot reach the limit: only larger ones are measured."""
 
 
-class MongoTurns(WholeBatches, MongoParts):
+class MongoTurns(OneBatchAtATime, MongoParts):
     """Short-term memory: the raw turns and the snapshots cut from them."""
 
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:

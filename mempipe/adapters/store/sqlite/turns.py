@@ -2,39 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import orjson
 
-from mempipe.adapters.store.base import Encoded
 from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
+from mempipe.adapters.store.sqlite.pipeline import overlapped
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.snapshot import Snapshot
 from mempipe.schemas.summaries import TurnWriteResult
 from mempipe.schemas.turn import Turn
 
+C = TypeVar("C")
+
 
 class SqliteTurns(SqliteParts):
-    """Short-term memory: the raw turns and the snapshots cut from them."""
+    """Short-term memory: the raw turns and the snapshots cut from them. Batches go through
+    :func:`overlapped`: encoded in the caller's thread, written in a writer thread."""
 
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
-        return self.write_turns(self.encode_turns(turns, run_id))
+        return self._write_turns(self._encode_turns(turns, run_id))
 
-    def encode_turns(self, turns: Sequence[Turn], run_id: str | None) -> Encoded[Turn]:
+    def add_turn_batches(
+        self, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        return overlapped(
+            batches, lambda turns: self._encode_turns(turns, run_id), self._write_turns
+        )
+
+    def _encode_turns(
+        self, turns: Sequence[Turn], run_id: str | None
+    ) -> tuple[Sequence[Turn], bytes]:
         """The rows as one JSON array, for :data:`sql.INSERT_TURNS`."""
-        return Encoded(turns, orjson.dumps([sql.turn_row(turn, run_id) for turn in turns]))
+        return turns, orjson.dumps([sql.turn_row(turn, run_id) for turn in turns])
 
-    def write_turns(self, batch: Encoded[Turn]) -> TurnWriteResult:
-        turns = batch.records
+    def _write_turns(self, batch: tuple[Sequence[Turn], bytes]) -> TurnWriteResult:
+        turns, payload = batch
         if not turns:
             return TurnWriteResult()
         conn = self._conn
         with self._writing():
             before = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0]
-            conn.execute(sql.INSERT_TURNS, (batch.payload,))
+            conn.execute(sql.INSERT_TURNS, (payload,))
             inserted = conn.execute(sql.MAX_TURN_ID).fetchall()[0][0] - before
             if inserted:
                 conn.execute(sql.SYNC_TURNS_FTS, (before,))
@@ -91,9 +104,14 @@ class SqliteTurns(SqliteParts):
                 bindings = (*page[-1][:5], page_size)
 
     def add_snapshots(self, snapshots: Sequence[Snapshot]) -> set[str]:
-        return self.write_snapshots(self.encode_snapshots(snapshots))
+        return self._write_snapshots(self._encode_snapshots(snapshots))
 
-    def encode_snapshots(self, snapshots: Sequence[Snapshot]) -> Encoded[Snapshot]:
+    def add_snapshot_batches(
+        self, batches: Iterable[tuple[Sequence[Snapshot], C]]
+    ) -> Iterator[tuple[set[str], C]]:
+        return overlapped(batches, self._encode_snapshots, self._write_snapshots)
+
+    def _encode_snapshots(self, snapshots: Sequence[Snapshot]) -> tuple[Sequence[Snapshot], Any]:
         """Three JSON arrays of rows: the snapshots, their extraction states, their marks."""
         now = now_text()
         states = [
@@ -114,12 +132,12 @@ class SqliteTurns(SqliteParts):
             for s in snapshots
         ]
         rows = [sql.snapshot_row(s, now) for s in snapshots]
-        return Encoded(snapshots, tuple(map(orjson.dumps, (rows, states, marks))))
+        return snapshots, tuple(map(orjson.dumps, (rows, states, marks)))
 
-    def write_snapshots(self, batch: Encoded[Snapshot]) -> set[str]:
-        if not batch.records:
+    def _write_snapshots(self, batch: tuple[Sequence[Snapshot], Any]) -> set[str]:
+        snapshots, (rows, states, marks) = batch
+        if not snapshots:
             return set()
-        rows, states, marks = batch.payload
         conn = self._conn
         with self._writing():
             (new,) = conn.execute(sql.NEW_SNAPSHOT_IDS, (rows,)).fetchall()[0]
