@@ -27,6 +27,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from processes import run_mempipe
@@ -52,8 +54,15 @@ def build(path: Path, out: Path, turns: int) -> None:
     prepare_store(url, None)
     store = open_store(url, migrate=True)
     defaults = IdentityDefaults(org_id="bench", project_id="lme")
-    ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="b", rejects_file=out / "r")
-    promote_sessions(store, PromotionLimits(), ["semantic"], run_id="b")
+    ingest_file(
+        UnitOfWork(store),
+        archive,
+        ArchiveFormat.TURNS,
+        defaults,
+        run_id="b",
+        rejects_file=out / "r",
+    )
+    promote_sessions(UnitOfWork(store), PromotionLimits(), ["semantic"], run_id="b")
     store.close()
     archive.unlink()
 
@@ -115,7 +124,7 @@ def main() -> None:
     shutil.rmtree(bundle, ignore_errors=True)
     source = open_store(f"sqlite:///{store_path}", read_only=True)
     started = time.perf_counter()
-    exported = export_bundle(source, bundle, BundleSelection())
+    exported = export_bundle(UnitOfWork(source), bundle, BundleSelection())
     export_s = time.perf_counter() - started
     source.close()
     assert sum(exported.counts.values()) == records
@@ -126,7 +135,9 @@ def main() -> None:
     prepare_store(f"sqlite:///{target_path}", None)
     target = open_store(f"sqlite:///{target_path}", migrate=True)
     started = time.perf_counter()
-    imported = import_bundle(target, bundle, run_id="bench", rejects_file=out / "rejects.jsonl")
+    imported = import_bundle(
+        UnitOfWork(target), bundle, run_id="bench", rejects_file=out / "rejects.jsonl"
+    )
     import_s = time.perf_counter() - started
     target.close()
     assert imported.digests_match, imported.digest_differences

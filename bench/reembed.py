@@ -23,6 +23,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
@@ -120,7 +122,7 @@ def search_latency(out: Path, count: int, queries: int = 200) -> None:
         query = " ".join(rng.choices(WORDS, k=3))
         filters = ReadFilter(org_id="o", project_id="p", user_id=f"u{n % 500}")
         began = time.perf_counter()
-        search(store, embedder_for, query, "semantic", SearchMode.HYBRID, filters, 10)
+        search(UnitOfWork(store), embedder_for, query, "semantic", SearchMode.HYBRID, filters, 10)
         timings.append((time.perf_counter() - began) * 1000)
     store.close()
     p50 = statistics.median(timings)

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
@@ -85,7 +87,7 @@ def main() -> None:
     write_archive(archive, args.sessions)
     store = open_store(store_url, migrate=True)
     ingest_file(
-        store,
+        UnitOfWork(store),
         archive,
         ArchiveFormat.TURNS,
         IdentityDefaults(org_id="b", project_id="b"),
@@ -93,7 +95,7 @@ def main() -> None:
         rejects_file=work / "rejects.jsonl",
     )
     handlers = ["semantic", "episodic", "procedural", "taxonomic"]
-    promoted = promote_sessions(store, PromotionLimits(), handlers, run_id="bench")
+    promoted = promote_sessions(UnitOfWork(store), PromotionLimits(), handlers, run_id="bench")
     store.close()
 
     embedder = embedder_for(args.model)

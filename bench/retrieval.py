@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 DATA = Path(
@@ -49,7 +51,7 @@ def load(store_path: Path, out: Path) -> None:
     prepare_store(url, ProjectConfig())
     store = open_store(url, migrate=True)
     ingest_file(
-        store,
+        UnitOfWork(store),
         DATA / "turns.jsonl.gz",
         ArchiveFormat.TURNS,
         IdentityDefaults(org_id="dev", project_id="lme"),
@@ -91,7 +93,7 @@ def mempipe_recall(store_path: Path, k: int) -> dict[str, float]:
     store = open_store(f"sqlite:///{store_path}", read_only=True)
     recalls = {}
     for mode in SearchMode:
-        result = evaluate(store, embedder_for, queries, "stm", mode, [k]).result
+        result = evaluate(UnitOfWork(store), embedder_for, queries, "stm", mode, [k]).result
         recalls[mode.value] = result.recall_at[k]
     store.close()
     return recalls

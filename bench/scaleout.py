@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
@@ -39,7 +41,7 @@ def load(work: Path, name: str, archive: Path) -> str:
     store = open_store(url, migrate=True)
     for project in ("alpha", "beta"):
         ingest_file(
-            store,
+            UnitOfWork(store),
             archive,
             ArchiveFormat.TURNS,
             IdentityDefaults(org_id="b", project_id=project),
@@ -47,7 +49,7 @@ def load(work: Path, name: str, archive: Path) -> str:
             rejects_file=work / "rejects.jsonl",
         )
     promote_sessions(
-        store,
+        UnitOfWork(store),
         PromotionLimits(),
         ["semantic", "episodic", "procedural", "taxonomic"],
         run_id="bench",

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import orjson
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+
 if TYPE_CHECKING:
     from mempipe.adapters.store import Store
 
@@ -69,7 +71,7 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
             f.write(orjson.dumps(turn) + b"\n")
     store = open_store(f"sqlite:///{store_path}", migrate=True)
     ingest_file(
-        store,
+        UnitOfWork(store),
         archive,
         ArchiveFormat.TURNS,
         IdentityDefaults(org_id="bench", project_id="lme"),

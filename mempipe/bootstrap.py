@@ -9,7 +9,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from mempipe.adapters.store import Store, open_store
+from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import load_store_secret, remember
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults
@@ -34,10 +35,10 @@ class AppContext:
         declared = self.config if self.settings.config.exists() else None
         prepare_store(self.store_url, declared)
 
-    def open_store(self, *, read_only: bool = False) -> Store:
+    def unit_of_work(self, *, read_only: bool = False) -> UnitOfWork:
         """The store as it is (prepared by :meth:`prepare_store`); ``read_only``: an existing
         mempipe store with every migration applied, left unchanged."""
-        return open_store(self.store_url, read_only=read_only)
+        return unit_of_work(self.store_url, read_only=read_only)
 
     def identity_defaults(
         self,

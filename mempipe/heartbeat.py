@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.liveness import HEARTBEAT, LEASE
 from mempipe.errors import MempipeError
 
@@ -22,10 +22,10 @@ def keep_alive(store_url: str, run_id: str) -> Iterator[None]:
     stop = threading.Event()
 
     def beat() -> None:
-        with closing(open_store(store_url)) as store:
+        with unit_of_work(store_url) as uow:
             while not stop.wait(HEARTBEAT.total_seconds()):
                 try:
-                    store.heartbeat(run_id, LEASE)
+                    uow.leases.heartbeat(run_id, LEASE)
                 except MempipeError as exc:
                     log.warning("heartbeat of run %s failed: %s", run_id, exc)
 

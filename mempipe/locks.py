@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.liveness import LEASE
 from mempipe.errors import JobBusyError
 from mempipe.services.runs import describe_holder, recover_dead_runs
@@ -22,17 +22,17 @@ def store_lock(job: str, store_url: str, run_id: str, wait_s: float) -> Iterator
     """Hold ``job`` on this store for ``run_id`` (a run recorded as running, kept alive by its
     heartbeat); a second run waits up to ``wait_s`` for a live holder, then fails naming it."""
     deadline = time.monotonic() + wait_s
-    with closing(open_store(store_url)) as store:
-        while (holder := store.acquire_lease(job, run_id, LEASE)) is not None:
-            if recover_dead_runs(store):
+    with unit_of_work(store_url) as uow:
+        while (holder := uow.leases.acquire_lease(job, run_id, LEASE)) is not None:
+            if recover_dead_runs(uow):
                 continue
             if time.monotonic() >= deadline:
                 raise JobBusyError(
-                    f"another {job} of {store_url} is running: {describe_holder(store, holder)}; "
+                    f"another {job} of {store_url} is running: {describe_holder(uow, holder)}; "
                     f"waited {wait_s:g} s. If that process is gone, `mempipe recover` frees it"
                 )
             time.sleep(POLL_S)
         try:
             yield job
         finally:
-            store.release_leases(run_id, [job])
+            uow.leases.release_leases(run_id, [job])

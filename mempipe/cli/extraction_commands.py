@@ -173,7 +173,7 @@ def report(
     from mempipe.flows.report import audit_report_flow
 
     context = load_context(store, config, store_secret)
-    context.open_store(read_only=True).close()
+    context.unit_of_work(read_only=True).close()
     summary = audit_report_flow(
         run_id=run_id,
         since=since.date() if since else None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import closing
 from pathlib import Path
 
 import click
@@ -80,8 +79,8 @@ def search(
         visibility=visibility,
         metadata=pairs(metadata, "--metadata"),
     )
-    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
-        result = run_search(opened, embedder_for, query, source, SearchMode(mode), filters, top_k)
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+        result = run_search(uow, embedder_for, query, source, SearchMode(mode), filters, top_k)
 
     def human() -> None:
         for hit in result.hits:
@@ -105,8 +104,8 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
     from mempipe.bootstrap import load_context
     from mempipe.services.models import list_models
 
-    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
-        found = list_models(opened)
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+        found = list_models(uow)
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
         return
@@ -177,9 +176,9 @@ def evaluate_queries(
     from mempipe.services.evaluation import evaluate, read_queries
 
     labelled = read_queries(Path(queries), strict=strict, group_by=group_by)
-    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
         evaluation = evaluate(
-            opened, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id
+            uow, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id
         )
     if details is not None:
         with Path(details).open("w", encoding="utf-8") as out:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import click
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,17 +54,17 @@ def runs(
     from mempipe.domain.liveness import death
 
     now = datetime.now(UTC)
-    with closing(load_context(store, config, store_secret).open_store(read_only=True)) as opened:
-        holders = opened.lease_holders()
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+        holders = uow.leases.lease_holders()
         result = RunList(
-            store=opened.url,
+            store=uow.url,
             runs=[
                 RunView(
                     run=run,
                     dead=death(run, now),
                     leases=sorted(n for n, holder in holders.items() if holder == run.run_id),
                 )
-                for run in opened.list_runs(running_only=running, limit=limit)
+                for run in uow.runs.list_runs(running_only=running, limit=limit)
             ],
         )
 
@@ -100,8 +98,8 @@ def recover(store: str | None, config: str | None, store_secret: str | None, as_
 
     context = load_context(store, config, store_secret)
     context.prepare_store()
-    with closing(context.open_store()) as opened:
-        result = Recovery(store=opened.url, recovered=recover_dead_runs(opened))
+    with context.unit_of_work() as uow:
+        result = Recovery(store=uow.url, recovered=recover_dead_runs(uow))
 
     def human() -> None:
         for run in result.recovered:

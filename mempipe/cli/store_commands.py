@@ -27,18 +27,18 @@ def migrate(
     from mempipe.schemas.summaries import MigrationReport
 
     context = load_context(store, config, store_secret)
-    opened = context.open_store()
+    uow = context.unit_of_work()
     try:
         if pending:
             report = MigrationReport(
-                store=opened.url,
-                already_applied=opened.applied_migrations(),
-                pending=[m.id for m in migrations.pending(opened)],
+                store=uow.url,
+                already_applied=uow.schema.applied_migrations(),
+                pending=[m.id for m in migrations.pending(uow.schema)],
             )
         else:
-            report = migrations.migrate(opened)
+            report = migrations.migrate(uow.schema)
     finally:
-        opened.close()
+        uow.close()
 
     def human() -> None:
         if pending:
@@ -58,11 +58,11 @@ def stats(store: str | None, config: str | None, store_secret: str | None, as_js
     """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
     from mempipe.bootstrap import load_context
 
-    opened = load_context(store, config, store_secret).open_store(read_only=True)
+    uow = load_context(store, config, store_secret).unit_of_work(read_only=True)
     try:
-        result = opened.stats()
+        result = uow.schema.stats()
     finally:
-        opened.close()
+        uow.close()
 
     def human() -> None:
         click.echo(f"store: {result.store}")

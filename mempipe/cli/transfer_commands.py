@@ -53,7 +53,7 @@ def export(
     from mempipe.flows.transfer import export_flow
 
     context = load_context(store, config, store_secret)
-    context.open_store(read_only=True).close()
+    context.unit_of_work(read_only=True).close()
     summary = export_flow(
         out=out,
         org_id=org_id,
@@ -219,7 +219,7 @@ def erase(
     from mempipe.flows.transfer import erase_flow
 
     context = load_context(store, config, store_secret)
-    context.open_store(read_only=True).close()
+    context.unit_of_work(read_only=True).close()
     if not dry_run and not yes:
         click.confirm(
             f"Erase every record of user {user_id!r} in {context.store_url}? This cannot be undone",
@@ -289,7 +289,7 @@ def copy(
     from mempipe.flows.transfer import copy_flow
 
     source = load_context(store, config, store_secret)
-    source.open_store(read_only=True).close()
+    source.unit_of_work(read_only=True).close()
     target = load_context(to, config, to_secret)
     target.prepare_store()
     summary = copy_flow(

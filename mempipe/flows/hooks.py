@@ -16,12 +16,12 @@ def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
         context = load_context(
             parameters.get("store"), parameters.get("config"), parameters.get("store_secret")
         )
-        store = context.open_store()
+        uow = context.unit_of_work()
     except MempipeError:
         return  # the store itself was the problem; the run's own error says so
     try:
-        run = store.get_run(str(flow_run.id))
+        run = uow.runs.get_run(str(flow_run.id))
         if run is not None and run.status is RunStatus.RUNNING:
-            store.finish_run(str(flow_run.id), RunStatus.FAILED, {}, state.message or "failed")
+            uow.runs.finish_run(str(flow_run.id), RunStatus.FAILED, {}, state.message or "failed")
     finally:
-        store.close()
+        uow.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mempipe.schemas.summaries import MigrationReport
 
 if TYPE_CHECKING:
-    from mempipe.adapters.store.base import Store
+    from mempipe.adapters.store.base import Schema
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.py$")
 
@@ -44,12 +44,12 @@ def all_migrations() -> list[Migration]:
     ]
 
 
-def pending(store: Store) -> list[Migration]:
+def pending(store: Schema) -> list[Migration]:
     applied = set(store.applied_migrations())
     return [m for m in all_migrations() if m.id not in applied]
 
 
-def migrate(store: Store) -> MigrationReport:
+def migrate(store: Schema) -> MigrationReport:
     """Apply every pending migration in order, each in its own transaction."""
     applied_before = store.applied_migrations()
     report = MigrationReport(store=store.url, already_applied=applied_before)

@@ -18,14 +18,13 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from itertools import islice
 from pathlib import Path
-from typing import Protocol
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mempipe.adapters.store.base import AuditLog, RunLog
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.arrow import arrow_schema, to_arrow_table
 from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.run import RunStatus
@@ -62,16 +61,16 @@ def write_audit(rows: Iterable[AuditRow], out_dir: Path) -> list[Path]:
 
 
 def write_observed(
-    store: AuditLog, out_dir: Path, since: str | None, until: str | None
+    uow: UnitOfWork, out_dir: Path, since: str | None, until: str | None
 ) -> list[Path]:
     """The audit files (whole) of every run-day holding a row observed in ``since`` .. ``until``."""
     partitions = {
         (row.run_id, row.day.isoformat())
-        for row in store.audit_rows(None, since, until, by=AuditTime.OBSERVED)
+        for row in uow.audit.audit_rows(None, since, until, by=AuditTime.OBSERVED)
     }
     files: list[Path] = []
     for run_id, day in sorted(partitions):
-        files += write_audit(store.audit_rows(run_id, day, day), out_dir)
+        files += write_audit(uow.audit.audit_rows(run_id, day, day), out_dir)
     return sorted(set(files))
 
 
@@ -80,15 +79,11 @@ EXPORTED = "audit_exported"
 AUDITED_FLOWS = ("replay", "import-memories")
 
 
-class AuditedRuns(AuditLog, RunLog, Protocol):
-    """Runs and their audit rows."""
-
-
-def export_earlier_runs(store: AuditedRuns, out_dir: Path, *, current: str) -> list[str]:
+def export_earlier_runs(uow: UnitOfWork, out_dir: Path, *, current: str) -> list[str]:
     """The audit of earlier runs that ended without exporting it (killed, crashed), each written
     once and marked; returns their ids."""
     done = []
-    for run in store.list_runs(limit=1000):
+    for run in uow.runs.list_runs(limit=1000):
         if (
             run.run_id == current
             or run.flow not in AUDITED_FLOWS
@@ -96,8 +91,8 @@ def export_earlier_runs(store: AuditedRuns, out_dir: Path, *, current: str) -> l
             or EXPORTED in run.checkpoints
         ):
             continue
-        write_audit(store.audit_rows(run.run_id), out_dir)
-        store.set_checkpoint(run.run_id, EXPORTED, True)
+        write_audit(uow.audit.audit_rows(run.run_id), out_dir)
+        uow.runs.set_checkpoint(run.run_id, EXPORTED, True)
         done.append(run.run_id)
     return done
 

@@ -8,21 +8,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
 
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from mempipe.adapters.store.base import (
-    AuditLog,
-    Memories,
-    Registry,
-    RunLog,
-    Schema,
-    Transfer,
-    Turns,
-    Vectors,
-)
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.digest import canonical, millis
 from mempipe.errors import ConfigError
 from mempipe.progress import track
@@ -45,10 +35,6 @@ from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
 from mempipe.services.export import MANIFEST, digest_collection, records
 
 
-class Importable(Transfer, Turns, Memories, AuditLog, RunLog, Schema, Registry, Vectors, Protocol):
-    """What a bundle import reads and writes."""
-
-
 def read_manifest(path: Path) -> Manifest:
     try:
         manifest = Manifest.model_validate_json((path / MANIFEST).read_bytes())
@@ -62,10 +48,10 @@ def read_manifest(path: Path) -> Manifest:
     return manifest
 
 
-def check_custom_types(store: Schema, custom_types: Sequence[str]) -> None:
+def check_custom_types(uow: UnitOfWork, custom_types: Sequence[str]) -> None:
     """Refused before anything is written: custom types the target has not declared (their
     memories would have no declared shape there)."""
-    missing = sorted(set(custom_types) - set(store.custom_types))
+    missing = sorted(set(custom_types) - set(uow.schema.custom_types))
     if missing:
         raise ConfigError(
             f"the source holds custom types the target has not declared: {', '.join(missing)}; "
@@ -74,15 +60,15 @@ def check_custom_types(store: Schema, custom_types: Sequence[str]) -> None:
 
 
 def import_bundle(
-    store: Importable, path: Path, *, run_id: str, rejects_file: Path, batch_size: int = 2000
+    uow: UnitOfWork, path: Path, *, run_id: str, rejects_file: Path, batch_size: int = 2000
 ) -> BundleImportSummary:
     started = time.perf_counter()
     manifest = read_manifest(path)
-    check_custom_types(store, manifest.custom_types)
+    check_custom_types(uow, manifest.custom_types)
     written: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     conflicts = 0
-    held = HeldRows(store)
+    held = HeldRows(uow)
     bundle_runs: set[str] = set()
     with track("import", sum(manifest.counts.values()), "records") as progress:
         done = 0
@@ -90,7 +76,7 @@ def import_bundle(
             for batch, first_index in _batches(path / f"{collection}.parquet", model, batch_size):
                 if collection == "runs":
                     bundle_runs.update(r.run_id for r in batch)
-                added, rejects = write_records(store, collection, batch, run_id, held)
+                added, rejects = write_records(uow, collection, batch, run_id, held)
                 written[collection] += added
                 skipped[collection] += len(batch) - added - len(rejects)
                 conflicts += append_rejects(
@@ -107,8 +93,8 @@ def import_bundle(
                 )
                 done += len(batch)
                 progress.update(done)
-    reused = _vectors(store, path, manifest, batch_size)
-    differences = _digest_differences(store, manifest, bundle_runs, batch_size)
+    reused = _vectors(uow, path, manifest, batch_size)
+    differences = _digest_differences(uow, manifest, bundle_runs, batch_size)
     return BundleImportSummary(
         run_id=run_id,
         source=str(path),
@@ -124,28 +110,28 @@ def import_bundle(
     )
 
 
-def _vectors(store: Importable, path: Path, manifest: Manifest, batch_size: int) -> int:
+def _vectors(uow: UnitOfWork, path: Path, manifest: Manifest, batch_size: int) -> int:
     """The bundle's vectors set where the target can serve them (:func:`reusable`)."""
     dimensions = {(e.collection, e.model_id): e.dimensions for e in manifest.registry}
     reused = 0
     for collection, model_id in manifest.vectors.items():
         key = (store_collection(collection), model_id)
-        if not reusable(store, collection, model_id, dimensions[key]):
+        if not reusable(uow, collection, model_id, dimensions[key]):
             continue
         for page in read_vectors(path / f"vectors-{collection}.parquet", batch_size):
-            reused += set_vectors(store, collection, model_id, page)
+            reused += set_vectors(uow, collection, model_id, page)
     return reused
 
 
 def _digest_differences(
-    store: Transfer, manifest: Manifest, bundle_runs: set[str], batch_size: int
+    uow: UnitOfWork, manifest: Manifest, bundle_runs: set[str], batch_size: int
 ) -> list[str]:
     """Each collection whose digest in the store, for the bundle's selection, is not the
     bundle's (runs: the bundle's runs only, not the store's own, such as this import's)."""
     differences = []
     for collection in BUNDLE_MODELS:
         held = digest_collection(
-            store, collection, manifest.selection, batch_size, runs=bundle_runs
+            uow, collection, manifest.selection, batch_size, runs=bundle_runs
         ).hexdigest()
         if held != manifest.digests.get(collection):
             differences.append(
@@ -171,22 +157,22 @@ class HeldRows:
     time), read once per run (audit) or once per import (failures), so that an import or copy
     run again, or after a kill, writes each of them once."""
 
-    def __init__(self, store: Importable) -> None:
-        self._store = store
+    def __init__(self, uow: UnitOfWork) -> None:
+        self._uow = uow
         self._audit: dict[str, set[tuple]] = {}
         self._failures: set[tuple] | None = None
 
     def new(self, collection: str, batch: list) -> list:
         if collection == "audit":
             for run in {row.run_id for row in batch} - set(self._audit):
-                self._audit[run] = {_audit_key(r) for r in self._store.audit_rows(run)}
+                self._audit[run] = {_audit_key(r) for r in self._uow.audit.audit_rows(run)}
             fresh = [r for r in batch if _audit_key(r) not in self._audit[r.run_id]]
             for row in fresh:
                 self._audit[row.run_id].add(_audit_key(row))
             return fresh
         if self._failures is None:
             self._failures = {
-                _failure_key(f) for f in records(self._store, "failures", BundleSelection())
+                _failure_key(f) for f in records(self._uow, "failures", BundleSelection())
             }
         fresh = [f for f in batch if _failure_key(f) not in self._failures]
         self._failures.update(_failure_key(f) for f in fresh)
@@ -202,7 +188,7 @@ def _failure_key(failure: Failure) -> tuple:
 
 
 def write_records(
-    store: Importable,
+    uow: UnitOfWork,
     collection: str,
     batch: list,
     run_id: str,
@@ -213,34 +199,34 @@ def write_records(
     and the rejects (``index`` within the batch). ``then`` runs after the batch, in the same
     transaction where the batch has one: a copy's checkpoint."""
     if collection == "runs":
-        added = store.add_runs(batch)
+        added = uow.transfer.add_runs(batch)
         then()
         return len(added), []
     if collection == "turns":
-        result = store.add_turns(batch, run_id)
+        result = uow.turns.add_turns(batch, run_id)
         then()
         return result.inserted, result.conflicts
     if collection == "snapshots":
-        created = store.add_snapshots(batch)
+        created = uow.turns.add_snapshots(batch)
         then()
         return len(created), []
-    with store.write_transaction():
+    with uow.transaction():
         if collection in MEMORY_COLLECTIONS:
-            written = _write_memories(store, collection, batch)
+            written = _write_memories(uow, collection, batch)
         else:
             fresh = held.new(collection, batch)
             if collection == "audit":
-                store.add_audit(fresh)
+                uow.audit.add_audit(fresh)
             else:
                 for failure in fresh:
-                    store.add_failure(failure)
+                    uow.audit.add_failure(failure)
             written = len(fresh), []
         then()
     return written
 
 
 def _write_memories(
-    store: Importable, collection: str, batch: list[MemoryRecord]
+    uow: UnitOfWork, collection: str, batch: list[MemoryRecord]
 ) -> tuple[int, list[Reject]]:
     """A memory id already held is a duplicate when its content is the same, a conflict when
     not. Memories arrive without vectors: ``mempipe reembed --incremental`` embeds them with
@@ -248,10 +234,10 @@ def _write_memories(
     leave_out = NOT_DIGESTED[collection]
     added, rejects = 0, []
     for index, record in enumerate(batch):
-        held = store.get_memory(collection, record.id)
+        held = uow.memories.get_memory(collection, record.id)
         if held is None:
             bare = record.model_copy(update={"has_embedding": False, "embedding_model_id": None})
-            added += store.add_memory(collection, bare, None)
+            added += uow.memories.add_memory(collection, bare, None)
             continue
         stored = type(record).model_validate({k: v for k, v in held.items() if v is not None})
         if canonical(stored, leave_out) != canonical(record, leave_out):

@@ -7,34 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mempipe.adapters.store.base import Registry, Transfer, Vectors
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection, bundle_collection, store_collection
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 
 
-class VectorSource(Transfer, Registry, Protocol):
-    """What vectors are read from."""
-
-
-class VectorTarget(Transfer, Registry, Vectors, Protocol):
-    """What vectors are written to."""
-
-
-def serving(store: Registry) -> list[RegistryEntry]:
-    return [e for e in store.registry() if e.state is ModelState.SERVING]
+def serving(uow: UnitOfWork) -> list[RegistryEntry]:
+    return [e for e in uow.models.registry() if e.state is ModelState.SERVING]
 
 
 def vector_pages(
-    store: VectorSource, entry: RegistryEntry, selection: BundleSelection, batch_size: int
+    uow: UnitOfWork, entry: RegistryEntry, selection: BundleSelection, batch_size: int
 ) -> Iterator[list[tuple[str, list[float]]]]:
     after = None
     while True:
-        page, after = store.export_vectors(
+        page, after = uow.transfer.export_vectors(
             bundle_collection(entry.collection), entry.model_id, selection, after, batch_size
         )
         if page:
@@ -44,19 +35,19 @@ def vector_pages(
 
 
 def write_vectors(
-    store: VectorSource, out: Path, selection: BundleSelection, batch_size: int
+    uow: UnitOfWork, out: Path, selection: BundleSelection, batch_size: int
 ) -> dict[str, tuple[str, int]]:
     """One Parquet file per collection served by a model: ``id``, ``vector`` (fixed-size list);
     returns collection -> (model, vectors written)."""
     written: dict[str, tuple[str, int]] = {}
-    for entry in serving(store):
+    for entry in serving(uow):
         schema = pa.schema(
             [("id", pa.string()), ("vector", pa.list_(pa.float32(), entry.dimensions))]
         )
         count = 0
         name = bundle_collection(entry.collection)
         with pq.ParquetWriter(out / f"vectors-{name}.parquet", schema) as writer:
-            for page in vector_pages(store, entry, selection, batch_size):
+            for page in vector_pages(uow, entry, selection, batch_size):
                 writer.write_table(
                     pa.table(
                         {"id": [r for r, _ in page], "vector": [v for _, v in page]},
@@ -68,12 +59,12 @@ def write_vectors(
     return written
 
 
-def reusable(target: VectorTarget, collection: str, model_id: str, dimensions: int) -> bool:
+def reusable(target: UnitOfWork, collection: str, model_id: str, dimensions: int) -> bool:
     """The target serves this model for the collection, or serves nothing there yet (then it
     serves the source's model from now on)."""
-    served = target.serving_model(store_collection(collection))
+    served = target.models.serving_model(store_collection(collection))
     if served is None:
-        target.register_model(
+        target.vectors.register_model(
             store_collection(collection), model_id, dimensions, ModelState.SERVING.value
         )
         return True
@@ -81,10 +72,10 @@ def reusable(target: VectorTarget, collection: str, model_id: str, dimensions: i
 
 
 def set_vectors(
-    target: VectorTarget, collection: str, model_id: str, page: list[tuple[str, list[float]]]
+    target: UnitOfWork, collection: str, model_id: str, page: list[tuple[str, list[float]]]
 ) -> int:
-    rowids = target.record_rowids(collection, [ref for ref, _ in page])
-    return target.set_vectors(
+    rowids = target.transfer.record_rowids(collection, [ref for ref, _ in page])
+    return target.vectors.set_vectors(
         store_collection(collection), model_id, [(rowids[r], v) for r, v in page if r in rowids]
     )
 

@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.adapters.embedding import Embedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.search import Hit, ReadFilter, SearchMode
-from mempipe.services.search import Searchable, SearchError, search
+from mempipe.services.search import SearchError, search
 
 RESERVE_TOKENS = 500
 NEAR_DUPLICATE = 0.9
@@ -49,7 +50,7 @@ def near_duplicate(a: str, b: str) -> bool:
 
 
 def build_context(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     query: str,
     sources: Sequence[str] = DEFAULT_SOURCES,
@@ -66,7 +67,7 @@ def build_context(
         (
             hit
             for source in sources
-            for hit in search(store, embedder_for, query, source, mode, scope, top_k).hits
+            for hit in search(uow, embedder_for, query, source, mode, scope, top_k).hits
         ),
         key=lambda hit: -hit.score,
     )

@@ -7,16 +7,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Protocol
 
-from mempipe.adapters.store.base import Registry, Schema, Transfer
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection, CopySummary, bundle_collection
 from mempipe.services.bundle_import import (
     HeldRows,
-    Importable,
     check_custom_types,
     write_records,
 )
@@ -31,17 +29,9 @@ from mempipe.services.export import digest_collection, records
 EVERYTHING = BundleSelection()
 
 
-class Source(Transfer, Registry, Schema, Protocol):
-    """What a copy reads."""
-
-
-class Target(Importable, Protocol):
-    """What a copy writes: the records, and its own run's checkpoints."""
-
-
 def copy_store(
-    source: Source,
-    target: Target,
+    source: UnitOfWork,
+    target: UnitOfWork,
     *,
     run_id: str,
     rejects_file: Path,
@@ -52,17 +42,19 @@ def copy_store(
     has a transaction), so a run killed anywhere and started again goes on after the last
     committed batch and writes nothing twice."""
     started = time.perf_counter()
-    check_custom_types(target, source.custom_types)
+    check_custom_types(target, source.schema.custom_types)
     copied: Counter[str] = Counter()
     rejected = 0
     held = HeldRows(target)
     with track("copy", len(BUNDLE_MODELS), "collections") as progress:
         for done, collection in enumerate(BUNDLE_MODELS, start=1):
             name = f"copy:{source.url}:{collection}"
-            after = target.resume_point("copy", name, run_id)
-            target.set_checkpoint(run_id, name, after)
+            after = target.runs.resume_point("copy", name, run_id)
+            target.runs.set_checkpoint(run_id, name, after)
             while not stop_requested():
-                page, cursor = source.export_page(collection, EVERYTHING, after, batch_size)
+                page, cursor = source.transfer.export_page(
+                    collection, EVERYTHING, after, batch_size
+                )
                 if page:
                     added, rejects = write_records(
                         target,
@@ -70,7 +62,7 @@ def copy_store(
                         page,
                         run_id,
                         held,
-                        then=lambda cursor=cursor, name=name: target.set_checkpoint(
+                        then=lambda cursor=cursor, name=name: target.runs.set_checkpoint(
                             run_id, name, cursor
                         ),
                     )
@@ -100,7 +92,7 @@ def copy_store(
     )
 
 
-def _copy_vectors(source: Source, target: Target, batch_size: int) -> dict[str, int]:
+def _copy_vectors(source: UnitOfWork, target: UnitOfWork, batch_size: int) -> dict[str, int]:
     """The source's serving vectors set where the target can serve them; vectors the target
     holds already are kept (``set_vectors`` adds only what is missing)."""
     copied: dict[str, int] = {}
@@ -115,7 +107,9 @@ def _copy_vectors(source: Source, target: Target, batch_size: int) -> dict[str, 
     return copied
 
 
-def verify(source: Source, target: Target, batch_size: int) -> tuple[list[str], dict[str, str]]:
+def verify(
+    source: UnitOfWork, target: UnitOfWork, batch_size: int
+) -> tuple[list[str], dict[str, str]]:
     """Collections whose count or digest differ between the stores (runs: the source's runs
     only; the target also holds the copy's own), and the source's digests."""
     differences, digests = [], {}
@@ -132,5 +126,5 @@ def verify(source: Source, target: Target, batch_size: int) -> tuple[list[str], 
     return differences, digests
 
 
-def _run_ids(store: Transfer, batch_size: int) -> set[str]:
-    return {run.run_id for run in records(store, "runs", EVERYTHING, batch_size)}
+def _run_ids(uow: UnitOfWork, batch_size: int) -> set[str]:
+    return {run.run_id for run in records(uow, "runs", EVERYTHING, batch_size)}

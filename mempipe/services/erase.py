@@ -11,35 +11,30 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mempipe.adapters.store.base import Erasure, FileLog
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
 from mempipe.schemas.run import FileKind
 from mempipe.services.report_page import redact_page
 
 
-class ErasureStore(Erasure, FileLog, Protocol):
-    """What an erase changes: the user's records, and the files recorded as written."""
-
-
 def erase_user(
-    store: ErasureStore,
+    uow: UnitOfWork,
     selection: BundleSelection,
     *,
     dry_run: bool,
     audit_dirs: Sequence[Path] = (),
 ) -> EraseSummary:
     started = time.perf_counter()
-    counts = store.erase_user(selection, dry_run=dry_run)
+    counts = uow.erasure.erase_user(selection, dry_run=dry_run)
     files = [
         found
-        for path, kind, owner in _targets(store, audit_dirs)
+        for path, kind, owner in _targets(uow, audit_dirs)
         if (found := _erase_file(path, kind, owner, selection, dry_run=dry_run)) is not None
     ]
     audit = [f for f in files if f.kind == FileKind.AUDIT.value]
@@ -54,10 +49,12 @@ def erase_user(
     )
 
 
-def _targets(store: FileLog, audit_dirs: Sequence[Path]) -> list[tuple[Path, FileKind, str | None]]:
+def _targets(
+    uow: UnitOfWork, audit_dirs: Sequence[Path]
+) -> list[tuple[Path, FileKind, str | None]]:
     """Every recorded path, and the audit folders named, once each."""
     targets: dict[Path, tuple[FileKind, str | None]] = {
-        Path(f.path): (f.kind, f.user_id) for f in store.written_files()
+        Path(f.path): (f.kind, f.user_id) for f in uow.files.written_files()
     }
     for folder in audit_dirs:
         targets.setdefault(folder.absolute(), (FileKind.AUDIT, None))

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mempipe.adapters.embedding import Embedder, Vector
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import ConfigError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.evaluation import (
@@ -24,7 +25,7 @@ from mempipe.schemas.evaluation import (
     Scores,
 )
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.search import Searchable, search
+from mempipe.services.search import search
 
 KNOWN_FIELDS = frozenset(EvalQuery.model_fields) - {"group"}
 
@@ -72,7 +73,7 @@ class Evaluation:
 
 
 def evaluate(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     queries: QueryFile,
     source: str,
@@ -86,7 +87,7 @@ def evaluate(
     items = queries.queries
     if mode is not SearchMode.TEXT:
         embedder_for = prefetching(embedder_for, [item.query for item in items])
-    details = [_score(store, embedder_for, item, source, mode, ks, model_id) for item in items]
+    details = [_score(uow, embedder_for, item, source, mode, ks, model_id) for item in items]
     groups = sorted({d.group for d in details if d.group is not None})
     overall = _scores(details, ks)
     return Evaluation(
@@ -105,7 +106,7 @@ def evaluate(
 
 
 def _score(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     item: EvalQuery,
     source: str,
@@ -117,7 +118,7 @@ def _score(
     relevant = set(item.relevant_ids)
     found: dict[int, list[str]] = {}
     for k in sorted(set(ks)):
-        hits = search(store, embedder_for, item.query, source, mode, filters, k, model_id).hits
+        hits = search(uow, embedder_for, item.query, source, mode, filters, k, model_id).hits
         found[k] = [h.message_id if h.message_id in relevant else h.id for h in hits]
     longest = found[max(found)]
     return QueryDetail(

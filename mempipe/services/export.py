@@ -7,13 +7,12 @@ import time
 from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Protocol
 
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from mempipe import __version__
-from mempipe.adapters.store.base import Registry, Schema, Transfer
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.digest import Digest
 from mempipe.progress import track
 from mempipe.schemas.arrow import arrow_schema, to_arrow_table
@@ -29,21 +28,17 @@ from mempipe.services.bundle_vectors import write_vectors
 MANIFEST = "manifest.json"
 
 
-class Exportable(Transfer, Registry, Schema, Protocol):
-    """What an export reads."""
-
-
 def store_kind(url: str) -> str:
     return "mongodb" if url.startswith("mongodb") else "sqlite"
 
 
 def pages(
-    store: Transfer, collection: str, selection: BundleSelection, batch_size: int
+    uow: UnitOfWork, collection: str, selection: BundleSelection, batch_size: int
 ) -> Iterator[list[BaseModel]]:
     """A collection's records for a selection, page by page (memory stays flat)."""
     after = None
     while True:
-        page, after = store.export_page(collection, selection, after, batch_size)
+        page, after = uow.transfer.export_page(collection, selection, after, batch_size)
         if page:
             yield page
         if len(page) < batch_size:
@@ -51,13 +46,13 @@ def pages(
 
 
 def records(
-    store: Transfer, collection: str, selection: BundleSelection, batch_size: int = 5000
+    uow: UnitOfWork, collection: str, selection: BundleSelection, batch_size: int = 5000
 ) -> Iterator[BaseModel]:
-    return chain.from_iterable(pages(store, collection, selection, batch_size))
+    return chain.from_iterable(pages(uow, collection, selection, batch_size))
 
 
 def digest_collection(
-    store: Transfer,
+    uow: UnitOfWork,
     collection: str,
     selection: BundleSelection,
     batch_size: int,
@@ -66,7 +61,7 @@ def digest_collection(
     """The digest of what a store holds of a collection for a selection (of the runs, only
     those in ``runs`` when given: an import compares the bundle's runs, not its own)."""
     digest = Digest()
-    for record in records(store, collection, selection, batch_size):
+    for record in records(uow, collection, selection, batch_size):
         if collection == "runs" and runs is not None and record.run_id not in runs:
             continue
         digest.add(record, NOT_DIGESTED.get(collection, ()))
@@ -74,7 +69,7 @@ def digest_collection(
 
 
 def export_bundle(
-    store: Exportable,
+    uow: UnitOfWork,
     out: Path,
     selection: BundleSelection,
     *,
@@ -88,19 +83,19 @@ def export_bundle(
     with track("export", len(BUNDLE_MODELS), "collections") as progress:
         for done, (collection, model) in enumerate(BUNDLE_MODELS.items(), start=1):
             digests[collection] = _write_collection(
-                store, out / f"{collection}.parquet", collection, model, selection, batch_size
+                uow, out / f"{collection}.parquet", collection, model, selection, batch_size
             )
             progress.update(done)
-    vectors = write_vectors(store, out, selection, batch_size) if with_vectors else {}
+    vectors = write_vectors(uow, out, selection, batch_size) if with_vectors else {}
     manifest = Manifest(
         mempipe_version=__version__,
-        source_store=store_kind(store.url),
+        source_store=store_kind(uow.url),
         selection=selection,
         counts={c: d.count for c, d in digests.items()},
         digests={c: d.hexdigest() for c, d in digests.items()},
-        registry=store.registry(),
-        partition_keys=list(store.partition_keys),
-        custom_types=list(store.custom_types),
+        registry=uow.models.registry(),
+        partition_keys=list(uow.schema.partition_keys),
+        custom_types=list(uow.schema.custom_types),
         vectors={c: model for c, (model, _) in vectors.items()},
     )
     (out / MANIFEST).write_text(manifest.model_dump_json(indent=2))
@@ -114,7 +109,7 @@ def export_bundle(
 
 
 def _write_collection(
-    store: Transfer,
+    uow: UnitOfWork,
     path: Path,
     collection: str,
     model: type,
@@ -123,7 +118,7 @@ def _write_collection(
 ) -> Digest:
     digest = Digest()
     with pq.ParquetWriter(path, arrow_schema(model)) as writer:
-        for page in pages(store, collection, selection, batch_size):
+        for page in pages(uow, collection, selection, batch_size):
             for record in page:
                 digest.add(record, NOT_DIGESTED.get(collection, ()))
             writer.write_table(to_arrow_table(page, model))

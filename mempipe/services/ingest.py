@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 
-from mempipe.adapters.store.base import Turns
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives import ArchiveReader
 from mempipe.archives.drafts import Skipped
 from mempipe.bulk import bulk_work
@@ -25,7 +25,7 @@ from mempipe.schemas.turn import Turn
 
 
 def ingest_file(
-    store: Turns,
+    uow: UnitOfWork,
     path: Path,
     archive_format: ArchiveFormat,
     defaults: IdentityDefaults,
@@ -59,7 +59,7 @@ def ingest_file(
                 yield turns, (rejects, skipped)
                 progress.update(reader.bytes_read)
 
-        for result, (rejects, skipped) in store.add_turn_batches(parsed(), run_id):
+        for result, (rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
             account(result, rejects, skipped)
     summary.format = (reader.format or archive_format).value
     summary.failed = reader.failed

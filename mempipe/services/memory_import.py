@@ -12,6 +12,7 @@ from itertools import islice
 from pathlib import Path
 
 from mempipe.adapters.embedding import Vector
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives.memories import MemoryArchiveReader
 from mempipe.domain.ids import stable_id
 from mempipe.domain.memories import build_record, searchable_text
@@ -28,7 +29,6 @@ from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.embedding import embed_texts
 from mempipe.services.replay import (
     ReplayContext,
-    ReplayStore,
     audit_row,
     prejudge,
     reconcile_one,
@@ -57,7 +57,7 @@ def evidence_of(memory: ImportedMemory) -> SnapshotContent:
 
 
 def import_memory_file(
-    store: ReplayStore,
+    uow: UnitOfWork,
     path: Path,
     fmt: MemoryFormat,
     defaults: IdentityDefaults,
@@ -77,14 +77,14 @@ def import_memory_file(
             memories = [m for m in batch if isinstance(m, ImportedMemory)]
             rejects = [r for r in batch if isinstance(r, Reject)]
             try:
-                vectors = _embed(store, context, memories)
+                vectors = _embed(uow, context, memories)
             except StopRequested:
                 break
             summary.records_read += len(batch)
             summary.rejected += append_rejects(rejects_file, rejects)
             summary.without_vector += sum(v is None for v in vectors)
             write = _verbatim if verbatim else _reconciled
-            rows = write(store, context, memories, vectors)
+            rows = write(uow, context, memories, vectors)
             summary.duplicates_skipped += len(memories) - len(rows)
             for row in rows:
                 if row.action is ReconcileAction.UPDATE:
@@ -109,7 +109,7 @@ def _batches(
 
 
 def _embed(
-    store: ReplayStore, context: ReplayContext, memories: list[ImportedMemory]
+    uow: UnitOfWork, context: ReplayContext, memories: list[ImportedMemory]
 ) -> list[Vector | None]:
     if not memories:
         return []
@@ -117,12 +117,12 @@ def _embed(
     texts = [searchable_text(m.memory) for m in memories]
     vectors, _ = embed_texts(embedder, texts, context.retry, context.sleep)
     for kind in {m.memory_type for m, v in zip(memories, vectors, strict=True) if v is not None}:
-        store.ensure_vector_table(kind.value, embedder.model_id, embedder.dimensions)
+        uow.memories.ensure_vector_table(kind.value, embedder.model_id, embedder.dimensions)
     return vectors
 
 
 def _reconciled(
-    store: ReplayStore,
+    uow: UnitOfWork,
     context: ReplayContext,
     memories: list[ImportedMemory],
     vectors: list[Vector | None],
@@ -138,15 +138,15 @@ def _reconciled(
         verdicts = {}
         for (memory, vector), snapshot in zip(group, evidence, strict=True):
             verdicts |= prejudge(
-                store, memory.memory_type, [memory.memory], [vector], snapshot, context
+                uow, memory.memory_type, [memory.memory], [vector], snapshot, context
             )
-        with store.write_transaction():
+        with uow.transaction():
             written = [
                 _from(row, memory)
                 for (memory, vector), snapshot in zip(group, evidence, strict=True)
                 if (
                     row := reconcile_one(
-                        store,
+                        uow,
                         memory.memory_type,
                         memory.memory,
                         vector,
@@ -156,13 +156,13 @@ def _reconciled(
                     )
                 )
             ]
-            store.add_audit(written)
+            uow.audit.add_audit(written)
         rows += written
     return rows
 
 
 def _verbatim(
-    store: ReplayStore,
+    uow: UnitOfWork,
     context: ReplayContext,
     memories: list[ImportedMemory],
     vectors: list[Vector | None],
@@ -170,7 +170,7 @@ def _verbatim(
     """As they are: the source's id, times and metadata kept; an id already held is left."""
     now = datetime.now(UTC)
     rows = []
-    with store.write_transaction():
+    with uow.transaction():
         for memory, vector in zip(memories, vectors, strict=True):
             snapshot = evidence_of(memory)
             record = build_record(
@@ -190,9 +190,9 @@ def _verbatim(
                     "metadata": memory.metadata,
                 }
             )
-            if store.get_memory(memory.memory_type.value, record.id) is not None:
+            if uow.memories.get_memory(memory.memory_type.value, record.id) is not None:
                 continue
-            if not store.add_memory(memory.memory_type.value, record, vector):
+            if not uow.memories.add_memory(memory.memory_type.value, record, vector):
                 continue
             added = audit_row(
                 context,
@@ -209,7 +209,7 @@ def _verbatim(
             )
             unembedded = {} if vector is not None else {"embedding_model_id": None}
             rows.append(_from(added, memory).model_copy(update=unembedded))
-        store.add_audit(rows)
+        uow.audit.add_audit(rows)
     return rows
 
 

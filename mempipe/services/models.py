@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from mempipe.adapters.embedding.registry import catalog
-from mempipe.adapters.store.base import Registry
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.embedding import ModelInfo, ModelState
 
 
-def list_models(store: Registry) -> list[ModelInfo]:
+def list_models(uow: UnitOfWork) -> list[ModelInfo]:
     found = {
         model_id: ModelInfo(id=model_id, dimensions=d, active=False)
         for model_id, d in catalog().items()
     }
-    for entry in store.registry():
+    for entry in uow.models.registry():
         model = found.setdefault(
             entry.model_id, ModelInfo(id=entry.model_id, dimensions=entry.dimensions, active=False)
         )

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import orjson
 
-from mempipe.adapters.store.base import Leases, RunLog
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
-from mempipe.services.replay import ReplayContext, ReplayStore, replay_batch
+from mempipe.services.replay import ReplayContext, replay_batch
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
 
@@ -34,16 +33,12 @@ OWNER_POLL_S = 2.0
 """How often a replay looks again at owners another live replay holds."""
 
 
-class OwnerWorkStore(ReplayStore, RunLog, Leases, Protocol):
-    """Replay work taken under owner leases, dead holders closed."""
-
-
 def owner_lease(owner: Owner) -> str:
     return "replay-owner:" + orjson.dumps(list(owner)).decode()
 
 
 def owner_work(
-    store: OwnerWorkStore,
+    uow: UnitOfWork,
     selection: SnapshotSelection,
     handlers: list[str],
     owner: Owner,
@@ -56,13 +51,13 @@ def owner_work(
         narrowed = narrowed.model_copy(update={"user_id": user})
     return [
         item
-        for item in store.extraction_work(narrowed, handlers, force=force)
+        for item in uow.work.extraction_work(narrowed, handlers, force=force)
         if item.partition == owner
     ]
 
 
 def replay_by_owner(
-    store: OwnerWorkStore,
+    uow: UnitOfWork,
     items: list[WorkItem],
     context: ReplayContext,
     selection: SnapshotSelection,
@@ -77,19 +72,19 @@ def replay_by_owner(
     def replay_held(held: list[Owner]) -> None:
         work: list[WorkItem] = []
         for owner in held:
-            fresh = owner_work(store, selection, handlers, owner, force)
+            fresh = owner_work(uow, selection, handlers, owner, force)
             gone = max(0, len(owners[owner]) - len(fresh))
-            if gone and store.erased_since(*owner, writer_epoch()):
+            if gone and uow.erased_since(*owner, writer_epoch()):
                 outcome.erased_meanwhile += gone
             else:
                 outcome.done_elsewhere += gone
             work.extend(fresh)
         try:
-            outcome.results.extend(replay_batch(store, work, context))
+            outcome.results.extend(replay_batch(uow, work, context))
         except StopRequested:
             pass  # a retry's wait ended by a stop: the batch's items stay as they were
         finally:
-            store.release_leases(context.run_id, [owner_lease(o) for o in held])
+            uow.leases.release_leases(context.run_id, [owner_lease(o) for o in held])
         progress(len(outcome.results) + outcome.done_elsewhere + outcome.erased_meanwhile)
 
     waiting = list(owners)
@@ -99,7 +94,7 @@ def replay_by_owner(
         for owner in waiting:
             if stop_requested():
                 break
-            if store.acquire_lease(owner_lease(owner), context.run_id, LEASE) is not None:
+            if uow.leases.acquire_lease(owner_lease(owner), context.run_id, LEASE) is not None:
                 busy.append(owner)
                 continue
             held.append(owner)
@@ -110,6 +105,6 @@ def replay_by_owner(
             replay_held(held)
         if busy and len(busy) == len(waiting) and not stop_requested():
             time.sleep(OWNER_POLL_S)
-            recover_dead_runs(store)
+            recover_dead_runs(uow)
         waiting = busy
     return outcome

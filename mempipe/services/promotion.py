@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from mempipe.adapters.store.base import Turns
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bulk import bulk_work
 from mempipe.domain.promotion import TurnStamp, cut_snapshots
 from mempipe.progress import track
@@ -20,14 +20,14 @@ from mempipe.schemas.summaries import PromotionSummary
 
 
 def promote_sessions(
-    store: Turns,
+    uow: UnitOfWork,
     limits: PromotionLimits,
     handlers: Iterable[str],
     *,
     run_id: str | None,
     write_batch: int = 1000,
 ) -> PromotionSummary:
-    total = store.count_unpromoted_turns()
+    total = uow.turns.count_unpromoted_turns()
     summary = PromotionSummary()
     reasons: Counter[str] = Counter()
     last_session: tuple[str, str, str, str] | None = None
@@ -40,7 +40,7 @@ def promote_sessions(
                 reasons[snapshot.cut_reason.value] += 1
 
     with bulk_work(), track("promote sessions", total, "turns") as progress:
-        seen = CountingIterator(store.iter_unpromoted_turns())
+        seen = CountingIterator(uow.turns.iter_unpromoted_turns())
         snapshots = cut_snapshots(seen, limits, handlers=handlers, run_id=run_id)
 
         def cut() -> Iterator[tuple[list[Snapshot], list[Snapshot]]]:
@@ -59,7 +59,7 @@ def promote_sessions(
                 yield batch, batch
                 progress.update(seen.count)
 
-        for created, batch in store.add_snapshot_batches(cut()):
+        for created, batch in uow.turns.add_snapshot_batches(cut()):
             account(created, batch)
     summary.by_reason = dict(reasons)
     return summary

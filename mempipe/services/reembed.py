@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store.base import AuditLog, Registry, RunLog, Vectors
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
@@ -26,7 +26,6 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import evaluate
-from mempipe.services.search import Searchable
 
 FAILED_BATCHES_IN_A_ROW = 3
 """A range stops after this many batches in a row that the provider failed (each after its
@@ -34,10 +33,6 @@ retries): the provider is down, and the records left are counted as not embedded
 
 IdRange = tuple[int, int | None]
 """Record ids ``(after, until]``; ``until`` None is open-ended (records added meanwhile too)."""
-
-
-class ReembedStore(Vectors, Registry, RunLog, AuditLog, Protocol):
-    """What filling a model's vectors reads and writes."""
 
 
 def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
@@ -50,18 +45,18 @@ def id_ranges(bounds: tuple[int, int] | None, parts: int) -> list[IdRange]:
     return [(a, b) for a, b in zip(starts, [*starts[1:], None], strict=True)]
 
 
-def target_state(store: ReembedStore, collection: str, model_id: str, *, incremental: bool) -> str:
+def target_state(uow: UnitOfWork, collection: str, model_id: str, *, incremental: bool) -> str:
     """Incremental fills the serving model's missing vectors; everything else (a move, and a
     collection's first model) is built beside what serves and switched to once complete, so a
     half-filled index never serves."""
-    serving = store.active_embedding(collection)
+    serving = uow.models.active_embedding(collection)
     if serving is not None and (incremental or serving[0] == model_id):
         return ModelState.SERVING.value
     return ModelState.BUILDING.value
 
 
 def embed_collection(
-    store: ReembedStore,
+    uow: UnitOfWork,
     collection: str,
     embedder: Embedder,
     *,
@@ -78,27 +73,27 @@ def embed_collection(
     promise (a rollback since may have dropped the vectors before it), so a run that ends has
     left no record without a vector that could be embedded, unless the provider failed: those
     are counted as ``failed`` and leave the collection incomplete."""
-    store.register_model(collection, embedder.model_id, embedder.dimensions, state)
-    records, vectors = store.vector_counts(collection, embedder.model_id)
+    uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
+    records, vectors = uow.vectors.vector_counts(collection, embedder.model_id)
     report = CollectionReport(
         collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
     )
     start, until = id_range
     checkpoint = f"embed:{collection}:{embedder.model_id}:{start}-{until or 'end'}"
-    resumed = store.resume_point("reembed", checkpoint, run_id)
+    resumed = uow.runs.resume_point("reembed", checkpoint, run_id)
     report.resumed_after = resumed
-    filler = _Filler(store, collection, embedder, run_id, batch_size, retry or RetryPolicy(), sleep)
+    filler = _Filler(uow, collection, embedder, run_id, batch_size, retry or RetryPolicy(), sleep)
     with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
         filler.fill((max(start, resumed or 0), until), report, progress, checkpoint)
         if resumed is not None and resumed > start:
             filler.fill((start, resumed), report, progress, checkpoint=None)
-    report.records, report.vectors = store.vector_counts(collection, embedder.model_id)
+    report.records, report.vectors = uow.vectors.vector_counts(collection, embedder.model_id)
     return report
 
 
 @dataclass
 class _Filler:
-    store: ReembedStore
+    uow: UnitOfWork
     collection: str
     embedder: Embedder
     run_id: str
@@ -116,7 +111,7 @@ class _Filler:
         model = self.embedder.model_id
         failed_in_a_row = 0
         while failed_in_a_row < FAILED_BATCHES_IN_A_ROW and not stop_requested():
-            batch = self.store.records_missing_vectors(
+            batch = self.uow.vectors.records_missing_vectors(
                 self.collection, model, after, self.batch_size, until
             )
             if not batch:
@@ -128,7 +123,7 @@ class _Filler:
             except StopRequested:
                 return
             pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
-            report.embedded_now += self.store.set_vectors(self.collection, model, pairs)
+            report.embedded_now += self.uow.vectors.set_vectors(self.collection, model, pairs)
             provider = [error for _, error in errors if error.retryable]
             report.failed += len(provider)
             failed_in_a_row = failed_in_a_row + 1 if provider else 0
@@ -139,7 +134,7 @@ class _Filler:
                 if group:
                     self._record(group)
             if checkpoint is not None:
-                self.store.set_checkpoint(self.run_id, checkpoint, after)
+                self.uow.runs.set_checkpoint(self.run_id, checkpoint, after)
             self.done += len(batch)
             progress.update(self.done)
 
@@ -147,7 +142,7 @@ class _Filler:
         """One failure row per batch and class: a provider's failure (retryable: the records
         are embeddable, the answer was not) apart from texts the provider refused."""
         first = errors[0]
-        self.store.add_failure(
+        self.uow.audit.add_failure(
             Failure(
                 run_id=self.run_id,
                 step=f"reembed:{self.collection}",
@@ -161,7 +156,7 @@ class _Filler:
 
 
 def recall_gate(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     queries: QueryFile,
     new_model: str,
@@ -170,11 +165,11 @@ def recall_gate(
 ) -> GateReport | None:
     """Recall@k of the serving model and of the new one on the same queries (semantic memories);
     None when nothing serves yet, so there is nothing to be worse than."""
-    serving = store.active_embedding("semantic")
+    serving = uow.models.active_embedding("semantic")
     if serving is None:
         return None
     old, new = (
-        evaluate(store, embedder_for, queries, "semantic", SearchMode.SEMANTIC, [k], model).result
+        evaluate(uow, embedder_for, queries, "semantic", SearchMode.SEMANTIC, [k], model).result
         for model in (serving[0], new_model)
     )
     ratio = new.recall / old.recall if old.recall else (1.0 if new.recall else 0.0)

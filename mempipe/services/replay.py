@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.llm.base import Extractor
-from mempipe.adapters.store.base import AuditLog, Erasure, Memories, WorkQueue
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.credentials import NoCredentials
 from mempipe.domain.failures import RetryPolicy, failure_class
@@ -43,11 +43,6 @@ from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import WorkItem
 from mempipe.services.embedding import embed_texts
-
-
-class ReplayStore(WorkQueue, Memories, AuditLog, Erasure, Protocol):
-    """What replaying an extraction reads and writes (and whether its owner was erased since
-    the run began)."""
 
 
 class ExtractionSummary(BaseModel):
@@ -80,12 +75,12 @@ class ReplayContext(BaseModel):
     sleep: Callable[[float], Any] = time.sleep
 
 
-def replay_one(store: ReplayStore, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
-    return replay_batch(store, [item], context)[0]
+def replay_one(uow: UnitOfWork, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
+    return replay_batch(uow, [item], context)[0]
 
 
 def replay_batch(
-    store: ReplayStore, items: Sequence[WorkItem], context: ReplayContext
+    uow: UnitOfWork, items: Sequence[WorkItem], context: ReplayContext
 ) -> list[ExtractionSummary]:
     """Extract every item, embed all their memories in one batch (a model encodes a batch far
     faster than the same texts one call at a time), then reconcile and write each item in its
@@ -94,9 +89,9 @@ def replay_batch(
     extractor = context.extractor
     extracted: list[tuple[int, WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
-    snapshots = {i.snapshot_id: store.snapshot_content(i.snapshot_id) for i in items}
+    snapshots = {i.snapshot_id: uow.work.snapshot_content(i.snapshot_id) for i in items}
     if extractor.capabilities.summaries:
-        summarize(store, [snapshots[s] for s in store.rule_summarized(list(snapshots))], context)
+        summarize(uow, [snapshots[s] for s in uow.work.rule_summarized(list(snapshots))], context)
     for position, item in enumerate(items):
         if stop_requested():
             break  # asked to stop: what is extracted is written, the rest stays pending
@@ -107,7 +102,7 @@ def replay_batch(
                 lambda s=snapshot, t=memory_type: extractor.extract(s, t), sleep=context.sleep
             )
         except MempipeError as exc:
-            results[position] = _failed(store, item, snapshot, context, exc)
+            results[position] = _failed(uow, item, snapshot, context, exc)
             continue
         except StopRequested:
             break
@@ -117,15 +112,15 @@ def replay_batch(
         for _, item, snapshot, found in extracted
         for m in found
     ]
-    vectors = iter(embed_each(store, context, flat))
+    vectors = iter(embed_each(uow, context, flat))
     for position, item, snapshot, found in extracted:
         own = [next(vectors) for _ in found]
-        results[position] = _write(store, item, snapshot, found, own, context)
+        results[position] = _write(uow, item, snapshot, found, own, context)
     return [results[position] for position in range(len(items)) if position in results]
 
 
 def _write(
-    store: ReplayStore,
+    uow: UnitOfWork,
     item: WorkItem,
     snapshot: SnapshotContent,
     extracted: list[Extracted],
@@ -141,26 +136,26 @@ def _write(
         unembedded=sum(v is None for v in vectors),
         attempts=item.attempts + 1,
     )
-    verdicts = prejudge(store, memory_type, extracted, vectors, snapshot, context)
-    observed = store.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
+    verdicts = prejudge(uow, memory_type, extracted, vectors, snapshot, context)
+    observed = uow.work.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
 
     epoch = writer_epoch()
 
     def write() -> list[AuditRow] | None:
-        with store.write_transaction():
-            if store.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
+        with uow.transaction():
+            if uow.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
                 return None
             rows = [
                 row
                 for memory, vector in zip(extracted, vectors, strict=True)
                 if (
                     row := reconcile_one(
-                        store, memory_type, memory, vector, snapshot, context, verdicts, observed
+                        uow, memory_type, memory, vector, snapshot, context, verdicts, observed
                     )
                 )
             ]
-            store.add_audit(rows)
-            store.set_extraction_state(
+            uow.audit.add_audit(rows)
+            uow.work.set_extraction_state(
                 item.snapshot_id,
                 ExtractionState(
                     handler=item.handler, status=ExtractionStatus.DONE, attempts=summary.attempts
@@ -171,7 +166,7 @@ def _write(
     try:
         rows = context.retry.run(write, sleep=context.sleep)
     except MempipeError as exc:
-        return _failed(store, item, snapshot, context, exc, step="write")
+        return _failed(uow, item, snapshot, context, exc, step="write")
     if rows is None:
         return ExtractionSummary(
             snapshot_id=item.snapshot_id, handler=item.handler, status=summary.status, erased=True
@@ -183,7 +178,7 @@ def _write(
 
 
 def embed_each(
-    store: ReplayStore,
+    uow: UnitOfWork,
     context: ReplayContext,
     memories: Sequence[tuple[SnapshotContent, MemoryType, Extracted]],
 ) -> list[Vector | None]:
@@ -197,13 +192,13 @@ def embed_each(
     vectors, errors = embed_texts(embedder, texts, context.retry, context.sleep)
     for position, error in errors:
         snapshot, memory_type, _ = memories[position]
-        _record(store, context, snapshot, memory_type, "embed", error)
+        _record(uow, context, snapshot, memory_type, "embed", error)
     for memory_type in {t for (_, t, _), v in zip(memories, vectors, strict=True) if v is not None}:
-        store.ensure_vector_table(memory_type.value, embedder.model_id, embedder.dimensions)
+        uow.memories.ensure_vector_table(memory_type.value, embedder.model_id, embedder.dimensions)
     return vectors
 
 
-def summarize(store: ReplayStore, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
+def summarize(uow: UnitOfWork, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
     """Replace the deterministic summaries with the extractor's; a failure keeps the old one and
     is recorded."""
     extractor = context.extractor
@@ -211,16 +206,16 @@ def summarize(store: ReplayStore, snapshots: list[SnapshotContent], context: Rep
         try:
             text = context.retry.run(lambda s=snapshot: extractor.summarize(s), sleep=context.sleep)
         except MempipeError as exc:
-            _record(store, context, snapshot, None, "summarize", exc)
+            _record(uow, context, snapshot, None, "summarize", exc)
             continue
-        store.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
+        uow.work.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
 
 
 Verdicts = dict[tuple[str, str], Verdict]
 
 
 def prejudge(
-    store: ReplayStore,
+    uow: UnitOfWork,
     memory_type: MemoryType,
     extracted: Sequence[Extracted],
     vectors: Sequence[Vector | None],
@@ -240,7 +235,7 @@ def prejudge(
             continue
         text = searchable_text(memory)
         scope = scope_for(memory_type, snapshot)
-        for candidate in store.memory_candidates(
+        for candidate in uow.memories.memory_candidates(
             memory_type.value,
             scope,
             None,
@@ -253,7 +248,7 @@ def prejudge(
                         lambda c=candidate, t=text: extractor.judge(t, c), sleep=context.sleep
                     )
                 except MempipeError as exc:
-                    _record(store, context, snapshot, memory_type, "judge", exc)
+                    _record(uow, context, snapshot, memory_type, "judge", exc)
     return verdicts
 
 
@@ -265,7 +260,7 @@ def scope_for(memory_type: MemoryType, snapshot: SnapshotContent) -> Scope:
 
 
 def reconcile_one(
-    store: ReplayStore,
+    uow: UnitOfWork,
     memory_type: MemoryType,
     memory: Extracted,
     vector: Vector | None,
@@ -279,12 +274,15 @@ def reconcile_one(
     candidates and the write (and a unique index on active keys backs that up). ``observed``:
     when the snapshot happened, for the audit row (read once per extraction by the caller).
     None: nothing was written (the snapshot taught it already, or the erase fence dropped it)."""
-    if store.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot)) is not None:
+    if (
+        uow.memories.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot))
+        is not None
+    ):
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
     near = Near(vector=vector, model_id=model_id) if vector is not None and model_id else None
     text, key = searchable_text(memory), key_of(memory)
-    candidates = store.memory_candidates(
+    candidates = uow.memories.memory_candidates(
         memory_type.value,
         scope_for(memory_type, snapshot),
         key,
@@ -301,7 +299,7 @@ def reconcile_one(
     if decision.action is ReconcileAction.REINFORCE:
         if decision.no_op or decision.target is None:
             return None
-        version = store.reinforce_memory(
+        version = uow.memories.reinforce_memory(
             memory_type.value, decision.target.memory_id, snapshot.snapshot_id
         )
         return audit_row(
@@ -325,14 +323,14 @@ def reconcile_one(
         and older_than_current(
             snapshot.snapshot_id,
             decision.target,
-            store.snapshot_times([snapshot.snapshot_id, *decision.target.evidence]),
+            uow.work.snapshot_times([snapshot.snapshot_id, *decision.target.evidence]),
         )
     )
     updating = decision.action is ReconcileAction.UPDATE and not history
     superseded = decision.target.memory_id if updating and decision.target else None
     version = 1
     if superseded is not None:
-        version = store.supersede_memory(memory_type.value, superseded) + 1
+        version = uow.memories.supersede_memory(memory_type.value, superseded) + 1
     record = build_record(
         memory_type,
         memory,
@@ -345,7 +343,7 @@ def reconcile_one(
     )
     if history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
-    if not store.add_memory(memory_type.value, record, vector):
+    if not uow.memories.add_memory(memory_type.value, record, vector):
         return None
     row = audit_row(
         context,
@@ -400,7 +398,7 @@ def audit_row(
 
 
 def _failed(
-    store: ReplayStore,
+    uow: UnitOfWork,
     item: WorkItem,
     snapshot: SnapshotContent,
     context: ReplayContext,
@@ -408,7 +406,7 @@ def _failed(
     step: str = "extract",
 ) -> ExtractionSummary:
     """The extraction failed at ``step``: recorded, and its state says whether to retry."""
-    failure = _record(store, context, snapshot, MemoryType(item.handler), step, error)
+    failure = _record(uow, context, snapshot, MemoryType(item.handler), step, error)
     status = (
         ExtractionStatus.FAILED_RETRYABLE
         if failure.failure_class is FailureClass.ENVIRONMENTAL
@@ -418,7 +416,7 @@ def _failed(
     state = ExtractionState(
         handler=item.handler, status=status, attempts=attempts, last_error=str(error)
     )
-    store.set_extraction_state(item.snapshot_id, state)
+    uow.work.set_extraction_state(item.snapshot_id, state)
     return ExtractionSummary(
         snapshot_id=item.snapshot_id,
         handler=item.handler,
@@ -430,7 +428,7 @@ def _failed(
 
 
 def _record(
-    store: ReplayStore,
+    uow: UnitOfWork,
     context: ReplayContext,
     snapshot: SnapshotContent,
     memory_type: MemoryType | None,
@@ -450,5 +448,5 @@ def _record(
         handler=memory_type.value if memory_type else None,
         at=datetime.now(UTC),
     )
-    store.add_failure(failure)
+    uow.audit.add_failure(failure)
     return failure

@@ -13,13 +13,12 @@ import re
 from collections import Counter
 from datetime import date
 from pathlib import Path
-from typing import Protocol
 
 import plotly.graph_objects as go
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from mempipe.adapters.store.base import RunLog, Transfer
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
@@ -27,10 +26,6 @@ from mempipe.schemas.run import RunRecord
 from mempipe.services.export import records
 
 TOP = 10
-
-
-class Reportable(Transfer, RunLog, Protocol):
-    """What the page reads besides the Parquet audit."""
 
 
 class TopMemory(BaseModel):
@@ -71,7 +66,7 @@ class PageFigures(BaseModel):
 
 
 def gather(
-    store: Reportable,
+    uow: UnitOfWork,
     frame: pl.LazyFrame | None,
     since: str | None,
     until: str | None,
@@ -87,14 +82,14 @@ def gather(
         if frame is not None
         else []
     )
-    reinforced, updated = _top_memories(store)
+    reinforced, updated = _top_memories(uow)
     return PageFigures(
         title=title,
         actions=actions,
-        failures=_failures_by_day(store, since, until),
+        failures=_failures_by_day(uow, since, until),
         reinforced=[_top(kind, m, m.reinforcement_count) for kind, m in reinforced],
         updated=[_top(kind, m, m.version) for kind, m in updated],
-        runs=[_run_row(run) for run in store.list_runs(limit=30)],
+        runs=[_run_row(run) for run in uow.runs.list_runs(limit=30)],
     )
 
 
@@ -111,13 +106,13 @@ def _top(kind: str, memory: MemoryRecord, count: int) -> TopMemory:
 
 
 def _top_memories(
-    store: Transfer,
+    uow: UnitOfWork,
 ) -> tuple[list[tuple[str, MemoryRecord]], list[tuple[str, MemoryRecord]]]:
     """The most reinforced current memories and the most updated ones, read in pages."""
     reinforced: list[tuple[int, str, str, MemoryRecord]] = []
     updated: list[tuple[int, str, str, MemoryRecord]] = []
     for kind in MEMORY_COLLECTIONS:
-        for memory in records(store, kind, BundleSelection()):
+        for memory in records(uow, kind, BundleSelection()):
             if memory.status.value != "active":
                 continue
             if memory.reinforcement_count > 0:
@@ -138,10 +133,10 @@ def _ranked(heap: list) -> list[tuple[str, MemoryRecord]]:
     return [(kind, m) for _, _, kind, m in sorted(heap, key=lambda i: (-i[0], i[1]))]
 
 
-def _failures_by_day(store: Transfer, since: str | None, until: str | None) -> list[dict]:
+def _failures_by_day(uow: UnitOfWork, since: str | None, until: str | None) -> list[dict]:
     counts: Counter[tuple[str, str]] = Counter()
     failure: Failure
-    for failure in records(store, "failures", BundleSelection()):  # type: ignore[assignment]
+    for failure in records(uow, "failures", BundleSelection()):  # type: ignore[assignment]
         day = failure.at.date()
         if (since and day < date.fromisoformat(since)) or (
             until and day > date.fromisoformat(until)

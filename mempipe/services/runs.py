@@ -4,17 +4,12 @@ claims and locks freed, so that nothing waits an hour for a process that is gone
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from mempipe.adapters.store.base import Leases, RunLog
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.liveness import death
 from mempipe.schemas.run import RunRecord, RunStatus
-
-
-class RunStore(RunLog, Leases, Protocol):
-    """Runs and the leases they hold."""
 
 
 class RecoveredRun(BaseModel):
@@ -28,16 +23,16 @@ class RecoveredRun(BaseModel):
     leases: list[str]
 
 
-def recover_dead_runs(store: RunStore, now: datetime | None = None) -> list[RecoveredRun]:
+def recover_dead_runs(uow: UnitOfWork, now: datetime | None = None) -> list[RecoveredRun]:
     """Close every run recorded as running whose process is dead; idempotent."""
     at = now or datetime.now(UTC)
-    holders = store.lease_holders()
+    holders = uow.leases.lease_holders()
     recovered = []
-    for run in store.list_runs(running_only=True, limit=10_000):
+    for run in uow.runs.list_runs(running_only=True, limit=10_000):
         reason = death(run, at)
         if reason is None:
             continue
-        store.finish_run(run.run_id, RunStatus.FAILED, run.counts, f"died: {reason}")
+        uow.runs.finish_run(run.run_id, RunStatus.FAILED, run.counts, f"died: {reason}")
         recovered.append(
             RecoveredRun(
                 run_id=run.run_id,
@@ -51,9 +46,9 @@ def recover_dead_runs(store: RunStore, now: datetime | None = None) -> list[Reco
     return recovered
 
 
-def describe_holder(store: RunStore, run_id: str) -> str:
+def describe_holder(uow: UnitOfWork, run_id: str) -> str:
     """The run holding a lock, as an operator needs it to decide: which run, where, since when."""
-    run: RunRecord | None = store.get_run(run_id)
+    run: RunRecord | None = uow.runs.get_run(run_id)
     if run is None:
         return f"run {run_id}"
     where = f" on {run.host} (pid {run.pid})" if run.host else ""

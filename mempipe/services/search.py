@@ -9,10 +9,9 @@ part of every query.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.store.base import Registry, Schema, Search, Vectors
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.domain.query import query_words
@@ -33,16 +32,12 @@ CANDIDATES = 50
 """Records each list of a hybrid search brings to the fusion."""
 
 
-class Searchable(Search, Registry, Vectors, Schema, Protocol):
-    """What a search reads: the indexes, which model serves them, the declared filters."""
-
-
 class SearchError(TerminalError):
     """A read that cannot be answered as asked (never an empty result instead)."""
 
 
 def search(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     query: str,
     source: str,
@@ -64,17 +59,17 @@ def search(
             )
         if mode is SearchMode.HYBRID:
             notes.append(f"{query!r} holds only stop words: ranked by meaning alone")
-    known = (*SOURCES, *store.custom_types)
+    known = (*SOURCES, *uow.schema.custom_types)
     if source not in known:
         raise SearchError(f"unknown source {source!r}; known: {', '.join(known)}")
     if source == STM and filters.visibility is not None:
         raise SearchError("turns (stm) have no visibility: leave --visibility out")
-    check_metadata_filters(filters, store.partition_keys)
+    check_metadata_filters(filters, uow.schema.partition_keys)
     if mode is SearchMode.TEXT:
-        hits = store.search_text(source, query, filters, top_k)
+        hits = uow.search.search_text(source, query, filters, top_k)
     else:
         found = _query_vector(
-            store,
+            uow,
             embedder_for,
             query,
             source,
@@ -85,11 +80,11 @@ def search(
         near = Near(vector=found[0], model_id=found[1]) if found else None
         if mode is SearchMode.HYBRID:
             pool = max(top_k, CANDIDATES)
-            hits = store.search_hybrid(source, query, near, filters, top_k, pool)
+            hits = uow.search.search_hybrid(source, query, near, filters, top_k, pool)
         elif near is None:
             hits = []
         else:
-            hits = store.search_vector(source, near, filters, top_k)
+            hits = uow.search.search_vector(source, near, filters, top_k)
     return SearchResult(query=query, source=source, mode=mode, hits=hits, notes=notes)
 
 
@@ -107,7 +102,7 @@ def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> No
 
 
 def _query_vector(
-    store: Searchable,
+    uow: UnitOfWork,
     embedder_for: Callable[[str], Embedder],
     query: str,
     source: str,
@@ -119,10 +114,14 @@ def _query_vector(
     """The query embedded with the collection's serving model (or ``model_id``), and that
     model; None when the collection has no vectors yet."""
     collection = collection_of(source)
-    active = store.active_embedding(collection)
+    active = uow.models.active_embedding(collection)
     if model_id is not None:
         entry = next(
-            (e for e in store.registry() if e.collection == collection and e.model_id == model_id),
+            (
+                e
+                for e in uow.models.registry()
+                if e.collection == collection and e.model_id == model_id
+            ),
             None,
         )
         active = (entry.model_id, entry.dimensions) if entry else None
@@ -140,7 +139,7 @@ def _query_vector(
             f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
             f"dimensions but the index holds {index_model} at {dimensions}"
         )
-    columns = store.vector_columns(collection, index_model)
+    columns = uow.vectors.vector_columns(collection, index_model)
     missing = [
         p for p in filters.metadata if column_for(p.removeprefix(METADATA_PREFIX)) not in columns
     ]

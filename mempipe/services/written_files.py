@@ -6,16 +6,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mempipe.adapters.store.base import FileLog
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.run import FileKind, WrittenFile
 
 
 def record_written(
-    store: FileLog, path: str | Path, kind: FileKind, run_id: str | None, user_id: str | None
+    uow: UnitOfWork, path: str | Path, kind: FileKind, run_id: str | None, user_id: str | None
 ) -> None:
     """Recorded before the run writes there (a run killed mid-way has still said where it
     wrote); a path that never came to be holds nothing to erase."""
-    store.record_file(
+    uow.files.record_file(
         WrittenFile(
             path=str(Path(path).absolute()),
             kind=kind,

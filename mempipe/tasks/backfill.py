@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.archives import expand_paths
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.schemas.config import PromotionLimits
@@ -45,9 +44,9 @@ def ingest_archive(
     times: TimeWindow | None = None,
 ) -> IngestSummary:
     """Idempotent: a retried or repeated ingest of the same file inserts nothing new."""
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         summary = ingest_file(
-            store,
+            uow,
             Path(path),
             archive_format,
             defaults,
@@ -80,8 +79,8 @@ def promote_sessions(
     store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    with closing(open_store(store_url)) as store:
-        summary = promotion.promote_sessions(store, limits, handlers, run_id=run_id)
+    with unit_of_work(store_url) as uow:
+        summary = promotion.promote_sessions(uow, limits, handlers, run_id=run_id)
     get_run_logger().info(
         "promoted %d turns of %d sessions into %d snapshots %s",
         summary.turns_promoted,

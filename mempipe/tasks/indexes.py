@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from contextlib import closing
-
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.indexes import IndexState, IndexStatus
 
 
 @task(name="repair-indexes", cache_policy=NO_CACHE)
 def repair_indexes(store_url: str, force: bool) -> list[IndexStatus]:
-    with closing(open_store(store_url)) as store:
-        statuses = store.rebuild_indexes(force)
+    with unit_of_work(store_url) as uow:
+        statuses = uow.indexes.rebuild_indexes(force)
     logger = get_run_logger()
     for status in statuses:
         if status.state is IndexState.DRIFT:

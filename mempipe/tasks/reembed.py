@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -10,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
@@ -61,14 +60,14 @@ def plan_embedding(
 ) -> EmbeddingPlan:
     """Registers the model's vector index once, before any range writes into it."""
     embedder = embedder_for(model)
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         if incremental:
-            serving = store.active_embedding(collection)
+            serving = uow.models.active_embedding(collection)
             if serving is not None:
                 embedder = embedder_for(serving[0])
-        state = target_state(store, collection, embedder.model_id, incremental=incremental)
-        store.register_model(collection, embedder.model_id, embedder.dimensions, state)
-        ranges = id_ranges(store.record_id_bounds(collection), partitions)
+        state = target_state(uow, collection, embedder.model_id, incremental=incremental)
+        uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
+        ranges = id_ranges(uow.vectors.record_id_bounds(collection), partitions)
     return EmbeddingPlan(
         collection=collection, model_id=embedder.model_id, state=state, ranges=ranges, retry=retry
     )
@@ -85,9 +84,9 @@ def embed_range(
     store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
     """Idempotent: only the vectors still missing in the range are written."""
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         return embed_collection(
-            store,
+            uow,
             plan.collection,
             embedder_for(plan.model_id),
             run_id=run_id,
@@ -104,8 +103,8 @@ def count_vectors(
     store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
     """The ranges' work added up, with the collection's counts read once all are done."""
-    with closing(open_store(store_url)) as store:
-        records, vectors = store.vector_counts(plan.collection, plan.model_id)
+    with unit_of_work(store_url) as uow:
+        records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
     resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
     report = CollectionReport(
         collection=plan.collection,
@@ -138,27 +137,27 @@ def recall_gate(
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
-    with closing(open_store(store_url)) as store:
-        store.wait_searchable(["semantic"], model)
+    with unit_of_work(store_url) as uow:
+        uow.models.wait_searchable(["semantic"], model)
         return reembedding.recall_gate(
-            store, embedder_for, read_queries(Path(queries_path)), model, min_ratio
+            uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio
         )
 
 
 @task(name="switch-models", cache_policy=NO_CACHE)
 def switch_models(store_url: str, collections: list[str], model: str) -> None:
-    with closing(open_store(store_url)) as store:
-        store.switch_models(collections, model)
+    with unit_of_work(store_url) as uow:
+        uow.models.switch_models(collections, model)
     get_run_logger().info("switched %s to %s", ", ".join(collections), model)
 
 
 @task(name="finalize-models", cache_policy=NO_CACHE)
 def finalize_models(store_url: str, collections: list[str]) -> list[str]:
-    with closing(open_store(store_url)) as store:
-        return store.finalize_models(collections)
+    with unit_of_work(store_url) as uow:
+        return uow.models.finalize_models(collections)
 
 
 @task(name="rollback-models", cache_policy=NO_CACHE)
 def rollback_models(store_url: str, collections: list[str]) -> list[str]:
-    with closing(open_store(store_url)) as store:
-        return store.rollback_models(collections)
+    with unit_of_work(store_url) as uow:
+        return uow.models.rollback_models(collections)

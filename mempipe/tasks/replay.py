@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -10,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.registry import extractor_for
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.partitioning import partition
 from mempipe.interrupts import interruptible_sleep
 from mempipe.progress import track
@@ -45,8 +44,8 @@ def select_extraction_work(
     store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
-    with closing(open_store(store_url)) as store:
-        items = store.extraction_work(selection, handlers, force=force)
+    with unit_of_work(store_url) as uow:
+        items = uow.work.extraction_work(selection, handlers, force=force)
     parts = partition(items, buckets)
     get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
     return parts
@@ -72,11 +71,11 @@ def replay_bucket(
     returns, every owner it was given has been replayed, by this run or another."""
     context = replay_context(settings, run_id)
     with (
-        closing(open_store(store_url)) as store,
+        unit_of_work(store_url) as uow,
         track("replay", len(items), "extractions") as bar,
     ):
         outcome = replay_by_owner(
-            store, items, context, selection, handlers, force=force, progress=bar.update
+            uow, items, context, selection, handlers, force=force, progress=bar.update
         )
     results, elsewhere = outcome.results, outcome.done_elsewhere
     failed = [r for r in results if r.failure_class is not None]
@@ -110,26 +109,26 @@ def export_audit(
 ) -> list[str]:
     """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
     exports it again (a report only reads)."""
-    with closing(open_store(store_url, read_only=not mark_exported)) as store:
+    with unit_of_work(store_url, read_only=not mark_exported) as uow:
         if by is AuditTime.OBSERVED:
-            files = write_observed(store, Path(out_dir), since, until)
+            files = write_observed(uow, Path(out_dir), since, until)
         else:
-            files = write_audit(store.audit_rows(run_id, since, until), Path(out_dir))
+            files = write_audit(uow.audit.audit_rows(run_id, since, until), Path(out_dir))
         if mark_exported and run_id is not None:
-            store.set_checkpoint(run_id, EXPORTED, True)
+            uow.runs.set_checkpoint(run_id, EXPORTED, True)
     if files:
-        with closing(open_store(store_url)) as store:
-            record_written(store, out_dir, FileKind.AUDIT, run_id, None)
+        with unit_of_work(store_url) as uow:
+            record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
     return [str(f) for f in files]
 
 
 @task(name="export-earlier-audit", cache_policy=NO_CACHE)
 def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
-    with closing(open_store(store_url)) as store:
-        runs = export_earlier_runs(store, Path(out_dir), current=current)
+    with unit_of_work(store_url) as uow:
+        runs = export_earlier_runs(uow, Path(out_dir), current=current)
         if runs:
-            record_written(store, out_dir, FileKind.AUDIT, current, None)
+            record_written(uow, out_dir, FileKind.AUDIT, current, None)
     if runs:
         get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
     return runs

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.schemas.run import FileKind
@@ -37,8 +36,8 @@ def summarize_audit(
             frame = in_observed_range(frame, since, until)
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
-    with closing(open_store(store_url, read_only=True)) as store:
-        failures = store.failure_counts(run_id, since, until)
+    with unit_of_work(store_url, read_only=True) as uow:
+        failures = uow.audit.failure_counts(run_id, since, until)
     return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)
 
 
@@ -57,7 +56,7 @@ def render_report_page(
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
     title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
-    with closing(open_store(store_url)) as store:
-        data = gather(store, frame, since, until, title)
-        record_written(store, path, FileKind.REPORT, None, None)
+    with unit_of_work(store_url) as uow:
+        data = gather(uow, frame, since, until, title)
+        record_written(uow, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data

@@ -4,14 +4,13 @@ and outcome at the end; dead runs closed before work is handed out."""
 from __future__ import annotations
 
 import signal
-from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import load_context
 from mempipe.domain.liveness import this_process
 from mempipe.interrupts import stop_requested, stop_signal
@@ -33,8 +32,8 @@ def prepare_store(store_url: str, config: str | None = None) -> None:
 )
 def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
     now = datetime.now(UTC)
-    with closing(open_store(store_url)) as store:
-        store.start_run(
+    with unit_of_work(store_url) as uow:
+        uow.runs.start_run(
             RunRecord(
                 run_id=run_id,
                 flow=flow,
@@ -53,7 +52,7 @@ def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
     """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         if stop_requested():
             status = RunStatus.INTERRUPTED
             error = f"stopped by {signal.Signals(stop_signal() or signal.SIGTERM).name}" + (
@@ -61,13 +60,13 @@ def record_run_end(
             )
         else:
             status = RunStatus.FAILED if error else RunStatus.COMPLETED
-        store.finish_run(run_id, status, counts, error)
+        uow.runs.finish_run(run_id, status, counts, error)
 
 
 @task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
 def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
-    with closing(open_store(store_url)) as store:
-        recovered = run_service.recover_dead_runs(store)
+    with unit_of_work(store_url) as uow:
+        recovered = run_service.recover_dead_runs(uow)
     logger = get_run_logger()
     for run in recovered:
         logger.warning(
@@ -84,5 +83,5 @@ def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
 def record_written_file(
     store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
 ) -> None:
-    with closing(open_store(store_url)) as store:
-        record_written(store, path, kind, run_id, user_id)
+    with unit_of_work(store_url) as uow:
+        record_written(uow, path, kind, run_id, user_id)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
     BundleImportSummary,
     BundleSelection,
@@ -32,16 +31,16 @@ from mempipe.tasks.replay import replay_context
 def write_bundle(
     store_url: str, out: str, selection: BundleSelection, with_vectors: bool
 ) -> ExportSummary:
-    with closing(open_store(store_url)) as store:
-        summary = export_bundle(store, Path(out), selection, with_vectors=with_vectors)
+    with unit_of_work(store_url) as uow:
+        summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
     get_run_logger().info("exported %s to %s", summary.counts, summary.out)
     return summary
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
 def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
-    with closing(open_store(store_url)) as store:
-        summary = import_bundle(store, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
+    with unit_of_work(store_url) as uow:
+        summary = import_bundle(uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
     logger = get_run_logger()
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
     for difference in summary.digest_differences:
@@ -53,9 +52,9 @@ def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> Bu
 def erase_user(
     store_url: str, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
 ) -> EraseSummary:
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         summary = erasing.erase_user(
-            store, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
+            uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
         )
     logger = get_run_logger()
     logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
@@ -74,8 +73,8 @@ def copy_records(
     batch_size: int,
 ) -> CopySummary:
     with (
-        closing(open_store(source_url, read_only=True)) as source,
-        closing(open_store(target_url)) as target,
+        unit_of_work(source_url, read_only=True) as source,
+        unit_of_work(target_url) as target,
     ):
         summary = copying.copy_store(
             source,
@@ -105,9 +104,9 @@ def import_memory_file(
     rejects_file: str,
 ) -> MemoryImportSummary:
     context = replay_context(settings, run_id)
-    with closing(open_store(store_url)) as store:
+    with unit_of_work(store_url) as uow:
         summary = memory_import.import_memory_file(
-            store,
+            uow,
             Path(path),
             fmt,
             defaults,

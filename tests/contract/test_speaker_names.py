@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import STM, ReadFilter
@@ -93,7 +94,7 @@ class Recording(HashingEmbedder):
 def embedded(store) -> list[str]:
     """What a re-embed of the turns gives the embedder."""
     embedder = Recording()
-    embed_collection(store, STM, embedder, run_id="r", batch_size=10)
+    embed_collection(UnitOfWork(store), STM, embedder, run_id="r", batch_size=10)
     return embedder.given
 
 
@@ -101,7 +102,12 @@ def load(store, tmp_path: Path, name: str, write) -> None:
     archive = tmp_path / name
     write(archive)
     summary = ingest_file(
-        store, archive, ArchiveFormat.AUTO, DEFAULTS, run_id="r", rejects_file=tmp_path / "rej"
+        UnitOfWork(store),
+        archive,
+        ArchiveFormat.AUTO,
+        DEFAULTS,
+        run_id="r",
+        rejects_file=tmp_path / "rej",
     )
     assert summary.turns_inserted == 1, summary
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
 from mempipe.schemas.failure import Failure, FailureClass
@@ -133,7 +134,9 @@ def test_vectors_are_read_by_reference_and_found_again_by_it(backend) -> None:
     filled(backend)
     embedder = HashingEmbedder(8)
     for collection in ("stm", "semantic"):
-        embed_collection(backend, collection, embedder, run_id="r", batch_size=4, state="serving")
+        embed_collection(
+            UnitOfWork(backend), collection, embedder, run_id="r", batch_size=4, state="serving"
+        )
     turns = everything(backend, "turns", BundleSelection(), 100)
     pages, after = [], None
     while True:

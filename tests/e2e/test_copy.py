@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import prepare_store
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.audit import AuditRow, ReconcileAction
@@ -31,7 +32,13 @@ AT = datetime(2024, 5, 1, tzinfo=UTC)
 def test_sqlite_to_mongodb_and_back_is_verified(source, tmp_path) -> None:
     mongo = mongomock_store(tmp_path)
     declared(mongo)
-    there = copy_store(source, mongo, run_id="c1", rejects_file=tmp_path / "r1", batch_size=7)
+    there = copy_store(
+        UnitOfWork(source),
+        UnitOfWork(mongo),
+        run_id="c1",
+        rejects_file=tmp_path / "r1",
+        batch_size=7,
+    )
     assert there.verified, there.differences
     assert there.copied["semantic"] > 0
 
@@ -39,11 +46,19 @@ def test_sqlite_to_mongodb_and_back_is_verified(source, tmp_path) -> None:
     prepare_store(url, None)
     back = open_store(url, migrate=True)
     declared(back)
-    home = copy_store(mongo, back, run_id="c2", rejects_file=tmp_path / "r2", batch_size=5)
+    home = copy_store(
+        UnitOfWork(mongo), UnitOfWork(back), run_id="c2", rejects_file=tmp_path / "r2", batch_size=5
+    )
     assert home.verified, home.differences
     assert home.digests == there.digests
 
-    again = copy_store(source, mongo, run_id="c3", rejects_file=tmp_path / "r3", batch_size=7)
+    again = copy_store(
+        UnitOfWork(source),
+        UnitOfWork(mongo),
+        run_id="c3",
+        rejects_file=tmp_path / "r3",
+        batch_size=7,
+    )
     assert again.verified
     assert sum(again.copied.values()) == 0, "a second copy writes nothing"
     back.close()
@@ -68,7 +83,9 @@ def big_store(tmp_path: Path) -> Path:
         )
     )
     defaults = IdentityDefaults(org_id="o", project_id="p", user_id="u")
-    ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path)
+    ingest_file(
+        UnitOfWork(store), archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path
+    )
     rows = [
         AuditRow(
             run_id="r",

@@ -20,6 +20,7 @@ import pytest
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
 from tests.e2e.crash_kit import (
@@ -100,7 +101,13 @@ def nothing_of_the_erased_user(db: Path, store_url: str) -> None:
         for source, mode in itertools.product(("stm", "semantic", "episodic"), SearchMode):
             for scope in (ReadFilter(user_id=ERASED), ReadFilter()):
                 hits = search(
-                    store, embedder_for, f"I am {ERASED} home airport", source, mode, scope, 50
+                    UnitOfWork(store),
+                    embedder_for,
+                    f"I am {ERASED} home airport",
+                    source,
+                    mode,
+                    scope,
+                    50,
                 ).hits
                 assert [h.id for h in hits if h.user_id == ERASED] == [], (source, mode)
     finally:

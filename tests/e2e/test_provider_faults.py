@@ -20,6 +20,7 @@ import pytest
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
 from tests.e2e.crash_kit import copy_store, environment, read, run, write_archive, write_config
@@ -102,7 +103,7 @@ def observed(db: Path) -> tuple:
             [
                 (h.id, round(h.score, 6))
                 for h in search(
-                    store,
+                    UnitOfWork(store),
                     embedder_for,
                     "home airport",
                     source,

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.services.audit import export_earlier_runs, scan_audit
@@ -41,10 +42,10 @@ def test_a_killed_runs_audit_is_exported_by_the_next_replay_once(store, tmp_path
     store.finish_run("killed", RunStatus.FAILED, {}, "died: killed")
     out = tmp_path / "audit"
 
-    assert export_earlier_runs(store, out, current="now") == ["killed"]
+    assert export_earlier_runs(UnitOfWork(store), out, current="now") == ["killed"]
     exported = pl.read_parquet(out / "**" / "*.parquet")
     assert exported.height == len(list(store.audit_rows("killed")))
-    assert export_earlier_runs(store, out, current="now") == [], "once"
+    assert export_earlier_runs(UnitOfWork(store), out, current="now") == [], "once"
     assert pl.read_parquet(out / "**" / "*.parquet").height == exported.height
 
 

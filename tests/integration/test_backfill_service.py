@@ -9,6 +9,7 @@ import tracemalloc
 from datetime import timedelta
 from pathlib import Path
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.config import PromotionLimits
 from mempipe.services.ingest import ingest_file
@@ -26,7 +27,7 @@ FIXTURE_TURNS = {
 
 def ingest(store, path: Path, defaults, rejects: Path, batch_size: int = 5000):
     return ingest_file(
-        store,
+        UnitOfWork(store),
         path,
         ArchiveFormat.AUTO,
         defaults,
@@ -132,7 +133,7 @@ def test_promotion_cuts_series_by_count_and_idle_time_and_never_duplicates(
     )
     ingest(store, archive, defaults, tmp_path / "r.jsonl")
     limits = PromotionLimits(max_messages=4, idle_period=timedelta(minutes=30))
-    summary = promote_sessions(store, limits, ["semantic", "episodic"], run_id="run")
+    summary = promote_sessions(UnitOfWork(store), limits, ["semantic", "episodic"], run_id="run")
     assert summary.snapshots_created == 3
     assert summary.by_reason == {"max_messages": 1, "idle": 1, "end_of_archive": 1}
     rows = store._conn.execute(
@@ -143,7 +144,7 @@ def test_promotion_cuts_series_by_count_and_idle_time_and_never_duplicates(
         (4, 6, "idle"),
         (7, 9, "end_of_archive"),
     ]
-    again = promote_sessions(store, limits, ["semantic", "episodic"], run_id="run2")
+    again = promote_sessions(UnitOfWork(store), limits, ["semantic", "episodic"], run_id="run2")
     assert again.snapshots_created == 0
     stats = store.stats()
     assert stats.unpromoted_turns == 0
@@ -162,12 +163,12 @@ def test_turns_arriving_later_in_a_session_form_the_next_snapshot(
         )
     )
     ingest(store, archive, defaults, tmp_path / "r.jsonl")
-    promote_sessions(store, PromotionLimits(), [], run_id="a")
+    promote_sessions(UnitOfWork(store), PromotionLimits(), [], run_id="a")
     archive.write_text(
         json.dumps({"session_id": "s", "turn_seq": 2, "role": "user", "content": "2"}) + "\n"
     )
     ingest(store, archive, defaults, tmp_path / "r.jsonl")
-    promote_sessions(store, PromotionLimits(), [], run_id="b")
+    promote_sessions(UnitOfWork(store), PromotionLimits(), [], run_id="b")
     rows = store._conn.execute(
         "SELECT first_turn_seq, last_turn_seq FROM snapshots ORDER BY 1"
     ).fetchall()

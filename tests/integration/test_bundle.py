@@ -14,6 +14,7 @@ import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import prepare_store
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
@@ -77,7 +78,9 @@ def source(tmp_path: Path):
             )
         )
     for collection in COLLECTIONS:
-        embed_collection(store, collection, EMBEDDER, run_id="run", batch_size=50, state="serving")
+        embed_collection(
+            UnitOfWork(store), collection, EMBEDDER, run_id="run", batch_size=50, state="serving"
+        )
     yield store
     store.close()
 
@@ -99,7 +102,9 @@ def found(store) -> dict[tuple[str, str, str], list[str]]:
     for source in COLLECTIONS[:2]:
         for mode in SearchMode:
             for scope in (ReadFilter(user_id="maya"), ReadFilter(org_id="acme")):
-                hits = search(store, lambda _: EMBEDDER, "airport refund", source, mode, scope, 5)
+                hits = search(
+                    UnitOfWork(store), lambda _: EMBEDDER, "airport refund", source, mode, scope, 5
+                )
                 results[(source, mode.value, str(scope.user_id))] = [h.id for h in hits.hits]
     return results
 
@@ -108,7 +113,7 @@ def found(store) -> dict[tuple[str, str, str], list[str]]:
 def test_a_store_round_trips_through_a_bundle_with_the_same_digests_and_searches(
     source, tmp_path, kind
 ) -> None:
-    first = export_bundle(source, tmp_path / "bundle", BundleSelection())
+    first = export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection())
     assert all(first.counts[c] for c in ("turns", "snapshots", "semantic", "custom", "audit"))
     assert first.counts["failures"] == 1
     superseded = [
@@ -119,15 +124,19 @@ def test_a_store_round_trips_through_a_bundle_with_the_same_digests_and_searches
     assert superseded, "the store holds an UPDATE's version link"
 
     target = target_store(kind, tmp_path)
-    imported = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+    imported = import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r"
+    )
     assert imported.digests_match, imported.digest_differences
     assert imported.conflicts == 0
-    again = export_bundle(target, tmp_path / "again", BundleSelection())
+    again = export_bundle(UnitOfWork(target), tmp_path / "again", BundleSelection())
     assert again.digests == first.digests
     assert again.counts == first.counts
 
     for collection in COLLECTIONS:
-        embed_collection(target, collection, EMBEDDER, run_id="imp", batch_size=50, state="serving")
+        embed_collection(
+            UnitOfWork(target), collection, EMBEDDER, run_id="imp", batch_size=50, state="serving"
+        )
     if kind == "sqlite":
         assert found(target) == found(source), "the same ids in the same order"
     else:  # another engine: the same ids within a user (maya's and bob's turns are the same
@@ -136,21 +145,25 @@ def test_a_store_round_trips_through_a_bundle_with_the_same_digests_and_searches
             k: set(v) for k, v in found(source).items() if k[2] == "maya"
         }
 
-    repeat = import_bundle(target, tmp_path / "bundle", run_id="imp2", rejects_file=tmp_path / "r2")
+    repeat = import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp2", rejects_file=tmp_path / "r2"
+    )
     assert sum(repeat.written.values()) == 0, "a second import writes nothing"
     assert repeat.digests_match
     target.close()
 
 
 def test_a_record_held_with_other_content_is_rejected_not_overwritten(source, tmp_path) -> None:
-    export_bundle(source, tmp_path / "bundle", BundleSelection(user_id="maya"))
+    export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection(user_id="maya"))
     target = target_store("sqlite", tmp_path)
     memory_id = source.export_page("semantic", BundleSelection(user_id="maya"), None, 1)[0][0].id
     with target.write_transaction():
         target.add_memory("semantic", semantic_memory(memory_id, "something else", "maya"), None)
 
     rejects = tmp_path / "import-rejects.jsonl"
-    imported = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=rejects)
+    imported = import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp", rejects_file=rejects
+    )
 
     assert imported.conflicts == 1
     (reject,) = [json.loads(line) for line in rejects.read_text().splitlines()]
@@ -167,24 +180,30 @@ def test_a_bundle_of_custom_types_the_target_has_not_declared_is_refused_first(
 ) -> None:
     from mempipe.errors import ConfigError
 
-    export_bundle(source, tmp_path / "bundle", BundleSelection())
+    export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection())
     url = f"sqlite:///{tmp_path / 'bare.db'}"
     prepare_store(url, None)
     bare = open_store(url, migrate=True)
     with pytest.raises(ConfigError, match="custom types the target has not declared: ticket"):
-        import_bundle(bare, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+        import_bundle(
+            UnitOfWork(bare), tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r"
+        )
     assert bare.stats().turns == 0, "nothing written"
     bare.close()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "mongomock"])
 def test_vectors_travel_with_the_bundle_and_serve_at_once(source, tmp_path, kind) -> None:
-    exported = export_bundle(source, tmp_path / "bundle", BundleSelection(), with_vectors=True)
+    exported = export_bundle(
+        UnitOfWork(source), tmp_path / "bundle", BundleSelection(), with_vectors=True
+    )
     assert exported.vectors["turns"] == exported.counts["turns"]
     assert exported.vectors["semantic"] == exported.counts["semantic"]
 
     target = target_store(kind, tmp_path)
-    imported = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+    imported = import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r"
+    )
 
     assert imported.vectors_reused == sum(exported.vectors.values())
     assert imported.without_vector == 0
@@ -204,7 +223,12 @@ def test_a_copy_with_vectors_searches_as_its_source(source, tmp_path) -> None:
 
     target = target_store("sqlite", tmp_path)
     copied = copy_store(
-        source, target, run_id="c", rejects_file=tmp_path / "r", with_vectors=True, batch_size=7
+        UnitOfWork(source),
+        UnitOfWork(target),
+        run_id="c",
+        rejects_file=tmp_path / "r",
+        with_vectors=True,
+        batch_size=7,
     )
     assert copied.verified, copied.differences
     assert copied.vectors["turns"] == len(
@@ -216,7 +240,7 @@ def test_a_copy_with_vectors_searches_as_its_source(source, tmp_path) -> None:
 
 def test_an_import_cut_short_and_run_again_writes_each_audit_row_once(source, tmp_path) -> None:
     """As a killed import leaves a target: its runs written, only part of their audit rows."""
-    export_bundle(source, tmp_path / "bundle", BundleSelection())
+    export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection())
     target = target_store("sqlite", tmp_path)
     runs = source.export_page("runs", BundleSelection(), None, 100)[0]
     audit = source.export_page("audit", BundleSelection(), None, 1000)[0]
@@ -224,7 +248,9 @@ def test_an_import_cut_short_and_run_again_writes_each_audit_row_once(source, tm
     with target.write_transaction():
         target.add_audit(audit[: len(audit) // 2])
 
-    again = import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+    again = import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r"
+    )
 
     assert again.written["audit"] == len(audit) - len(audit) // 2
     assert again.digests_match, again.digest_differences

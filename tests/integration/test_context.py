@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.memory import EpisodicMemory, SemanticMemory
 from mempipe.services.context import build_context, count_tokens
 from mempipe.services.search import SearchError
@@ -44,7 +45,9 @@ def memories(store):
 
 
 def context(store, max_tokens):
-    return build_context(store, lambda _: EMBEDDER, "Lisbon airport", max_tokens=max_tokens)
+    return build_context(
+        UnitOfWork(store), lambda _: EMBEDDER, "Lisbon airport", max_tokens=max_tokens
+    )
 
 
 def test_near_duplicates_are_dropped_and_sources_are_merged(memories) -> None:

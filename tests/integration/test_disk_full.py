@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import ResourceError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
@@ -29,7 +30,7 @@ def test_a_full_disk_is_a_retryable_resource_error_and_the_rerun_is_exact(tmp_pa
 
     def load(run_id: str):
         return ingest_file(
-            store,
+            UnitOfWork(store),
             tmp_path / "archive.jsonl",
             ArchiveFormat.TURNS,
             DEFAULTS,

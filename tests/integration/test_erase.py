@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BUNDLE_MODELS, REDACTED, BundleSelection
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.audit import write_audit
@@ -34,17 +35,24 @@ def store(request, source, tmp_path: Path):
     if request.param == "sqlite":
         yield source
         return
-    export_bundle(source, tmp_path / "bundle", BundleSelection())
+    export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection())
     target = target_store("mongomock", tmp_path)
-    import_bundle(target, tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r")
+    import_bundle(
+        UnitOfWork(target), tmp_path / "bundle", run_id="imp", rejects_file=tmp_path / "r"
+    )
     for collection in COLLECTIONS:
-        embed_collection(target, collection, EMBEDDER, run_id="imp", batch_size=50, state="serving")
+        embed_collection(
+            UnitOfWork(target), collection, EMBEDDER, run_id="imp", batch_size=50, state="serving"
+        )
     yield target
     target.close()
 
 
 def digests(store, selection: BundleSelection) -> dict[str, str]:
-    return {c: digest_collection(store, c, selection, 100).hexdigest() for c in BUNDLE_MODELS}
+    return {
+        c: digest_collection(UnitOfWork(store), c, selection, 100).hexdigest()
+        for c in BUNDLE_MODELS
+    }
 
 
 def found_of_maya(store) -> list[tuple]:
@@ -52,7 +60,7 @@ def found_of_maya(store) -> list[tuple]:
     scopes = [ReadFilter(user_id="maya"), ReadFilter(org_id="acme"), ReadFilter()]
     hits = []
     for source_name, mode, scope, query in itertools.product(SOURCES, SearchMode, scopes, QUERIES):
-        result = search(store, lambda _: EMBEDDER, query, source_name, mode, scope, 50)
+        result = search(UnitOfWork(store), lambda _: EMBEDDER, query, source_name, mode, scope, 50)
         hits += [
             (source_name, mode.value, h.id)
             for h in result.hits
@@ -70,7 +78,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
     audit_rows = pl.read_parquet(audit_dir / "**" / "*.parquet").height
     assert found_of_maya(store), "maya's data is found before"
 
-    dry = erase_user(store, MAYA, dry_run=True, audit_dirs=[audit_dir])
+    dry = erase_user(UnitOfWork(store), MAYA, dry_run=True, audit_dirs=[audit_dir])
     assert dry.counts["turns"] == 20
     assert dry.counts["semantic"] > 0
     assert dry.counts["vectors"] > 0
@@ -82,7 +90,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
         .is_empty()
     )
 
-    done = erase_user(store, MAYA, dry_run=False, audit_dirs=[audit_dir])
+    done = erase_user(UnitOfWork(store), MAYA, dry_run=False, audit_dirs=[audit_dir])
 
     assert done.counts == dry.counts
     assert found_of_maya(store) == []
@@ -95,4 +103,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
     assert files.height == audit_rows
     assert set(files.filter(pl.col("user_id") == "maya")["text"]) == {REDACTED}
     assert digests(store, BOB) == before_bob, "other users unchanged"
-    assert erase_user(store, MAYA, dry_run=False, audit_dirs=[audit_dir]).counts["turns"] == 0
+    assert (
+        erase_user(UnitOfWork(store), MAYA, dry_run=False, audit_dirs=[audit_dir]).counts["turns"]
+        == 0
+    )

@@ -16,6 +16,7 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store import writer_epoch as epochs
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.bundle import BundleSelection
@@ -28,7 +29,7 @@ DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
 def load(store, folder: Path, run_id: str):
     return ingest_file(
-        store,
+        UnitOfWork(store),
         folder / "archive.jsonl",
         ArchiveFormat.TURNS,
         DEFAULTS,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.indexes import IndexState
@@ -42,7 +43,9 @@ def remember(store, memory_id: str, text: str, engagement: str) -> None:
 
 def find(store, mode, **metadata):
     filters = ReadFilter(metadata=metadata)
-    result = search(store, lambda _: EMBEDDER, "engagement status", "semantic", mode, filters, 10)
+    result = search(
+        UnitOfWork(store), lambda _: EMBEDDER, "engagement status", "semantic", mode, filters, 10
+    )
     return {hit.id for hit in result.hits}
 
 
@@ -134,7 +137,9 @@ def named_turns(store, fixtures, tmp_path, defaults) -> None:
     archive.write_text(
         '{"session_id": "s", "role": "user", "name": "Caroline", "content": "running late"}\n'
     )
-    ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path)
+    ingest_file(
+        UnitOfWork(store), archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path
+    )
 
 
 def stm_text(store, query: str) -> list[str | None]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import ReconcileThresholds
 from mempipe.schemas.identity import IdentityDefaults
@@ -37,7 +38,7 @@ def held(store) -> list:
 def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp_path) -> None:
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
-        store,
+        UnitOfWork(store),
         FIXTURES / "mem0_get_all.json",
         MemoryFormat.MEM0,
         DEFAULTS,
@@ -69,7 +70,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
     }
 
     again = import_memory_file(
-        store,
+        UnitOfWork(store),
         FIXTURES / "mem0_get_all.json",
         MemoryFormat.MEM0,
         DEFAULTS,
@@ -86,7 +87,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
 def test_langgraph_items_take_their_user_from_the_namespace(store, tmp_path) -> None:
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
-        store,
+        UnitOfWork(store),
         FIXTURES / "langgraph_store.jsonl",
         MemoryFormat.LANGGRAPH,
         DEFAULTS,
@@ -131,7 +132,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
 
     path = changed(tmp_path)
     alone = import_memory_file(
-        store,
+        UnitOfWork(store),
         path,
         MemoryFormat.MEM0,
         DEFAULTS,
@@ -149,7 +150,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
         fake.responder = lambda body: completion("UPDATE")
         judged = OpenAIExtractor(LLMSettings(base_url=endpoint, model="m", api_key="k"))
         summary = import_memory_file(
-            store,
+            UnitOfWork(store),
             path,
             MemoryFormat.MEM0,
             DEFAULTS,
@@ -198,7 +199,7 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
-        store,
+        UnitOfWork(store),
         path,
         MemoryFormat.MEMORIES,
         DEFAULTS,
@@ -219,7 +220,7 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     assert store.get_memory("taxonomic", "t1")["org_id"] == "acme"
     assert store.get_memory("episodic", "e1")["text"] == "Missed the 9:00 flight."
     again = import_memory_file(
-        store,
+        UnitOfWork(store),
         path,
         MemoryFormat.MEMORIES,
         DEFAULTS,
@@ -247,7 +248,7 @@ def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
         path.write_text(json.dumps({"results": listed}))
         store = open_store(f"sqlite:///{tmp_path / order}.db", migrate=True)
         summary = import_memory_file(
-            store,
+            UnitOfWork(store),
             path,
             MemoryFormat.MEM0,
             DEFAULTS,

@@ -13,6 +13,7 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.mongo import factory
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
 from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.indexes import rebuild_indexes_flow
@@ -101,7 +102,12 @@ def test_reembed_switches_models_with_search_answering_then_rolls_back_and_final
     cfg = config(tmp_path)
     store = open_store(mongo_url, migrate=True)
     before = search(
-        store, hashing_embedder, "home airport", "semantic", SearchMode.SEMANTIC, ReadFilter()
+        UnitOfWork(store),
+        hashing_embedder,
+        "home airport",
+        "semantic",
+        SearchMode.SEMANTIC,
+        ReadFilter(),
     )
     assert before.hits, "the serving model answers before the move"
 
@@ -109,7 +115,12 @@ def test_reembed_switches_models_with_search_answering_then_rolls_back_and_final
     assert summary.switched
     assert store.active_embedding("semantic") == ("hashing-64", 64)
     after = search(
-        store, hashing_embedder, "home airport", "semantic", SearchMode.HYBRID, ReadFilter()
+        UnitOfWork(store),
+        hashing_embedder,
+        "home airport",
+        "semantic",
+        SearchMode.HYBRID,
+        ReadFilter(),
     )
     assert after.hits
     assert {e.model_id for e in store.registry() if e.collection == "semantic"} == {
@@ -162,7 +173,13 @@ def gate_queries(url: str, path: Path) -> Path:
     store = open_store(url, migrate=True)
     try:
         hits = search(
-            store, hashing_embedder, "user", "semantic", SearchMode.TEXT, ReadFilter(), 50
+            UnitOfWork(store),
+            hashing_embedder,
+            "user",
+            "semantic",
+            SearchMode.TEXT,
+            ReadFilter(),
+            50,
         )
     finally:
         store.close()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.services.ingest import ingest_file
 
@@ -37,7 +38,7 @@ def archive(tmp_path):
 def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaults) -> None:
     rejects = tmp_path / "rejects.jsonl"
     summary = ingest_file(
-        store,
+        UnitOfWork(store),
         archive(tmp_path),
         ArchiveFormat.TURNS,
         defaults,
@@ -59,7 +60,7 @@ def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaul
 @pytest.mark.parametrize(("margin", "inserted"), [(timedelta(days=7), 3), (timedelta(0), 1)])
 def test_the_margin_is_configurable(store, tmp_path, defaults, margin, inserted) -> None:
     summary = ingest_file(
-        store,
+        UnitOfWork(store),
         archive(tmp_path),
         ArchiveFormat.TURNS,
         defaults,
@@ -72,7 +73,7 @@ def test_the_margin_is_configurable(store, tmp_path, defaults, margin, inserted)
 
 def test_without_a_window_any_time_is_taken(store, tmp_path, defaults) -> None:
     summary = ingest_file(
-        store,
+        UnitOfWork(store),
         archive(tmp_path),
         ArchiveFormat.TURNS,
         defaults,

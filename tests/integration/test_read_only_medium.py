@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
@@ -31,7 +32,7 @@ def read_only_copy(tmp_path: Path) -> Iterator[Path]:
     write_archive(tmp_path / "archive.jsonl", 3)
     store = open_store(f"sqlite:///{source / 'memory.db'}", migrate=True)
     ingest_file(
-        store,
+        UnitOfWork(store),
         tmp_path / "archive.jsonl",
         ArchiveFormat.TURNS,
         IdentityDefaults(org_id="acme", project_id="travel"),
@@ -58,7 +59,9 @@ def test_a_store_on_a_read_only_medium_is_read_and_a_write_is_refused(read_only_
     store = open_store(url, read_only=True)
     try:
         assert store.stats().turns == 3 * 6 * 2
-        hits = search(store, lambda _: None, "airport", "stm", SearchMode.TEXT, ReadFilter(), 5)
+        hits = search(
+            UnitOfWork(store), lambda _: None, "airport", "stm", SearchMode.TEXT, ReadFilter(), 5
+        )
         assert len(hits.hits) == 5
     finally:
         store.close()

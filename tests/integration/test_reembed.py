@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
 from mempipe.schemas.evaluation import EvalQuery, QueryFile
 from mempipe.schemas.memory import SemanticMemory
@@ -69,7 +70,13 @@ def big(store):
 
 def hits(store, query="refund passport", **filters):
     result = search(
-        store, MODELS.__getitem__, query, "semantic", SearchMode.SEMANTIC, ReadFilter(**filters), 5
+        UnitOfWork(store),
+        MODELS.__getitem__,
+        query,
+        "semantic",
+        SearchMode.SEMANTIC,
+        ReadFilter(**filters),
+        5,
     )
     return [h.id for h in result.hits]
 
@@ -88,7 +95,7 @@ class Watching(HashingEmbedder):
 
 def test_a_move_to_another_dimension_keeps_search_answering_and_ends_complete(big) -> None:
     watcher = Watching(big)
-    report = embed_collection(big, "semantic", watcher, run_id="r", batch_size=300)
+    report = embed_collection(UnitOfWork(big), "semantic", watcher, run_id="r", batch_size=300)
     assert (report.records, report.vectors, report.embedded_now) == (COUNT, COUNT, COUNT)
     assert len(watcher.answers) == 7
     assert all(n == 5 for n in watcher.answers)
@@ -104,13 +111,13 @@ def test_a_move_to_another_dimension_keeps_search_answering_and_ends_complete(bi
 
 
 def test_rollback_restores_the_old_model_and_finalize_drops_it(big) -> None:
-    embed_collection(big, "semantic", NEW, run_id="r", batch_size=500)
+    embed_collection(UnitOfWork(big), "semantic", NEW, run_id="r", batch_size=500)
     big.switch_models(["semantic"], NEW.model_id)
     assert big.rollback_models(["semantic"]) == ["semantic"]
     assert big.active_embedding("semantic") == (OLD.model_id, 64)
     assert {e.model_id for e in big.registry()} == {OLD.model_id}
     assert len(hits(big)) == 5
-    embed_collection(big, "semantic", NEW, run_id="r2", batch_size=500)
+    embed_collection(UnitOfWork(big), "semantic", NEW, run_id="r2", batch_size=500)
     big.switch_models(["semantic"], NEW.model_id)
     assert big.finalize_models(["semantic"]) == [f"semantic:{OLD.model_id}"]
     assert big.rollback_models(["semantic"]) == []
@@ -133,11 +140,11 @@ def test_a_crashed_move_resumes_to_exactly_one_new_vector_per_record(big) -> Non
 
     big.start_run(RunRecord(run_id="r", flow="reembed", started_at=NOW))
     with pytest.raises(KeyboardInterrupt):
-        embed_collection(big, "semantic", Crashes(128), run_id="r", batch_size=400)
+        embed_collection(UnitOfWork(big), "semantic", Crashes(128), run_id="r", batch_size=400)
     partial = big.vector_counts("semantic", NEW.model_id)[1]
     assert partial == 800
     big.start_run(RunRecord(run_id="r2", flow="reembed", started_at=NOW + timedelta(hours=1)))
-    report = embed_collection(big, "semantic", NEW, run_id="r2", batch_size=400)
+    report = embed_collection(UnitOfWork(big), "semantic", NEW, run_id="r2", batch_size=400)
     assert (report.vectors, report.embedded_now) == (COUNT, COUNT - 800)
     assert report.resumed_after == 800, "it started after the crashed run's checkpoint"
     duplicates = big._conn.execute(
@@ -157,10 +164,10 @@ def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:
     queries = QueryFile(
         queries=[EvalQuery(query=text(n), relevant_ids=[f"m{n}"]) for n in range(0, 400, 40)]
     )
-    embed_collection(big, "semantic", BLIND, run_id="r", batch_size=1000)
-    embed_collection(big, "semantic", NEW, run_id="r", batch_size=1000)
-    worse = recall_gate(big, MODELS.__getitem__, queries, BLIND.model_id, min_ratio=0.9)
-    better = recall_gate(big, MODELS.__getitem__, queries, NEW.model_id, min_ratio=0.9)
+    embed_collection(UnitOfWork(big), "semantic", BLIND, run_id="r", batch_size=1000)
+    embed_collection(UnitOfWork(big), "semantic", NEW, run_id="r", batch_size=1000)
+    worse = recall_gate(UnitOfWork(big), MODELS.__getitem__, queries, BLIND.model_id, min_ratio=0.9)
+    better = recall_gate(UnitOfWork(big), MODELS.__getitem__, queries, NEW.model_id, min_ratio=0.9)
     assert worse is not None
     assert better is not None
     assert worse.old_recall == 1.0
@@ -184,10 +191,18 @@ def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> Non
             return OLD.embed(texts)
 
     batched = evaluate(
-        big, lambda _: Counting(), labelled, "semantic", SearchMode.SEMANTIC, [5]
+        UnitOfWork(big), lambda _: Counting(), labelled, "semantic", SearchMode.SEMANTIC, [5]
     ).result
     per_query = [
-        search(big, MODELS.__getitem__, q.query, "semantic", SearchMode.SEMANTIC, ReadFilter(), 5)
+        search(
+            UnitOfWork(big),
+            MODELS.__getitem__,
+            q.query,
+            "semantic",
+            SearchMode.SEMANTIC,
+            ReadFilter(),
+            5,
+        )
         for q in queries
     ]
 
@@ -205,17 +220,19 @@ def test_incremental_fills_what_the_serving_model_lacks_turns_included(
     from mempipe.services.ingest import ingest_file
 
     ingest_file(
-        store,
+        UnitOfWork(store),
         fixtures / "turns.jsonl",
         ArchiveFormat.AUTO,
         defaults,
         run_id="r",
         rejects_file=tmp_path / "r.jsonl",
     )
-    report = embed_collection(store, "stm", OLD, run_id="r", batch_size=2, state="serving")
+    report = embed_collection(
+        UnitOfWork(store), "stm", OLD, run_id="r", batch_size=2, state="serving"
+    )
     assert (report.records, report.vectors) == (4, 4)
     found = search(
-        store,
+        UnitOfWork(store),
         MODELS.__getitem__,
         "recovery time objective",
         "stm",

@@ -11,6 +11,7 @@ import pytest
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.config import PromotionLimits
@@ -29,14 +30,14 @@ HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
 def load(store, tmp_path: Path, archive: Path = SAMPLE, user: str = "maya") -> None:
     for path in sorted(archive.iterdir()) if archive.is_dir() else [archive]:
         ingest_file(
-            store,
+            UnitOfWork(store),
             path,
             ArchiveFormat.AUTO,
             IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
             run_id="backfill",
             rejects_file=tmp_path / "rejects.jsonl",
         )
-    promote_sessions(store, PromotionLimits(), HANDLERS, run_id="backfill")
+    promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
 
 
 def context(**overrides) -> ReplayContext:
@@ -46,7 +47,7 @@ def context(**overrides) -> ReplayContext:
 
 def replay_all(store, ctx: ReplayContext, handlers=HANDLERS):
     work = store.extraction_work(SnapshotSelection(), handlers, force=False)
-    return [replay_one(store, item, ctx) for item in work]
+    return [replay_one(UnitOfWork(store), item, ctx) for item in work]
 
 
 def memories(store) -> list[tuple]:
@@ -100,7 +101,7 @@ def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(
     assert store.extraction_work(SnapshotSelection(), HANDLERS, force=False) == []
     forced = store.extraction_work(SnapshotSelection(), HANDLERS, force=True)
     for item in forced:
-        replay_one(store, item, context(run_id="again"))
+        replay_one(UnitOfWork(store), item, context(run_id="again"))
     assert (memories(store), audit(store)) == before
 
 
@@ -167,7 +168,12 @@ def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_res
     from mempipe.services.reembed import embed_collection
 
     retried = embed_collection(
-        store, "semantic", HashingEmbedder(64), run_id="nightly", batch_size=10, state="serving"
+        UnitOfWork(store),
+        "semantic",
+        HashingEmbedder(64),
+        run_id="nightly",
+        batch_size=10,
+        state="serving",
     )
     assert retried.embedded_now == 1, "the next re-embed run retries it"
     assert {m[1]: m[7] for m in memories(store)}["User's home airport is LIS."] == 1
@@ -208,9 +214,9 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
         outage = next(w for w in work if w.handler == "semantic")
         too_long = next(w for w in work if w.handler == "taxonomic")
         fake.script = [error(503, "overloaded")]
-        down = replay_one(store, outage, ctx)
+        down = replay_one(UnitOfWork(store), outage, ctx)
         fake.script = [error(400, "maximum context length exceeded", "context_length_exceeded")]
-        refused = replay_one(store, too_long, ctx)
+        refused = replay_one(UnitOfWork(store), too_long, ctx)
     assert (down.status, down.failure_class, down.attempts) == (
         "failed_retryable",
         "environmental",
@@ -249,7 +255,7 @@ def test_the_llm_extractor_writes_the_snapshot_summary(store, tmp_path) -> None:
     with fake_openai() as (fake, url):
         fake.script = [completion("Maya introduced herself and her home airport."), answer()]
         extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
-        result = replay_one(store, item, context(extractor=extractor))
+        result = replay_one(UnitOfWork(store), item, context(extractor=extractor))
     assert result.status == "done"
     summary, source = store._conn.execute(
         "SELECT summary, summary_source FROM snapshots WHERE id = ?", (item.snapshot_id,)

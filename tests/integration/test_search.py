@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import SearchError, search
@@ -52,7 +53,7 @@ def memories(store):
 
 def ids(store, mode, top_k=10, query="refund policy", **filters) -> set[str]:
     result = search(
-        store, lambda _: EMBEDDER, query, "semantic", mode, ReadFilter(**filters), top_k
+        UnitOfWork(store), lambda _: EMBEDDER, query, "semantic", mode, ReadFilter(**filters), top_k
     )
     return {hit.id for hit in result.hits}
 
@@ -108,7 +109,7 @@ def test_turns_are_searched_by_text_with_their_source_message_id(
     from mempipe.services.ingest import ingest_file
 
     ingest_file(
-        store,
+        UnitOfWork(store),
         fixtures / "turns.jsonl",
         ArchiveFormat.AUTO,
         defaults,
@@ -116,7 +117,7 @@ def test_turns_are_searched_by_text_with_their_source_message_id(
         rejects_file=tmp_path / "r.jsonl",
     )
     result = search(
-        store,
+        UnitOfWork(store),
         lambda _: EMBEDDER,
         "recovery objective",
         "stm",
@@ -126,13 +127,15 @@ def test_turns_are_searched_by_text_with_their_source_message_id(
     )
     assert [(h.message_id, h.session_id) for h in result.hits] == [("m-4", "sess-b")]
     with pytest.raises(SearchError, match="no vectors"):
-        search(store, lambda _: EMBEDDER, "x", "stm", SearchMode.SEMANTIC, ReadFilter(), 5)
+        search(
+            UnitOfWork(store), lambda _: EMBEDDER, "x", "stm", SearchMode.SEMANTIC, ReadFilter(), 5
+        )
 
 
 def test_a_query_embedder_of_another_dimension_is_refused_naming_both(memories) -> None:
     with pytest.raises(SearchError, match=r"hashing-32 gives 32 dimensions .* hashing-64 at 64"):
         search(
-            memories,
+            UnitOfWork(memories),
             lambda _: HashingEmbedder(32),
             "refund",
             "semantic",
@@ -166,10 +169,20 @@ def test_a_declared_custom_type_is_a_search_source_of_its_own(store) -> None:
         with store.write_transaction():
             store.add_memory("custom", record, EMBEDDER.embed([text])[0])
     for mode in MODES:
-        result = search(store, lambda _: EMBEDDER, "refund", "ticket", mode, ReadFilter(), 5)
+        result = search(
+            UnitOfWork(store), lambda _: EMBEDDER, "refund", "ticket", mode, ReadFilter(), 5
+        )
         assert [h.id for h in result.hits] == ["t1"], mode
     with pytest.raises(SearchError, match=r"known: stm, semantic, .*incident, ticket"):
-        search(store, lambda _: EMBEDDER, "refund", "complaint", SearchMode.TEXT, ReadFilter(), 5)
+        search(
+            UnitOfWork(store),
+            lambda _: EMBEDDER,
+            "refund",
+            "complaint",
+            SearchMode.TEXT,
+            ReadFilter(),
+            5,
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -184,7 +197,13 @@ def test_a_query_of_only_stop_words_says_so(memories) -> None:
     with pytest.raises(SearchError, match="holds only stop words"):
         ids(memories, SearchMode.TEXT, query="is it the")
     result = search(
-        memories, lambda _: EMBEDDER, "is it the", "semantic", SearchMode.HYBRID, ReadFilter(), 5
+        UnitOfWork(memories),
+        lambda _: EMBEDDER,
+        "is it the",
+        "semantic",
+        SearchMode.HYBRID,
+        ReadFilter(),
+        5,
     )
     assert result.notes == ["'is it the' holds only stop words: ranked by meaning alone"]
     assert result.hits, "the vector list still answers"

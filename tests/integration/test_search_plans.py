@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.search import STM, ReadFilter
 from mempipe.services.ingest import ingest_file
@@ -52,7 +53,9 @@ def turns(store, tmp_path: Path, defaults):
     ]
     archive = tmp_path / "turns.jsonl"
     archive.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    ingest_file(store, archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path)
+    ingest_file(
+        UnitOfWork(store), archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path
+    )
     return store, words
 
 

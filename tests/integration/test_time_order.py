@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay import ReplayContext, replay_one
 from tests.e2e.crash_kit import MONTHS, airport, write_archive
@@ -38,7 +39,7 @@ def month_files(tmp_path: Path) -> list[Path]:
 def replay_pending(store) -> None:
     context = ReplayContext(run_id="r", extractor=OfflineExtractor(), embedder=HashingEmbedder(64))
     for item in store.extraction_work(SnapshotSelection(), ["semantic"], force=False):
-        assert replay_one(store, item, context).status == "done"
+        assert replay_one(UnitOfWork(store), item, context).status == "done"
 
 
 def airports(store, status: str) -> list[str]:

@@ -8,6 +8,7 @@ from contextlib import closing
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.migrations import all_migrations
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.search import ReadFilter, SearchMode
@@ -33,9 +34,9 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         old.load_declarations()
         maya = [turn(seq, "1", f"maya says lisbon {seq}", user="maya") for seq in range(4)]
         assert old.add_turns(maya, "r").inserted == 4
-        promote_sessions(old, PromotionLimits(), ["semantic"], run_id="r")
+        promote_sessions(UnitOfWork(old), PromotionLimits(), ["semantic"], run_id="r")
         embed_collection(
-            old, "stm", HashingEmbedder(16), run_id="r", batch_size=10, state="serving"
+            UnitOfWork(old), "stm", HashingEmbedder(16), run_id="r", batch_size=10, state="serving"
         )
         before = old._rows("SELECT id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id")
         snapshots = old._rows("SELECT id FROM snapshots")
@@ -53,5 +54,5 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         assert migrated.add_turns(bob, "r").duplicates == 2
         scope = ReadFilter(user_id="maya")
         for mode in (SearchMode.TEXT, SearchMode.SEMANTIC):
-            hits = search(migrated, lambda _: EMBEDDER, "lisbon", "stm", mode, scope, 5)
+            hits = search(UnitOfWork(migrated), lambda _: EMBEDDER, "lisbon", "stm", mode, scope, 5)
             assert hits.hits, f"{mode}: the text index and the vectors still find maya's turns"

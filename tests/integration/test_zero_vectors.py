@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.vectors import vector_problem
 from mempipe.schemas.memory import SemanticMemory
@@ -65,16 +66,22 @@ def test_a_turn_whose_embedding_is_all_zeros_is_kept_without_a_vector_and_every_
         [turn(0, "my flight to Lisbon leaves at noon"), turn(1, ZERO_WIDTH), turn(2, "hello")],
         run_id="r",
     )
-    report = embed_collection(store, "stm", EMBEDDER, run_id="r", batch_size=10, state="serving")
+    report = embed_collection(
+        UnitOfWork(store), "stm", EMBEDDER, run_id="r", batch_size=10, state="serving"
+    )
     assert (report.records, report.vectors, report.unembeddable) == (3, 2, 1)
     assert store.failure_counts(None, None, None)
 
     scope = ReadFilter(org_id="acme", project_id="support", user_id="maya")
     for mode in SearchMode:
-        found = search(store, lambda _: EMBEDDER, "flight Lisbon", "stm", mode, scope, 5)
+        found = search(
+            UnitOfWork(store), lambda _: EMBEDDER, "flight Lisbon", "stm", mode, scope, 5
+        )
         assert found.hits, mode
         assert all(math.isfinite(h.score) for h in found.hits)
-    zero_query = search(store, lambda _: EMBEDDER, ZERO_WIDTH, "stm", SearchMode.SEMANTIC, scope, 5)
+    zero_query = search(
+        UnitOfWork(store), lambda _: EMBEDDER, ZERO_WIDTH, "stm", SearchMode.SEMANTIC, scope, 5
+    )
     assert zero_query.hits == [], "nothing is near a query without direction"
 
 
@@ -99,11 +106,19 @@ def test_a_zero_vector_already_stored_is_skipped_by_search_and_reconciliation(st
         )
     scope = ReadFilter(org_id="acme", project_id="support", user_id="maya")
     for mode in (SearchMode.SEMANTIC, SearchMode.HYBRID):
-        hits = search(store, lambda _: EMBEDDER, "lisbon flight", "semantic", mode, scope, 5).hits
+        hits = search(
+            UnitOfWork(store), lambda _: EMBEDDER, "lisbon flight", "semantic", mode, scope, 5
+        ).hits
         assert all(math.isfinite(h.score) for h in hits)
         assert "m1" in {h.id for h in hits}
     semantic = search(
-        store, lambda _: EMBEDDER, "lisbon flight", "semantic", SearchMode.SEMANTIC, scope, 5
+        UnitOfWork(store),
+        lambda _: EMBEDDER,
+        "lisbon flight",
+        "semantic",
+        SearchMode.SEMANTIC,
+        scope,
+        5,
     )
     assert [h.id for h in semantic.hits] == ["m1"]
 

@@ -16,6 +16,7 @@ import pytest
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import StoreError
 from mempipe.schemas.archive import ArchiveFormat
@@ -38,14 +39,14 @@ QUICK = RetryPolicy(max_attempts=3, network_base=0.0, network_cap=0.0)
 def loaded(store, tmp_path: Path):
     for path in sorted(SAMPLE.iterdir()):
         ingest_file(
-            store,
+            UnitOfWork(store),
             path,
             ArchiveFormat.AUTO,
             IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
             run_id="backfill",
             rejects_file=tmp_path / "rejects.jsonl",
         )
-    promote_sessions(store, PromotionLimits(), HANDLERS, run_id="backfill")
+    promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
     return store
 
 
@@ -61,7 +62,7 @@ def context(run_id: str = "run") -> ReplayContext:
 
 def replay(store, run_id: str = "run") -> list[ExtractionSummary]:
     work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
-    return replay_batch(store, work, context(run_id))
+    return replay_batch(UnitOfWork(store), work, context(run_id))
 
 
 def outcome(store) -> Counter[tuple[str, str, int, str]]:
@@ -88,7 +89,7 @@ def test_the_fake_reconciles_exactly_as_sqlite_does(tmp_path: Path) -> None:
 def test_promotion_twice_cuts_each_session_once(tmp_path: Path) -> None:
     store = loaded(InMemoryStore(), tmp_path)
     snapshots = len(store.data.snapshots)
-    again = promote_sessions(store, PromotionLimits(), HANDLERS, run_id="again")
+    again = promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="again")
     assert snapshots > 0
     assert (again.snapshots_created, len(store.data.snapshots)) == (0, snapshots)
 

@@ -29,17 +29,28 @@ def _imports(path: Path) -> list[tuple[str, str]]:
     ]
 
 
-def test_services_take_store_roles_not_the_whole_store() -> None:
-    """Each service names the roles it needs (mempipe.adapters.store.base), so a fake of those
-    roles is enough to run it; the union ``Store`` is for the jobs that move whole stores."""
+def test_services_receive_a_unit_of_work_and_never_open_a_store() -> None:
+    """A service reaches the store through the unit of work it is given (its repositories,
+    transactions and fence), so a unit of work over a fake is enough to run it; opening one
+    from a URL is the tasks' and the CLI's job."""
     services = Path(__file__).parents[2] / "mempipe" / "services"
-    offenders = [
+    opened = [
         f"{path.name}: {module}.{name}"
         for path in services.glob("*.py")
         for module, name in _imports(path)
-        if module.startswith("mempipe.adapters.store") and name == "Store"
+        if name in {"Store", "open_store", "unit_of_work"}
     ]
-    assert offenders == []
+    assert opened == []
+    for path in services.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        takes_store = [
+            f"{path.name}: {node.name}({arg.arg})"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+            for arg in node.args.args
+            if arg.arg == "store"
+        ]
+        assert takes_store == []
 
 
 def _decorated(layer: str, decorator: str) -> list[tuple[str, str]]:
