@@ -29,11 +29,16 @@ class AppContext:
     def store_url(self) -> str:
         return self.settings.store
 
+    @property
+    def declarations(self) -> ProjectConfig | None:
+        """The project configuration to record in the store (write-once), when a project
+        configuration file is present."""
+        return self.config if self.settings.config.exists() else None
+
     def prepare_store(self) -> None:
-        """Migrate the store and record this project's declarations (write-once) when a project
-        configuration file is present: the one step before a job writes."""
-        declared = self.config if self.settings.config.exists() else None
-        prepare_store(self.store_url, declared)
+        """Migrate the store and record this project's declarations: the one step before a
+        job writes."""
+        prepare_store(self.store_url, self.declarations)
 
     def unit_of_work(self, *, read_only: bool = False) -> UnitOfWork:
         """The store as it is (prepared by :meth:`prepare_store`); ``read_only``: an existing

@@ -7,14 +7,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from prefect import flow
-from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.bootstrap import load_context
+from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.flows.reembed import reembed_flow
-from mempipe.interrupts import handle_stop_signals, raise_if_stopped, stop_requested
+from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
 from mempipe.schemas.embedding import ReembedSummary
@@ -23,12 +24,6 @@ from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 from mempipe.services.backfill import run_counts, summarize_backfill
 from mempipe.tasks import backfill as tasks
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.runs import (
-    prepare_store,
-    record_run_end,
-    record_run_start,
-    record_written_file,
-)
 
 
 @flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -58,75 +53,65 @@ def backfill_flow(
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    run_id = str(flow_run.id)
+    url, memory = context.store_url, context.config.memory
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    prepare_store(context.store_url, config)
-    record_run_start(
-        context.store_url,
-        run_id,
-        "backfill",
-        {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
-    )
-    rejects_file = rejects_path(rejects_dir, run_id)
-    record_written_file(
-        context.store_url, str(rejects_file), FileKind.REJECTS, run_id, defaults.user_id
-    )
-    files = tasks.resolve_archives(paths)
-    ingested = [
-        tasks.ingest_archive(
-            context.store_url,
-            path,
-            format,
-            defaults,
-            columns or {},
-            run_id,
-            str(rejects_file),
-            batch_size,
-            times,
-        )
-        for path in files
-    ]
-    promotion = (
-        tasks.promote_sessions(
-            context.store_url,
-            context.config.memory.promotion,
-            [t.value for t in context.config.memory.extraction.enabled],
-            run_id,
-        )
-        if promote_sessions and not stop_requested()
-        else PromotionSummary()
-    )
-    embedded, not_embedded = None, None
-    if embed and not stop_requested():
-        try:
-            embedded = reembed_flow(
-                collections=["stm"], incremental=True, store=context.store_url, config=config
+    parameters = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
+    with recorded_run(context, "backfill", parameters) as run:
+        rejects_file = rejects_path(rejects_dir, run.run_id)
+        run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
+        ingested = [
+            tasks.ingest_archive(
+                url,
+                path,
+                format,
+                defaults,
+                columns or {},
+                run.run_id,
+                str(rejects_file),
+                batch_size,
+                times,
             )
-        except IncompleteRunError as exc:  # the turns are in; their vectors are not all there
-            embedded, not_embedded = exc.summary, f"embedding the turns: {exc}"
-    summary = summarize_backfill(
-        run_id, context.store_url, ingested, promotion, rejects_file, time.monotonic() - started
-    )
-    if isinstance(embedded, ReembedSummary):
-        (turns,) = embedded.collections
-        summary.embedded, summary.embedding_model = turns.embedded_now, embedded.model
-    unread = (
-        f"{len(summary.failed_files)} file(s) could not be read to the end: "
-        + ", ".join(summary.failed_files)
-        + (f" (see {summary.rejects_path})" if summary.rejects_path else "")
-        if summary.failed_files
-        else None
-    )
-    failed = "; ".join(f for f in (unread, not_embedded) if f) or None
-    record_run_end(context.store_url, run_id, run_counts(summary), failed)
+            for path in tasks.resolve_archives(paths)
+        ]
+        promotion = (
+            tasks.promote_sessions(
+                url, memory.promotion, [t.value for t in memory.extraction.enabled], run.run_id
+            )
+            if promote_sessions and not stop_requested()
+            else PromotionSummary()
+        )
+        embedded, not_embedded = (
+            _embed_turns(url, config) if embed and not stop_requested() else (None, None)
+        )
+        summary = summarize_backfill(
+            run.run_id, url, ingested, promotion, rejects_file, time.monotonic() - started
+        )
+        if isinstance(embedded, ReembedSummary):
+            (turns,) = embedded.collections
+            summary.embedded, summary.embedding_model = turns.embedded_now, embedded.model
+        failed = (
+            "; ".join(
+                f
+                for f in (unread_files(summary.failed_files, summary.rejects_path), not_embedded)
+                if f
+            )
+            or None
+        )
+        run.end(run_counts(summary), failed)
     publish_table(
         "backfill-summary",
         [f.model_dump() for f in summary.files],
-        f"backfill {run_id}: {summary.turns_inserted} turns inserted, "
+        f"backfill {run.run_id}: {summary.turns_inserted} turns inserted, "
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",
     )
-    raise_if_stopped(summary, "backfill")
-    if failed:
-        raise IncompleteRunError(failed, summary)
-    return summary
+    return concluded(summary, "backfill", failed)
+
+
+def _embed_turns(url: str, config: str | None) -> tuple[object, str | None]:
+    """The new turns' vectors, by the incremental re-embed of the turns (a subflow): its
+    summary, and what it left undone."""
+    try:
+        return reembed_flow(collections=["stm"], incremental=True, store=url, config=config), None
+    except IncompleteRunError as exc:  # the turns are in; their vectors are not all there
+        return exc.summary, f"embedding the turns: {exc}"

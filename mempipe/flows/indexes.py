@@ -20,7 +20,7 @@ def rebuild_indexes_flow(
     store_secret: str | None = None,
 ) -> IndexReport:
     context = load_context(store, config, store_secret)
-    prepare_store(context.store_url, config)
+    prepare_store(context.store_url, context.declarations)
     statuses = repair_indexes(context.store_url, force)
     report = IndexReport(
         store=context.store_url,

@@ -4,13 +4,12 @@ run it alone after changing the promotion limits, or after a backfill with promo
 from __future__ import annotations
 
 from prefect import flow
-from prefect.runtime import flow_run
 
 from mempipe.bootstrap import load_context
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.summaries import PromotionSummary
 from mempipe.tasks.backfill import promote_sessions
-from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="promote", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -18,14 +17,9 @@ def promote_flow(
     store: str | None = None, config: str | None = None, store_secret: str | None = None
 ) -> PromotionSummary:
     context = load_context(store, config, store_secret)
-    run_id = str(flow_run.id)
-    prepare_store(context.store_url, config)
-    record_run_start(context.store_url, run_id, "promote", {})
-    summary = promote_sessions(
-        context.store_url,
-        context.config.memory.promotion,
-        [t.value for t in context.config.memory.extraction.enabled],
-        run_id,
-    )
-    record_run_end(context.store_url, run_id, summary.model_dump(exclude={"by_reason"}))
+    memory = context.config.memory
+    with recorded_run(context, "promote", {}) as run:
+        handlers = [t.value for t in memory.extraction.enabled]
+        summary = promote_sessions(context.store_url, memory.promotion, handlers, run.run_id)
+        run.end(summary.model_dump(exclude={"by_reason"}))
     return summary

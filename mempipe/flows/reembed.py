@@ -11,13 +11,13 @@ from pydantic import Field
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.bootstrap import load_context
-from mempipe.errors import ConfigError, IncompleteRunError
+from mempipe.domain.reembed_switch import decide_switch
+from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
-from mempipe.heartbeat import keep_alive
-from mempipe.interrupts import handle_stop_signals, raise_if_stopped
-from mempipe.locks import store_lock
+from mempipe.flows.recorded_run import concluded, recorded_run
+from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
+from mempipe.schemas.embedding import COLLECTIONS, ModelState, ReembedSummary
 from mempipe.settings import load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
@@ -30,7 +30,6 @@ from mempipe.tasks.reembed import (
     rollback_models,
     switch_models,
 )
-from mempipe.tasks.runs import prepare_store, record_run_end, record_run_start
 
 
 @flow(name="reembed", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -66,121 +65,67 @@ def reembed_flow(
     and the run fails naming the cause (run it again: it resumes)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    retry = load_retry_policy()
-    run_id = str(flow_run.id)
+    url, retry = context.store_url, load_retry_policy()
     model_id = model or context.config.memory.embedding.model
     embedder = embedder_for(model_id)
     if dimensions is not None and dimensions != embedder.dimensions:
         raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
-    chosen = collections or list(COLLECTIONS)
-    unknown = set(chosen) - set(COLLECTIONS)
-    if unknown:
-        raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
-    prepare_store(context.store_url, config)
-    record_run_start(
-        context.store_url,
-        run_id,
-        "reembed",
-        {"model": model_id, "collections": chosen, "incremental": incremental},
-    )
-    with (
-        keep_alive(context.store_url, run_id),
-        store_lock("reembed", context.store_url, run_id, lock_wait_s),
-    ):
+    chosen = _collections(collections)
+    parameters = {"model": model_id, "collections": chosen, "incremental": incremental}
+    with recorded_run(
+        context, "reembed", parameters, lock="reembed", lock_wait_s=lock_wait_s
+    ) as run:
         probe_model(model_id)
-        plans = [
-            plan_embedding(context.store_url, c, model_id, incremental, partitions, retry)
-            for c in chosen
-        ]
-        parts = run_partitions(
-            embed_range,
-            [
-                {
-                    "store_url": context.store_url,
-                    "plan": plan,
-                    "id_range": id_range,
-                    "batch_size": batch_size,
-                    "run_id": run_id,
-                }
-                for plan in plans
-                for id_range in plan.ranges
-            ],
-            task_runner,
-            partitions,
-            dask_address,
+        plans = [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
+        ranges = [(plan, id_range) for plan in plans for id_range in plan.ranges]
+        parts = iter(
+            run_partitions(
+                embed_range,
+                [
+                    {"store_url": url, "plan": p, "id_range": r, "batch_size": batch_size}
+                    | {"run_id": run.run_id}
+                    for p, r in ranges
+                ],
+                task_runner,
+                partitions,
+                dask_address,
+            )
         )
-        done = iter(parts)
-        reports = [
-            count_vectors(context.store_url, plan, [next(done) for _ in plan.ranges])
-            for plan in plans
-        ]
+        reports = [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]
         summary = ReembedSummary(
-            run_id=run_id,
-            store=context.store_url,
+            run_id=run.run_id,
+            store=url,
             model=model_id,
             dimensions=embedder.dimensions,
             incremental=incremental,
             collections=reports,
         )
-        incomplete = [r.collection for r in reports if not r.complete]
+        if not incremental and gate:
+            summary.gate = recall_gate(url, gate, model_id, min_recall_ratio)
         building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
-        if not incremental:
-            summary.gate = (
-                recall_gate(context.store_url, gate, model_id, min_recall_ratio) if gate else None
-            )
-            if incomplete:
-                summary.reason = _incomplete(reports, "new vector")
-            elif summary.gate is not None and not summary.gate.passed:
-                summary.reason = (
-                    f"recall ratio {summary.gate.ratio} is below {summary.gate.min_ratio}"
-                )
-            else:
-                switch_models(context.store_url, chosen, model_id)
-                summary.switched = True
-        else:
-            first = [c for c in building if c not in incomplete]
-            if first:
-                switch_models(context.store_url, first, model_id)
-                summary.switched = True
-            if incomplete:
-                summary.reason = _incomplete(reports, "vector")
+        decision = decide_switch(reports, building, incremental=incremental, gate=summary.gate)
+        if decision.switch:
+            switch_models(url, decision.switch, model_id)
+        summary.switched, summary.reason = bool(decision.switch), decision.reason
         if summary.reason:
             get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
-        record_run_end(
-            context.store_url,
-            run_id,
-            {
-                "records": sum(r.records for r in reports),
-                "embedded": sum(r.embedded_now for r in reports),
-                "unembeddable": sum(r.unembeddable for r in reports),
-                "failed": sum(r.failed for r in reports),
-                "switched": int(summary.switched),
-            },
-            summary.reason,
-        )
+        run.end(summary.run_counts(), summary.reason)
         publish_table(
             "reembed-summary",
             [r.model_dump() for r in reports],
-            f"reembed {run_id} to {model_id}: "
+            f"reembed {run.run_id} to {model_id}: "
             + ("switched" if summary.switched else summary.reason or "incremental"),
         )
-    if summary.reason:
-        raise_if_stopped(summary, "reembed")
-        headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
-        raise IncompleteRunError(f"{headline}: {summary.reason}", summary)
-    return summary
+    headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
+    return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
 
 
-def _incomplete(reports: list[CollectionReport], what: str) -> str:
-    """Which collections lack vectors, and the provider's failure where that is why."""
-    parts = []
-    for report in reports:
-        if report.complete:
-            continue
-        missing = report.records - report.vectors - report.unembeddable
-        cause = f" (the provider failed: {report.provider_error})" if report.provider_error else ""
-        parts.append(f"{report.collection}: {missing} record(s) without a {what}{cause}")
-    return "; ".join(parts)
+def _collections(collections: list[str] | None) -> list[str]:
+    chosen = collections or list(COLLECTIONS)
+    unknown = set(chosen) - set(COLLECTIONS)
+    if unknown:
+        raise ConfigError(f"unknown collections {sorted(unknown)}; known: {list(COLLECTIONS)}")
+    return chosen
 
 
 @flow(name="reembed-finalize", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -216,12 +161,15 @@ def _end_move(
     store_secret: str | None,
 ) -> list[str]:
     """Finalize or roll back, holding the store's re-embed lock like a re-embed does."""
-    url = load_context(store, config, store_secret).store_url
-    run_id = str(flow_run.id)
-    chosen = collections or list(COLLECTIONS)
-    prepare_store(url, config)
-    record_run_start(url, run_id, flow_run.flow_name, {"collections": chosen})
-    with keep_alive(url, run_id), store_lock("reembed", url, run_id, lock_wait_s):
-        done = step(url, chosen)
-    record_run_end(url, run_id, {"collections": len(done)})
+    context = load_context(store, config, store_secret)
+    chosen = _collections(collections)
+    with recorded_run(
+        context,
+        flow_run.flow_name,
+        {"collections": chosen},
+        lock="reembed",
+        lock_wait_s=lock_wait_s,
+    ) as run:
+        done = step(context.store_url, chosen)
+        run.end({"collections": len(done)})
     return done

@@ -6,15 +6,14 @@ from datetime import datetime
 from typing import Annotated
 
 from prefect import flow
-from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
-from mempipe.errors import IncompleteRunError
+from mempipe.domain.run_outcome import extractions_left
 from mempipe.flows.hooks import record_failed_run
-from mempipe.heartbeat import keep_alive
-from mempipe.interrupts import handle_stop_signals, raise_if_stopped
+from mempipe.flows.recorded_run import concluded, recorded_run
+from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
@@ -28,12 +27,7 @@ from mempipe.tasks.replay import (
     replay_bucket,
     select_extraction_work,
 )
-from mempipe.tasks.runs import (
-    prepare_store,
-    record_run_end,
-    record_run_start,
-    recover_dead_runs,
-)
+from mempipe.tasks.runs import recover_dead_runs
 
 COUNTS = {
     "snapshots",
@@ -78,7 +72,6 @@ def replay_flow(
     ``concurrency`` processes, or the scheduler at ``dask_address``)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    run_id = str(flow_run.id)
     memory = context.config.memory
     enabled = [t.value for t in (handlers or memory.extraction.enabled)]
     require_extractor(extractor)
@@ -98,68 +91,37 @@ def replay_flow(
         since=since,
         until=until,
     )
-    prepare_store(context.store_url, config)
-    record_run_start(
-        context.store_url,
-        run_id,
-        "replay",
-        {
-            **selection.model_dump(mode="json", exclude_none=True),
-            "handlers": enabled,
-            "extractor": extractor,
-            "force": force,
-        },
-    )
-    with keep_alive(context.store_url, run_id):
-        recover_dead_runs(context.store_url)
-        buckets = select_extraction_work(context.store_url, selection, enabled, force, concurrency)
+    url = context.store_url
+    parameters = {
+        **selection.model_dump(mode="json", exclude_none=True),
+        "handlers": enabled,
+        "extractor": extractor,
+        "force": force,
+    }
+    with recorded_run(context, "replay", parameters, alive=True) as run:
+        recover_dead_runs(url)
+        buckets = select_extraction_work(url, selection, enabled, force, concurrency)
         outcomes = run_partitions(
             replay_bucket,
             [
-                {
-                    "store_url": context.store_url,
-                    "items": bucket,
-                    "settings": settings,
-                    "run_id": run_id,
-                    "force": force,
-                    "selection": selection,
-                    "handlers": enabled,
-                }
+                {"store_url": url, "items": bucket, "settings": settings, "run_id": run.run_id}
+                | {"force": force, "selection": selection, "handlers": enabled}
                 for bucket in buckets
             ],
             task_runner,
             concurrency,
             dask_address,
         )
-        files = export_audit(context.store_url, audit_dir, run_id=run_id, mark_exported=True)
-        export_earlier_audit(context.store_url, audit_dir, run_id)
-        summary = summarize_replay(run_id, context.store_url, settings, outcomes, audit_dir, files)
-        failed = failures_left(summary)
-        record_run_end(context.store_url, run_id, summary.model_dump(include=COUNTS), failed)
+        files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
+        export_earlier_audit(url, audit_dir, run.run_id)
+        summary = summarize_replay(run.run_id, url, settings, outcomes, audit_dir, files)
+        failed = extractions_left(summary)
+        run.end(summary.model_dump(include=COUNTS), failed)
     publish_table(
         "replay-summary",
         [summary.model_dump(include=COUNTS)],
-        f"replay {run_id}: {summary.added} added, {summary.updated} updated, "
+        f"replay {run.run_id}: {summary.added} added, {summary.updated} updated, "
         f"{summary.reinforced} reinforced, {summary.failed_retryable + summary.failed_content} "
         "failed",
     )
-    raise_if_stopped(summary, "replay")
-    if failed:
-        raise IncompleteRunError(failed, summary)
-    return summary
-
-
-def failures_left(summary: ReplaySummary) -> str | None:
-    """What a replay leaves undone, or None when every selected extraction is done."""
-    if not summary.failed_retryable and not summary.failed_content:
-        return None
-    again = (
-        f"; `mempipe replay` again retries the {summary.failed_retryable} retryable one(s)"
-        if summary.failed_retryable
-        else ""
-    )
-    return (
-        f"{summary.failed_retryable + summary.failed_content} of {summary.extractions} "
-        f"extraction(s) failed ({summary.failed_retryable} retryably, {summary.failed_content} "
-        f"on content: see `mempipe report --run-id {summary.run_id}`){again}"
-    )
+    return concluded(summary, "replay", failed)

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
-from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
+from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
-from mempipe.interrupts import handle_stop_signals, raise_if_stopped
+from mempipe.flows.recorded_run import concluded, recorded_run
+from mempipe.interrupts import handle_stop_signals
 from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
     BundleImportSummary,
@@ -33,9 +34,6 @@ from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.replay import export_audit
 from mempipe.tasks.runs import (
-    prepare_store,
-    record_run_end,
-    record_run_start,
     record_written_file,
 )
 from mempipe.tasks.transfer import (
@@ -85,23 +83,19 @@ def import_flow(
 ) -> BundleImportSummary:
     """Idempotent: importing the same bundle again writes nothing."""
     context = load_context(store, config, store_secret)
-    run_id = str(flow_run.id)
-    prepare_store(context.store_url, config)
-    record_run_start(context.store_url, run_id, "import", {"path": path, "format": "mempipe"})
-    rejects = rejects_path(rejects_dir, run_id, "import")
-    record_written_file(context.store_url, str(rejects), FileKind.REJECTS, run_id)
-    summary = read_bundle(context.store_url, path, run_id, str(rejects))
-    counts = {f"written_{c}": n for c, n in summary.written.items()} | {
-        "conflicts": summary.conflicts
-    }
-    record_run_end(context.store_url, run_id, counts)
+    with recorded_run(context, "import", {"path": path, "format": "mempipe"}) as run:
+        rejects = rejects_path(rejects_dir, run.run_id, "import")
+        run.record_file(rejects, FileKind.REJECTS)
+        summary = read_bundle(context.store_url, path, run.run_id, str(rejects))
+        written = {f"written_{c}": n for c, n in summary.written.items()}
+        run.end(written | {"conflicts": summary.conflicts})
     publish_table(
         "import",
         [
             {"collection": c, "written": n, "skipped": summary.duplicates_skipped.get(c, 0)}
             for c, n in summary.written.items()
         ],
-        f"import {run_id}: digests {'match' if summary.digests_match else 'differ'}",
+        f"import {run.run_id}: digests {'match' if summary.digests_match else 'differ'}",
     )
     return summary
 
@@ -127,30 +121,32 @@ def erase_flow(
         raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
     found = ["audit"] if Path("audit").is_dir() else []
     audit_dirs = [audit_dir] if audit_dir else found
-    run_id = str(flow_run.id)
-    if not dry_run:
-        prepare_store(context.store_url, config)
-        record_run_start(
-            context.store_url, run_id, "erase", selection.model_dump(exclude_none=True)
-        )
-    summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
-    summary.run_id = None if dry_run else run_id
-    left = (
-        f"the user's text is still in {len(summary.left)} file(s): "
-        + "; ".join(f"{f.path} ({f.left})" for f in summary.left)
-        if summary.left
-        else None
-    )
-    if not dry_run:
-        record_run_end(context.store_url, run_id, summary.counts, left)
+    if dry_run:
+        summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
+        left = None
+    else:
+        parameters = selection.model_dump(exclude_none=True)
+        with recorded_run(context, "erase", parameters) as run:
+            summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
+            summary.run_id = run.run_id
+            left = _still_holding(summary)
+            run.end(summary.counts, left)
     publish_table(
         "erase",
         [{"kind": k, "records": n} for k, n in summary.counts.items()],
         f"{'dry run: would erase' if dry_run else 'erased'} user {user_id}",
     )
-    if left and not dry_run:
+    if left:
         raise IncompleteRunError(left, summary)
     return summary
+
+
+def _still_holding(summary: EraseSummary) -> str | None:
+    """The files an erase could not clean: the run is not done while any holds the user."""
+    if not summary.left:
+        return None
+    held = "; ".join(f"{f.path} ({f.left})" for f in summary.left)
+    return f"the user's text is still in {len(summary.left)} file(s): {held}"
 
 
 @flow(name="copy", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -169,38 +165,22 @@ def copy_flow(
     handle_stop_signals()
     source = load_context(store, config, store_secret)
     target = load_context(to, config, to_secret)
-    run_id = str(flow_run.id)
-    prepare_store(target.store_url, config)
-    record_run_start(target.store_url, run_id, "copy", {"from": source.store_url})
-    rejects = rejects_path(rejects_dir, run_id, "copy")
-    for url in (source.store_url, target.store_url):
-        record_written_file(url, str(rejects), FileKind.REJECTS, run_id)
-    summary = copy_records(
-        source.store_url, target.store_url, run_id, str(rejects), with_vectors, batch_size
-    )
-    failed = None if summary.verified else "; ".join(summary.differences)
-    record_run_end(target.store_url, run_id, summary.copied, failed)
+    parameters = {"from": source.store_url}
+    with recorded_run(target, "copy", parameters) as run:
+        rejects = rejects_path(rejects_dir, run.run_id, "copy")
+        for url in (source.store_url, target.store_url):
+            record_written_file(url, str(rejects), FileKind.REJECTS, run.run_id)
+        summary = copy_records(
+            source.store_url, target.store_url, run.run_id, str(rejects), with_vectors, batch_size
+        )
+        failed = None if summary.verified else "; ".join(summary.differences)
+        run.end(summary.copied, failed)
     publish_table(
         "copy",
         [{"collection": c, "copied": n} for c, n in summary.copied.items()],
-        f"copy {run_id}: {'verified' if summary.verified else 'NOT verified'}",
+        f"copy {run.run_id}: {'verified' if summary.verified else 'NOT verified'}",
     )
-    raise_if_stopped(summary, "copy")
-    if failed:
-        raise IncompleteRunError(f"the copy differs from its source: {failed}", summary)
-    return summary
-
-
-COUNTED = (
-    "records_read",
-    "added",
-    "updated",
-    "reinforced",
-    "duplicates_skipped",
-    "rejected",
-    "without_vector",
-)
-"""The counts of a memory import, summed over its files and recorded with its run."""
+    return concluded(summary, "copy", failed and f"the copy differs from its source: {failed}")
 
 
 @flow(name="import-memories", on_failure=[record_failed_run], on_crashed=[record_failed_run])
@@ -226,62 +206,45 @@ def import_memories_flow(
     started = time.monotonic()
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    run_id = str(flow_run.id)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    prepare_store(context.store_url, config)
-    record_run_start(
-        context.store_url,
-        run_id,
-        "import-memories",
-        {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)},
-    )
     require_extractor(extractor)
+    memory = context.config.memory
     settings = ReplaySettings(
         extractor=extractor,
-        embedding_model=context.config.memory.embedding.model,
+        embedding_model=memory.embedding.model,
         llm=load_llm_settings(),
-        thresholds=context.config.memory.reconcile,
+        thresholds=memory.reconcile,
         retry=load_retry_policy(),
     )
-    rejects = rejects_path(rejects_dir, run_id, "import")
-    record_written_file(context.store_url, str(rejects), FileKind.REJECTS, run_id, defaults.user_id)
-    files = [
-        import_memory_file(
-            context.store_url,
-            path,
-            format,
-            defaults,
-            settings,
-            run_id,
-            memory_type,
-            verbatim,
-            str(rejects),
+    parameters = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
+    with recorded_run(context, "import-memories", parameters) as run:
+        rejects = rejects_path(rejects_dir, run.run_id, "import")
+        run.record_file(rejects, FileKind.REJECTS, defaults.user_id)
+        files = [
+            import_memory_file(
+                context.store_url,
+                path,
+                format,
+                defaults,
+                settings,
+                run.run_id,
+                memory_type,
+                verbatim,
+                str(rejects),
+            )
+            for path in resolve_archives(paths)
+        ]
+        summary = MemoryImportSummary.of_files(run.run_id, format, files)
+        summary.rejects_path = str(rejects) if summary.rejected else None
+        summary.seconds = round(time.monotonic() - started, 3)
+        failed = unread_files(summary.failed_files)
+        summary.audit_files = export_audit(
+            context.store_url, audit_dir, run_id=run.run_id, mark_exported=True
         )
-        for path in resolve_archives(paths)
-    ]
-    summary = MemoryImportSummary(run_id=run_id, format=format)
-    for part in files:
-        for count in COUNTED:
-            setattr(summary, count, getattr(summary, count) + getattr(part, count))
-        summary.failed_files += part.failed_files
-    summary.rejects_path = str(rejects) if summary.rejected else None
-    summary.seconds = round(time.monotonic() - started, 3)
-    failed = (
-        f"{len(summary.failed_files)} file(s) could not be read to the end: "
-        + ", ".join(summary.failed_files)
-        if summary.failed_files
-        else None
-    )
-    summary.audit_files = export_audit(
-        context.store_url, audit_dir, run_id=run_id, mark_exported=True
-    )
-    record_run_end(context.store_url, run_id, {c: getattr(summary, c) for c in COUNTED}, failed)
+        run.end(summary.run_counts(), failed)
     publish_table(
         "import-memories",
-        [{"count": c, "value": getattr(summary, c)} for c in COUNTED],
-        f"import {run_id} ({format.value})",
+        [{"count": c, "value": n} for c, n in summary.run_counts().items()],
+        f"import {run.run_id} ({format.value})",
     )
-    raise_if_stopped(summary, "import")
-    if failed:
-        raise IncompleteRunError(failed, summary)
-    return summary
+    return concluded(summary, "import", failed)

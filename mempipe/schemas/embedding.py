@@ -91,3 +91,14 @@ class ReembedSummary(BaseModel):
     gate: GateReport | None = None
     switched: bool = False
     reason: str | None = Field(default=None, description="why the switch did not happen")
+
+    def run_counts(self) -> dict[str, int]:
+        """What the run record keeps of it."""
+        reports = self.collections
+        return {
+            "records": sum(r.records for r in reports),
+            "embedded": sum(r.embedded_now for r in reports),
+            "unembeddable": sum(r.unembeddable for r in reports),
+            "failed": sum(r.failed for r in reports),
+            "switched": int(self.switched),
+        }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,3 +60,29 @@ class MemoryImportSummary(BaseModel):
         default_factory=list, description="the Parquet audit files of the import's run"
     )
     seconds: float = 0.0
+
+    COUNTED: ClassVar[tuple[str, ...]] = (
+        "records_read",
+        "added",
+        "updated",
+        "reinforced",
+        "duplicates_skipped",
+        "rejected",
+        "without_vector",
+    )
+    """The counts summed over an import's files and recorded with its run."""
+
+    @classmethod
+    def of_files(
+        cls, run_id: str, format: MemoryFormat, files: list[MemoryImportSummary]
+    ) -> MemoryImportSummary:
+        """One import's summary, summed over its files."""
+        summary = cls(run_id=run_id, format=format)
+        for part in files:
+            for count in cls.COUNTED:
+                setattr(summary, count, getattr(summary, count) + getattr(part, count))
+            summary.failed_files += part.failed_files
+        return summary
+
+    def run_counts(self) -> dict[str, int]:
+        return {count: getattr(self, count) for count in self.COUNTED}

@@ -10,11 +10,13 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from mempipe import bootstrap
 from mempipe.adapters.store.unit_of_work import unit_of_work
-from mempipe.bootstrap import load_context
 from mempipe.domain.liveness import this_process
+from mempipe.domain.run_outcome import run_status
 from mempipe.interrupts import stop_requested, stop_signal
-from mempipe.schemas.run import FileKind, RunRecord, RunStatus
+from mempipe.schemas.config import ProjectConfig
+from mempipe.schemas.run import FileKind, RunRecord
 from mempipe.services import runs as run_service
 from mempipe.services.runs import RecoveredRun
 from mempipe.services.written_files import record_written
@@ -22,9 +24,9 @@ from mempipe.tasks.policies import retry_if_transient
 
 
 @task(name="prepare-store", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient)
-def prepare_store(store_url: str, config: str | None = None) -> None:
+def prepare_store(store_url: str, declarations: ProjectConfig | None = None) -> None:
     """Migrations applied and the project's declarations recorded, before any work starts."""
-    load_context(store_url, config).prepare_store()
+    bootstrap.prepare_store(store_url, declarations)
 
 
 @task(
@@ -52,14 +54,9 @@ def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
     """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
+    stopped_by = signal.Signals(stop_signal() or signal.SIGTERM).name if stop_requested() else None
+    status, error = run_status(stopped_by, error)
     with unit_of_work(store_url) as uow:
-        if stop_requested():
-            status = RunStatus.INTERRUPTED
-            error = f"stopped by {signal.Signals(stop_signal() or signal.SIGTERM).name}" + (
-                f"; {error}" if error else ""
-            )
-        else:
-            status = RunStatus.FAILED if error else RunStatus.COMPLETED
         uow.runs.finish_run(run_id, status, counts, error)
 
 

@@ -1,0 +1,46 @@
+"""When a run counts as done: what each job leaves undone (None when nothing), and the status
+its run is recorded with. A run with anything undone fails (exit 1) and says what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mempipe.schemas.replay import ReplaySummary
+from mempipe.schemas.run import RunStatus
+
+
+def run_status(stopped_by: str | None, undone: str | None) -> tuple[RunStatus, str | None]:
+    """A run stopped by a signal (named by ``stopped_by``) is interrupted, whatever else it
+    left; one with work undone failed; else it completed. Returns the status and the error
+    to record."""
+    if stopped_by is not None:
+        return RunStatus.INTERRUPTED, f"stopped by {stopped_by}" + (f"; {undone}" if undone else "")
+    return (RunStatus.FAILED if undone else RunStatus.COMPLETED), undone
+
+
+def unread_files(failed_files: Sequence[str], rejects_path: str | None = None) -> str | None:
+    """Files that could not be read to the end (the rest of each was kept)."""
+    if not failed_files:
+        return None
+    where = f" (see {rejects_path})" if rejects_path else ""
+    return (
+        f"{len(failed_files)} file(s) could not be read to the end: "
+        + ", ".join(failed_files)
+        + where
+    )
+
+
+def extractions_left(summary: ReplaySummary) -> str | None:
+    """What a replay leaves undone: the extractions that failed, and how to retry them."""
+    if not summary.failed_retryable and not summary.failed_content:
+        return None
+    again = (
+        f"; `mempipe replay` again retries the {summary.failed_retryable} retryable one(s)"
+        if summary.failed_retryable
+        else ""
+    )
+    return (
+        f"{summary.failed_retryable + summary.failed_content} of {summary.extractions} "
+        f"extraction(s) failed ({summary.failed_retryable} retryably, {summary.failed_content} "
+        f"on content: see `mempipe report --run-id {summary.run_id}`){again}"
+    )
