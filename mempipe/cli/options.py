@@ -31,6 +31,16 @@ from mempipe.errors import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def renamed(option: str, value: str | None, old_names: dict[str, str]) -> str | None:
+    """A value's current name; an old spelling still works for a while, with a deprecation
+    line on stderr saying what to write instead."""
+    if value in old_names:
+        new = old_names[value]
+        click.echo(f"deprecated: {option} {value} is now {option} {new}", err=True)
+        return new
+    return value
+
+
 def store_options(command: F) -> F:
     """``--store``, ``--store-secret`` and ``--config``, shared by every command."""
     command = click.option(

@@ -14,12 +14,16 @@ from mempipe.cli.options import (
     identity_options,
     json_option,
     rejects_dir_option,
+    renamed,
     reports_errors,
     run_flow,
     store_options,
 )
 from mempipe.schemas.bundle import BundleImportSummary
 from mempipe.schemas.memory import MemoryType
+
+OLD_FORMATS = {"mempipe": "bundle"}
+"""Old spellings of ``import --format``, kept working with a deprecation line."""
 
 
 @click.command("export")
@@ -76,11 +80,12 @@ def export(
 @click.option(
     "--format",
     "source_format",
-    type=click.Choice(["mempipe", "mem0", "langgraph", "memories"]),
+    type=click.Choice(["bundle", "mem0", "langgraph", "memories", "mempipe"]),
+    callback=lambda _ctx, _param, value: renamed("--format", value, OLD_FORMATS),
     required=True,
-    help="mempipe: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
+    help="bundle: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
     "get_all returns or its export; langgraph: LangGraph store items (LangMem values too); "
-    "memories: mempipe's memory JSONL.",
+    "memories: mempipe's memory JSONL. (mempipe: the old name of bundle.)",
 )
 @identity_options
 @click.option(
@@ -130,16 +135,16 @@ def import_command(
     from mempipe.flows.transfer import import_flow, import_memories_flow
 
     context = load_context(store, config, store_secret)
-    if source_format == "mempipe":
+    if source_format == "bundle":
         if len(paths) != 1 or not Path(paths[0]).is_dir():
-            raise click.UsageError("--format mempipe takes one bundle directory")
+            raise click.UsageError("--format bundle takes one bundle directory")
     else:
         from mempipe.archives.paths import expand_paths
 
         expand_paths(paths)
     context.prepare_store()
     common = {"store": context.store_url, "config": str(context.settings.config)}
-    if source_format == "mempipe":
+    if source_format == "bundle":
         bundle = import_flow(path=paths[0], rejects_dir=rejects_dir, **common)
         emit(bundle, as_json, lambda: _bundle_lines(bundle))
         return

@@ -83,7 +83,7 @@ def import_flow(
 ) -> BundleImportSummary:
     """Idempotent: importing the same bundle again writes nothing."""
     context = load_context(store, config, store_secret)
-    with recorded_run(context, "import", {"path": path, "format": "mempipe"}) as run:
+    with recorded_run(context, "import", {"path": path, "format": "bundle"}) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects, FileKind.REJECTS)
         summary = read_bundle(context.store_url, path, run.run_id, str(rejects))

@@ -282,12 +282,12 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
     )
 
     runs = []
-    for _ in range(2):
+    for spelling in ("bundle", "mempipe"):
         imported = mempipe(
             "import",
             "bundle",
             "--format",
-            "mempipe",
+            spelling,
             *target,
             "--json",
             cwd=tmp_path,
@@ -295,6 +295,8 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
         )
         assert imported.returncode == 0, imported.stderr
         runs.append(json.loads(imported.stdout))
+        deprecated = "deprecated: --format mempipe is now --format bundle"
+        assert (deprecated in imported.stderr) is (spelling == "mempipe"), imported.stderr
     assert runs[0]["written"]["turns"] == 20
     assert runs[0]["digests_match"] is True
     assert sum(runs[1]["written"].values()) == 0, "a second import writes nothing"

@@ -115,7 +115,7 @@ def test_no_credential_reaches_prefect_the_store_files_or_output_and_an_erase_le
         mempipe("report", "--out", "report", "--html", "page.html", env=env)
         mempipe("search", "locker code", "--user-id", USER, "--json", env=env)
         mempipe("export", "--out", "bundle", env=env)
-        mempipe("import", "--format", "mempipe", "bundle", "--store", imported, env=env)
+        mempipe("import", "--format", "bundle", "bundle", "--store", imported, env=env)
         mempipe("copy", "--to", copy, env=env)
         for command in ("stats", "runs", "recover", "migrate", "rebuild-indexes", "models"):
             mempipe(command, "--json", env=env)
