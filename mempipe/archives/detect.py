@@ -8,7 +8,6 @@ from mempipe.archives.formats.registry import TABLE_FORMATS, classify
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
 from mempipe.archives.streams import binary_head, open_stream
-from mempipe.schemas.archive import ArchiveFormat
 
 RECORDS_TO_SNIFF = 50
 BINARY = "binary data (NUL bytes in its first 8 KiB), not a text archive"
@@ -18,7 +17,7 @@ class UnknownFormatError(ValueError):
     """The first records match no known format: the whole file is rejected."""
 
 
-def detect_format(path: Path) -> ArchiveFormat:
+def detect_format(path: Path) -> str:
     suffix = logical_suffix(path)
     if suffix in TABLE_FORMATS:
         return TABLE_FORMATS[suffix]

@@ -12,7 +12,7 @@ import zstandard
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
 from mempipe.archives.drafts import Draft, Skipped, finish, reject
 from mempipe.archives.formats import RecordParser
-from mempipe.archives.formats.registry import JSON_PARSERS
+from mempipe.archives.formats.registry import json_parser
 from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
 from mempipe.archives.json_records import BrokenRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
@@ -36,7 +36,7 @@ class ArchiveReader:
     def __init__(
         self,
         path: Path,
-        fmt: ArchiveFormat,
+        fmt: str,
         defaults: IdentityDefaults,
         columns: Mapping[str, str] | None = None,
         times: TimeWindow | None = None,
@@ -45,7 +45,7 @@ class ArchiveReader:
         self.path = path
         self.times = times
         self.requested = fmt
-        self.format: ArchiveFormat | None = None if fmt is ArchiveFormat.AUTO else fmt
+        self.format: str | None = None if fmt == ArchiveFormat.AUTO else fmt
         self.defaults = defaults
         self.columns = dict(columns or {})
         self.size = path.stat().st_size
@@ -78,7 +78,7 @@ class ArchiveReader:
         try:
             fmt = self.format or detect_format(self.path)
             self.format = fmt
-            if fmt is ArchiveFormat.PARQUET:
+            if fmt == ArchiveFormat.PARQUET:
                 yield from parquet_drafts(name, self.columns)
                 return
             with open_stream(self.path) as stream:
@@ -86,7 +86,7 @@ class ArchiveReader:
                 if binary_head(stream.stream):
                     raise UnknownFormatError(BINARY)
                 try:
-                    if fmt is ArchiveFormat.CSV:
+                    if fmt == ArchiveFormat.CSV:
                         delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","
                         yield from csv_drafts(stream.stream, name, self.columns, delimiter)
                     else:
@@ -106,8 +106,8 @@ class ArchiveReader:
                 return reject(draft.source, problem, draft.original)
         return turn
 
-    def _parser(self, fmt: ArchiveFormat, name: str) -> RecordParser:
-        return JSON_PARSERS[fmt](name)
+    def _parser(self, fmt: str, name: str) -> RecordParser:
+        return json_parser(fmt)(name)
 
     def _unreadable(self, exc: BaseException, kept: str) -> Reject:
         kind = "cannot read the file" if isinstance(exc, OSError) else "corrupt or truncated"

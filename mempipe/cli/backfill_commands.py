@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mempipe.archives.formats.registry import format_names
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     emit,
@@ -15,7 +16,6 @@ from mempipe.cli.options import (
     run_flow,
     store_options,
 )
-from mempipe.schemas.archive import ArchiveFormat
 
 
 @click.command()
@@ -23,7 +23,7 @@ from mempipe.schemas.archive import ArchiveFormat
 @click.option(
     "--format",
     "archive_format",
-    type=click.Choice([f.value for f in ArchiveFormat]),
+    type=click.Choice(format_names()),
     default="auto",
     show_default=True,
     help="Archive format; auto detects it per file.",

@@ -17,7 +17,7 @@ from mempipe.bulk import bulk_work
 from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
-from mempipe.schemas.archive import ArchiveFormat, TimeWindow
+from mempipe.schemas.archive import TimeWindow
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.summaries import IngestSummary, TurnWriteResult
@@ -27,7 +27,7 @@ from mempipe.schemas.turn import Turn
 def ingest_file(
     uow: UnitOfWork,
     path: Path,
-    archive_format: ArchiveFormat,
+    archive_format: str,
     defaults: IdentityDefaults,
     *,
     run_id: str | None,
@@ -37,7 +37,7 @@ def ingest_file(
     times: TimeWindow | None = None,
 ) -> IngestSummary:
     reader = ArchiveReader(path, archive_format, defaults, columns, times)
-    summary = IngestSummary(path=str(path), format=archive_format.value)
+    summary = IngestSummary(path=str(path), format=str(archive_format))
 
     def account(result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
         rejected = append_rejects(rejects_file, [*rejects, *result.conflicts])
@@ -61,7 +61,7 @@ def ingest_file(
 
         for result, (rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
             account(result, rejects, skipped)
-    summary.format = (reader.format or archive_format).value
+    summary.format = str(reader.format or archive_format)
     summary.failed = reader.failed
     return summary
 

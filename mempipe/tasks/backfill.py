@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.archives import expand_paths
-from mempipe.schemas.archive import ArchiveFormat, TimeWindow
+from mempipe.schemas.archive import TimeWindow
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.summaries import IngestSummary, PromotionSummary
@@ -35,7 +35,7 @@ def resolve_archives(paths: list[str]) -> list[str]:
 def ingest_archive(
     store_url: str,
     path: str,
-    archive_format: ArchiveFormat,
+    archive_format: str,
     defaults: IdentityDefaults,
     columns: dict[str, str],
     run_id: str,

@@ -1,8 +1,8 @@
-"""A third party's embedding provider, extractor and store backend, installed as a package of
-their own and found through their entry points (``mempipe.embedding_providers``,
-``mempipe.extractors``, ``mempipe.store_backends``): listed by ``mempipe models`` and
-``--extractor``, and used by a re-embed, a replay and a backfill from the CLI, with no change to
-mempipe."""
+"""A third party's embedding provider, extractor, store backend and archive format, installed as
+a package of their own and found through their entry points (``mempipe.embedding_providers``,
+``mempipe.extractors``, ``mempipe.store_backends``, ``mempipe.archive_formats``): listed by
+``mempipe models``, ``--extractor`` and ``--format``, and used by a re-embed, a replay and
+backfills from the CLI, with no change to mempipe."""
 
 from __future__ import annotations
 
@@ -73,6 +73,30 @@ class FirstWordsExtractor:
         raise NotImplementedError
 
 
+class ChatLog:
+    """``{"thread", "who", "said"}`` per line: a chat tool's log, as a third party reads it."""
+
+    format = "chatlog"
+
+    @staticmethod
+    def recognises(record):
+        return {"thread", "who", "said"} <= record.keys()
+
+    def __init__(self, path):
+        self.path = path
+        self.seen = {}
+
+    def __call__(self, record):
+        from mempipe.archives.drafts import Draft
+        from mempipe.archives.formats.conversation import record_source
+
+        line = record.value
+        seq = self.seen.setdefault(line["thread"], 0)
+        self.seen[line["thread"]] = seq + 1
+        fields = {"session_id": line["thread"], "turn_seq": seq, "role": line["who"]}
+        yield Draft(fields | {"content": line["said"]}, record_source(self.path, record), record)
+
+
 def open_vault(url, *, read_only):
     """A backend for ``vault:///PATH``: here, the SQLite store at PATH.vault."""
     from mempipe.adapters.store.sqlite.factory import open_sqlite_store
@@ -94,11 +118,12 @@ def install_plugin(site: Path) -> None:
         "[mempipe.embedding_providers]\nletters = mempipe_letters:LetterProvider\n"
         "[mempipe.extractors]\nfirst-words = mempipe_letters:FirstWordsExtractor\n"
         "[mempipe.store_backends]\nvault = mempipe_letters:open_vault\n"
+        "[mempipe.archive_formats]\nchatlog = mempipe_letters:ChatLog\n"
     )
     (info / "RECORD").write_text("")
 
 
-def test_an_installed_provider_extractor_and_backend_are_listed_and_used_from_the_cli(
+def test_an_installed_provider_extractor_backend_and_format_are_listed_and_used_from_the_cli(
     prefect_server, fixtures, tmp_path
 ) -> None:
     install_plugin(tmp_path / "site")
@@ -136,6 +161,22 @@ def test_an_installed_provider_extractor_and_backend_are_listed_and_used_from_th
         == read(tmp_path / "notes.vault", "SELECT count(*) FROM turns")[0][0]
         > 0
     )
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"thread": "t1", "who": "user", "said": "my flight to Lisbon is at nine"}\n'
+        '{"thread": "t1", "who": "assistant", "said": "noted"}\n'
+    )
+    assert "chatlog" in run(["backfill", "--help"], tmp_path, env).stdout
+    logged = run(["backfill", str(log), *store, "--json"], tmp_path, env)
+    assert logged.returncode == 0, logged.stderr
+    (read_as,) = json.loads(logged.stdout)["files"]
+    assert (read_as["format"], read_as["turns_inserted"]) == ("chatlog", 2), "detected"
+    said_first = "SELECT role, content FROM turns WHERE session_id = 't1' ORDER BY turn_seq"
+    assert read(tmp_path / "m.db", said_first) == [
+        ("user", "my flight to Lisbon is at nine"),
+        ("assistant", "noted"),
+    ]
 
     without = run(
         ["reembed", "--model", "letters-26", "--collections", "stm", *store],

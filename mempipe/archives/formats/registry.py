@@ -1,35 +1,83 @@
 """Every archive format in one place: the JSON formats with their parser and the rule that
-recognises one of their records (in the order detection tries them, most specific first), and
-the table formats by suffix. The reader and detection read from here and the CLI offers every
-member of :class:`ArchiveFormat`, so a new format is its parser module (with its ``format`` and
-``recognises``), its enum member and one line below."""
+recognises one of their records, and the table formats by suffix. The reader, detection and the
+CLI's ``--format`` choices read from here, so a new format is its parser module (with its
+``format`` name and ``recognises``) and one line below, or, from a package of its own, an entry
+point under ``mempipe.archive_formats`` whose object is the parser class (found with
+:mod:`importlib.metadata`, as pytest finds plug-ins)."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from typing import Any, Protocol
 
+from mempipe.archives.drafts import Draft
 from mempipe.archives.formats.chatgpt import ChatGPTExport
 from mempipe.archives.formats.claude import ClaudeExport
 from mempipe.archives.formats.openai import OpenAIChat
 from mempipe.archives.formats.sharegpt import ShareGPT
 from mempipe.archives.formats.turns import CanonicalTurns
+from mempipe.archives.json_records import JsonRecord
+from mempipe.errors import ConfigError
 from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.reject import Reject
 
-JSON_FORMATS: tuple[type, ...] = (ChatGPTExport, ClaudeExport, ShareGPT, OpenAIChat, CanonicalTurns)
-"""Each is a parser class made per file (``Parser(path)(record)`` yields drafts) with a
-``format`` and a static ``recognises(record)``. Tried in this order: a record could match a
-looser rule further down (a ChatGPT conversation also has a list of messages in some
-exports)."""
-TABLE_FORMATS: dict[str, ArchiveFormat] = {
+ENTRY_POINT_GROUP = "mempipe.archive_formats"
+
+
+class JsonFormat(Protocol):
+    """A JSON archive format: made per file (``Parser(path)``), called per record."""
+
+    format: str
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool: ...
+
+    def __init__(self, path: str) -> None: ...
+
+    def __call__(self, record: JsonRecord) -> Iterator[Draft | Reject]: ...
+
+
+BUILT_IN: tuple[type[JsonFormat], ...] = (ChatGPTExport, ClaudeExport, ShareGPT, OpenAIChat)
+"""Tried in this order, most specific first: a record could match a looser rule further down (a
+ChatGPT conversation also has a list of messages in some exports)."""
+CATCH_ALL: type[JsonFormat] = CanonicalTurns
+"""mempipe's own turns, the loosest rule: tried last, after any plug-in's."""
+TABLE_FORMATS: dict[str, str] = {
     ".parquet": ArchiveFormat.PARQUET,
     ".csv": ArchiveFormat.CSV,
     ".tsv": ArchiveFormat.CSV,
 }
-JSON_PARSERS: dict[ArchiveFormat, type] = {parser.format: parser for parser in JSON_FORMATS}
 
 
-def classify(record: Any) -> ArchiveFormat | None:
+@functools.cache
+def json_formats() -> tuple[type[JsonFormat], ...]:
+    """Every JSON format in the order detection tries them: the built-ins, the plug-ins', then
+    the catch-all."""
+    plugins = tuple(point.load() for point in entry_points(group=ENTRY_POINT_GROUP))
+    return (*BUILT_IN, *plugins, CATCH_ALL)
+
+
+def format_names() -> list[str]:
+    """What ``--format`` takes: ``auto``, every JSON format, the table formats."""
+    names = [ArchiveFormat.AUTO, *(p.format for p in json_formats()), *TABLE_FORMATS.values()]
+    return list(dict.fromkeys(map(str, names)))
+
+
+def require_format(name: str) -> str:
+    """The name, when a registered format has it; otherwise a config error naming them all."""
+    if name not in format_names():
+        raise ConfigError(f"unknown archive format {name!r}; known: {', '.join(format_names())}")
+    return name
+
+
+def json_parser(name: str) -> type[JsonFormat]:
+    return next(p for p in json_formats() if p.format == name)
+
+
+def classify(record: Any) -> str | None:
     """The format a JSON record belongs to, from the keys each format is known by."""
     if not isinstance(record, dict):
         return None
-    return next((p.format for p in JSON_FORMATS if p.recognises(record)), None)
+    return next((p.format for p in json_formats() if p.recognises(record)), None)

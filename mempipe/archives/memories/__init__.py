@@ -222,7 +222,7 @@ class MemoryArchiveReader(ArchiveReader):
         self.memory_format = fmt
         self.memory_type = memory_type
 
-    def _parser(self, fmt: ArchiveFormat, name: str) -> RecordParser:
+    def _parser(self, fmt: str, name: str) -> RecordParser:
         return PARSERS[self.memory_format](name)
 
     def _finish(self, draft: Draft) -> ImportedMemory | Reject:  # type: ignore[override]
