@@ -9,12 +9,20 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from mempipe.adapters.llm.registry import require_extractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import load_store_secret, remember
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.settings import Settings, load_project_config, load_settings
+from mempipe.schemas.replay import ReplaySettings
+from mempipe.settings import (
+    Settings,
+    load_llm_settings,
+    load_project_config,
+    load_retry_policy,
+    load_settings,
+)
 
 DEFAULT_ORG = "default"
 DEFAULT_PROJECT = "default"
@@ -28,6 +36,25 @@ class AppContext:
     @property
     def store_url(self) -> str:
         return self.settings.store
+
+    def flow_options(self) -> dict[str, str]:
+        """The store and configuration file as a flow this command starts takes them: the
+        public URL (the password stays in this process) and the file's path."""
+        return {"store": self.store_url, "config": str(self.settings.config)}
+
+    def replay_settings(self, extractor: str) -> ReplaySettings:
+        """What an extraction or a memory import runs with: the extractor (which must be
+        registered), the configured embedding model and thresholds, the LLM and retry settings
+        of the environment."""
+        require_extractor(extractor)
+        memory = self.config.memory
+        return ReplaySettings(
+            extractor=extractor,
+            embedding_model=memory.embedding.model,
+            llm=load_llm_settings(),
+            thresholds=memory.reconcile,
+            retry=load_retry_policy(),
+        )
 
     @property
     def declarations(self) -> ProjectConfig | None:

@@ -101,8 +101,7 @@ def backfill(
             user_id=user_id,
             agent_id=agent_id,
             columns=column_map,
-            store=context.store_url,
-            config=str(context.settings.config),
+            **context.flow_options(),
             batch_size=batch_size,
             rejects_dir=rejects_dir,
             promote_sessions=not no_promote,
@@ -154,7 +153,9 @@ def promote(store: str | None, config: str | None, store_secret: str | None, as_
     context = load_context(store, config, store_secret)
     context.prepare_store()
     with show_on_terminal():
-        summary = promote_flow(store=context.store_url, config=str(context.settings.config))
+        summary = promote_flow(
+            **context.flow_options(),
+        )
 
     def human() -> None:
         click.echo(

@@ -94,8 +94,7 @@ def reembed(
             partitions=partitions,
             task_runner=task_runner,
             dask_address=dask_address,
-            store=context.store_url,
-            config=str(context.settings.config),
+            **context.flow_options(),
         )
 
     def human() -> None:
@@ -185,8 +184,7 @@ def _end_move(
     context = load_context(store, config, store_secret)
     return end_flow(
         collections=split_list(collections),
-        store=context.store_url,
-        config=str(context.settings.config),
+        **context.flow_options(),
     )
 
 
@@ -208,7 +206,8 @@ def rebuild_indexes_command(
     context = load_context(store, config, store_secret)
     context.prepare_store()
     report = rebuild_indexes_flow(
-        force=force, store=context.store_url, config=str(context.settings.config)
+        force=force,
+        **context.flow_options(),
     )
 
     def human() -> None:

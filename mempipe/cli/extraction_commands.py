@@ -99,8 +99,7 @@ def replay(
             task_runner=task_runner,
             dask_address=dask_address,
             force=force,
-            store=context.store_url,
-            config=str(context.settings.config),
+            **context.flow_options(),
             audit_dir=audit_dir,
         )
 
@@ -182,8 +181,7 @@ def report(
         by=by,
         out=out,
         html=html,
-        store=context.store_url,
-        config=str(context.settings.config),
+        **context.flow_options(),
     )
 
     def human() -> None:

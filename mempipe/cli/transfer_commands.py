@@ -64,8 +64,7 @@ def export(
         project_id=project_id,
         user_id=user_id,
         with_vectors=with_vectors,
-        store=context.store_url,
-        config=str(context.settings.config),
+        **context.flow_options(),
     )
 
     def human() -> None:
@@ -143,7 +142,7 @@ def import_command(
 
         expand_paths(paths)
     context.prepare_store()
-    common = {"store": context.store_url, "config": str(context.settings.config)}
+    common = context.flow_options()
     if source_format == "bundle":
         bundle = import_flow(path=paths[0], rejects_dir=rejects_dir, **common)
         emit(bundle, as_json, lambda: _bundle_lines(bundle))
@@ -238,8 +237,7 @@ def erase(
         project_id=project_id,
         dry_run=dry_run,
         audit_dir=audit_dir,
-        store=context.store_url,
-        config=str(context.settings.config),
+        **context.flow_options(),
     )
 
     def human() -> None:
@@ -300,8 +298,7 @@ def copy(
     summary = copy_flow(
         to=target.store_url,
         with_vectors=with_vectors,
-        store=source.store_url,
-        config=str(source.settings.config),
+        **source.flow_options(),
         batch_size=batch_size,
         rejects_dir=rejects_dir,
     )

@@ -8,7 +8,6 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.flows.hooks import record_failed_run
@@ -16,10 +15,9 @@ from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.replay import ReplaySettings, ReplaySummary
+from mempipe.schemas.replay import ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay_summary import summarize_replay
-from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import (
     export_audit,
@@ -74,14 +72,7 @@ def replay_flow(
     context = load_context(store, config, store_secret)
     memory = context.config.memory
     enabled = [t.value for t in (handlers or memory.extraction.enabled)]
-    require_extractor(extractor)
-    settings = ReplaySettings(
-        extractor=extractor,
-        embedding_model=memory.embedding.model,
-        llm=load_llm_settings(),
-        thresholds=memory.reconcile,
-        retry=load_retry_policy(),
-    )
+    settings = context.replay_settings(extractor)
     selection = SnapshotSelection(
         org_id=org_id,
         project_id=project_id,

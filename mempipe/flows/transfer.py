@@ -10,7 +10,6 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from mempipe.adapters.llm.registry import require_extractor
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import ConfigError, IncompleteRunError
@@ -27,9 +26,7 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
-from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.run import FileKind
-from mempipe.settings import load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.replay import export_audit
@@ -207,15 +204,7 @@ def import_memories_flow(
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    require_extractor(extractor)
-    memory = context.config.memory
-    settings = ReplaySettings(
-        extractor=extractor,
-        embedding_model=memory.embedding.model,
-        llm=load_llm_settings(),
-        thresholds=memory.reconcile,
-        retry=load_retry_policy(),
-    )
+    settings = context.replay_settings(extractor)
     parameters = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
     with recorded_run(context, "import-memories", parameters) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.schemas.embedding import RegistryEntry
+
 
 class IndexState(StrEnum):
     OK = "ok"
@@ -24,6 +26,17 @@ class IndexStatus(BaseModel):
     model_id: str | None = None
     state: IndexState
     differences: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of_vectors(cls, entry: RegistryEntry) -> IndexStatus:
+        """A registered model's vector index, ``ok`` until a check finds otherwise."""
+        return cls(
+            collection=entry.collection,
+            kind="vector",
+            name=entry.vector_table,
+            model_id=entry.model_id,
+            state=IndexState.OK,
+        )
 
 
 class IndexReport(BaseModel):

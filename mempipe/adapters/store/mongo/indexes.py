@@ -122,13 +122,7 @@ class MongoIndexAdmin(MongoParts):
         return status
 
     def _vector_status(self, entry: RegistryEntry) -> IndexStatus:
-        status = IndexStatus(
-            collection=entry.collection,
-            kind="vector",
-            name=entry.vector_table,
-            model_id=entry.model_id,
-            state=IndexState.OK,
-        )
+        status = IndexStatus.of_vectors(entry)
         actual = self.search_indexes.definition(
             self._collection(entry.collection), entry.vector_table
         )

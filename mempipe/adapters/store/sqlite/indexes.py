@@ -84,13 +84,7 @@ class SqliteIndexAdmin(SqliteParts):
         return status
 
     def _vector_status(self, entry: RegistryEntry) -> IndexStatus:
-        status = IndexStatus(
-            collection=entry.collection,
-            kind="vector",
-            name=entry.vector_table,
-            model_id=entry.model_id,
-            state=IndexState.OK,
-        )
+        status = IndexStatus.of_vectors(entry)
         sql = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (entry.vector_table,))
         if not sql:
             status.state = IndexState.ABSENT
