@@ -9,7 +9,7 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from mempipe.archives.formats.registry import require_format
+from mempipe.archives.formats.registry import FormatName
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError
@@ -30,7 +30,7 @@ from mempipe.tasks.artifacts import publish_table
 @flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def backfill_flow(
     paths: Annotated[list[str], Field(min_length=1)],
-    format: str = ArchiveFormat.AUTO,
+    format: FormatName = ArchiveFormat.AUTO,
     org_id: str | None = None,
     project_id: str | None = None,
     user_id: str | None = None,
@@ -53,7 +53,6 @@ def backfill_flow(
     started = time.monotonic()
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     handle_stop_signals()
-    require_format(format)
     context = load_context(store, config, store_secret)
     url, memory = context.store_url, context.config.memory
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)

@@ -16,12 +16,10 @@ def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
         context = load_context(
             parameters.get("store"), parameters.get("config"), parameters.get("store_secret")
         )
-        uow = context.unit_of_work()
+        with context.unit_of_work() as uow:
+            run = uow.runs.get_run(str(flow_run.id))
+            if run is not None and run.status is RunStatus.RUNNING:
+                message = state.message or "failed"
+                uow.runs.finish_run(str(flow_run.id), RunStatus.FAILED, {}, message)
     except MempipeError:
-        return  # the store itself was the problem; the run's own error says so
-    try:
-        run = uow.runs.get_run(str(flow_run.id))
-        if run is not None and run.status is RunStatus.RUNNING:
-            uow.runs.finish_run(str(flow_run.id), RunStatus.FAILED, {}, state.message or "failed")
-    finally:
-        uow.close()
+        return  # the store itself was the problem (or not one yet); the run's error says so

@@ -1,5 +1,5 @@
 """The store contract suite runs against every backend named in ``MEMPIPE_CONTRACT_BACKENDS``
-(comma-separated; default ``sqlite,mongomock``, plus ``mongodb`` whenever
+(comma-separated; default ``in-memory,sqlite,mongomock,atlas-strict``, plus ``mongodb`` whenever
 ``MEMPIPE_MONGODB_URI`` points at a server, e.g. the ``mongodb/mongodb-atlas-local`` image).
 A backend adds a factory here and passes the same tests."""
 
@@ -18,6 +18,7 @@ from mempipe.adapters.store import Store, open_store
 from mempipe.adapters.store.factory import prepare
 from mempipe.adapters.store.mongo.factory import open_mongo_store
 from tests.fakes import atlas
+from tests.fakes.memory_store import InMemoryStore
 
 MONGODB_URI = os.environ.get("MEMPIPE_MONGODB_URI")
 SEARCH_SYNC_S = 2.0
@@ -50,20 +51,37 @@ def mongodb_store(tmp_path: Path) -> Store:
     return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}", migrate=True)
 
 
+def in_memory_store(tmp_path: Path) -> Store:
+    """The in-memory fake the service tests run on: it implements the turns, work, memories
+    and audit repositories, and the tests of those run on it too."""
+    return InMemoryStore()  # type: ignore[return-value]
+
+
 BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "in-memory": in_memory_store,
     "sqlite": sqlite_store,
     "mongomock": mongomock_store,
     "atlas-strict": atlas_strict_store,
     "mongodb": mongodb_store,
 }
-DEFAULT = "sqlite,mongomock,atlas-strict" + (",mongodb" if MONGODB_URI else "")
+DEFAULT = "in-memory,sqlite,mongomock,atlas-strict" + (",mongodb" if MONGODB_URI else "")
 SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", DEFAULT).split(",")]
+
+
+IN_MEMORY_REPOSITORIES = {"turns", "work", "memories", "audit"}
+"""What the in-memory fake implements: a contract test marked with no more than these runs on
+it as on the real backends."""
 
 
 @pytest.fixture(params=SELECTED)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param not in BACKENDS:
         pytest.fail(f"no contract factory for backend {request.param!r}")
+    marked = request.node.get_closest_marker("repositories")
+    if request.param == "in-memory" and (
+        marked is None or not set(marked.args) <= IN_MEMORY_REPOSITORIES
+    ):
+        pytest.skip("the in-memory fake implements only " + ", ".join(IN_MEMORY_REPOSITORIES))
     with atlas.strict() if request.param == "atlas-strict" else nullcontext():
         store = BACKENDS[request.param](tmp_path)
         yield store

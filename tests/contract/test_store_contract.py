@@ -54,6 +54,7 @@ def promote(store, handlers=("semantic",)) -> int:
     return len(store.add_snapshots(snapshots))
 
 
+@pytest.mark.repositories("turns", "work", "schema")
 def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
     maya = [turn(seq, "support-118", f"maya {seq}", user="maya") for seq in range(3)]
     bob = [turn(seq, "support-118", f"bob {seq}", user="bob") for seq in range(3)]
@@ -75,6 +76,7 @@ def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
     assert seen == {"maya": {"maya 0", "maya 1"}, "bob": {"bob 0", "bob 1"}}
 
 
+@pytest.mark.repositories("turns", "work")
 def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
     backend.add_turns([turn(seq) for seq in range(4)], "r")
     promote(backend)
@@ -85,6 +87,7 @@ def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
     assert set(times) == set(ids)
 
 
+@pytest.mark.repositories("turns", "schema")
 def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
     first = backend.add_turns([turn(0), turn(1)], "r1")
     again = backend.add_turns([turn(0), turn(1, content="changed")], "r2")
@@ -93,6 +96,7 @@ def test_turn_writes_are_idempotent_and_conflicts_are_returned(backend) -> None:
     assert backend.stats().turns == 2
 
 
+@pytest.mark.repositories("turns")
 def test_unpromoted_turns_come_in_key_order_and_promotion_is_final(backend) -> None:
     backend.add_turns([turn(1, "b"), turn(0, "b"), turn(0, "a"), turn(2, "a"), turn(1, "a")], "r")
     keys = [(t.session_id, t.turn_seq) for t in backend.iter_unpromoted_turns(page_size=2)]
@@ -103,6 +107,7 @@ def test_unpromoted_turns_come_in_key_order_and_promotion_is_final(backend) -> N
     assert promote(backend) == 0
 
 
+@pytest.mark.repositories("runs")
 def test_runs_are_recorded_with_their_outcome(backend) -> None:
     backend.start_run(RunRecord(run_id="r", flow="backfill", parameters={"x": 1}, started_at=T0))
     backend.finish_run("r", RunStatus.FAILED, {"turns": 3}, "boom")
@@ -116,6 +121,7 @@ def test_runs_are_recorded_with_their_outcome(backend) -> None:
     assert backend.get_run("missing") is None
 
 
+@pytest.mark.repositories("runs")
 def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
     backend.start_run(RunRecord(run_id="r1", flow="reembed", started_at=T0))
     backend.set_checkpoint("r1", "embed:semantic:all-MiniLM-L6-v2", 400)
@@ -130,6 +136,7 @@ def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
     )
 
 
+@pytest.mark.repositories("turns", "work", "audit")
 def test_extraction_work_states_and_failures(backend) -> None:
     backend.add_turns([turn(0), turn(1), turn(2)], "r")
     promote(backend, handlers=("semantic",))
@@ -173,6 +180,7 @@ def test_extraction_work_states_and_failures(backend) -> None:
     }
 
 
+@pytest.mark.repositories("runs", "leases")
 def test_a_lease_belongs_to_one_running_run_and_ends_with_it(backend) -> None:
     hour = timedelta(hours=1)
     now = datetime.now(UTC)
@@ -195,6 +203,7 @@ def test_a_lease_belongs_to_one_running_run_and_ends_with_it(backend) -> None:
     assert running == {"b", "c"}
 
 
+@pytest.mark.repositories("runs", "leases")
 def test_runs_record_where_they_run_and_their_heartbeat(backend) -> None:
     started = datetime(2024, 1, 1, tzinfo=UTC)
     backend.start_run(
@@ -216,6 +225,7 @@ def test_runs_record_where_they_run_and_their_heartbeat(backend) -> None:
     assert run.heartbeat_at > started
 
 
+@pytest.mark.repositories("memories")
 def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchable) -> None:
     model = "hashing-4"
     backend.ensure_vector_table("semantic", model, 4)
@@ -273,12 +283,14 @@ def write_then_crash(backend) -> None:
         raise RuntimeError("crash")
 
 
+@pytest.mark.repositories("memories")
 def test_a_failed_write_transaction_leaves_nothing(backend) -> None:
     with pytest.raises(RuntimeError, match="crash"):
         write_then_crash(backend)
     assert backend.get_memory("semantic", "m1") is None
 
 
+@pytest.mark.repositories("audit")
 def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
     row = AuditRow(
         run_id="r",
@@ -309,6 +321,7 @@ def _one_embedded_memory(backend) -> None:
         )
 
 
+@pytest.mark.repositories("models", "vectors")
 def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
     _one_embedded_memory(backend)
     backend.register_model("semantic", "hashing-8", 8, "building")
@@ -328,6 +341,7 @@ def _states(backend) -> dict[str, str]:
     return {e.model_id: e.state.value for e in backend.registry() if e.collection == "semantic"}
 
 
+@pytest.mark.repositories("models", "vectors")
 def test_a_switch_to_a_model_without_vectors_is_refused_and_changes_nothing(backend) -> None:
     _one_embedded_memory(backend)
     with pytest.raises(StoreError, match="no vectors of hashing-9 to switch to"):
@@ -335,6 +349,7 @@ def test_a_switch_to_a_model_without_vectors_is_refused_and_changes_nothing(back
     assert _states(backend) == {"hashing-4": "serving"}
 
 
+@pytest.mark.repositories("models", "vectors")
 def test_no_move_drops_the_serving_model(backend) -> None:
     """The blue/green rules are one domain plan on both backends: after a finalize there is
     nothing to roll back to, and a rollback then leaves the serving model and its vectors."""
@@ -350,6 +365,7 @@ def test_no_move_drops_the_serving_model(backend) -> None:
     assert backend.vector_counts("semantic", "hashing-8") == (1, 1)
 
 
+@pytest.mark.repositories("models", "vectors")
 def test_a_rollback_of_a_move_that_never_switched_drops_only_the_building_vectors(backend) -> None:
     _one_embedded_memory(backend)
     backend.register_model("semantic", "hashing-8", 8, "building")
@@ -358,6 +374,7 @@ def test_a_rollback_of_a_move_that_never_switched_drops_only_the_building_vector
     assert backend.vector_counts("semantic", "hashing-4") == (1, 1)
 
 
+@pytest.mark.repositories("search", "memories")
 def test_search_filters_are_anded_inside_the_query(backend, searchable) -> None:
     backend.ensure_vector_table("semantic", "hashing-4", 4)
     with backend.write_transaction():
@@ -383,6 +400,7 @@ def test_search_filters_are_anded_inside_the_query(backend, searchable) -> None:
     assert [h.id for h in vector] == ["m1"]
 
 
+@pytest.mark.repositories("schema")
 def test_declarations_are_write_once(backend) -> None:
     backend.declare(["engagement_id"], [CustomTypeConfig(name="ticket")])
     assert backend.partition_keys == ("engagement_id",)
@@ -391,6 +409,7 @@ def test_declarations_are_write_once(backend) -> None:
         backend.declare([], [CustomTypeConfig(name="ticket")])
 
 
+@pytest.mark.repositories("erasure", "turns", "work", "memories", "audit")
 def test_an_erased_owner_is_written_by_no_work_that_began_before_the_erase(
     backend, monkeypatch
 ) -> None:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mempipe.adapters.store.base import OneBatchAtATime
+from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
@@ -26,6 +27,7 @@ from mempipe.errors import MempipeError, StoreError, TransientError
 from mempipe.schemas.audit import AuditRow, AuditTime
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord, MemoryStatus
+from mempipe.schemas.reject import Reject
 from mempipe.schemas.search import Near
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus, Snapshot
@@ -94,6 +96,9 @@ class InMemoryStore(OneBatchAtATime):
         at = self.erased.get((org_id, project_id, user_id or ""))
         return at is not None and at > epoch
 
+    def close(self) -> None:
+        """Nothing to let go: the data lives as long as the object."""
+
     # -- fault knobs ------------------------------------------------------------------------
 
     def fail(self, method: str, *, nth: int = 1, transient: bool = True, times: int = 1) -> None:
@@ -128,14 +133,19 @@ class InMemoryStore(OneBatchAtATime):
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:
         self._call("add_turns")
         inserted = duplicates = 0
+        conflicts: list[Reject] = []
         for turn in turns:
             key = _turn_key(turn)
-            if key in self.data.turns:
+            stored = self.data.turns.get(key)
+            if stored is None:
+                self.data.turns[key] = (turn, None)
+                inserted += 1
+            elif (stored[0].role, stored[0].content) == (turn.role, turn.content):
                 duplicates += 1
-                continue
-            self.data.turns[key] = (turn, None)
-            inserted += 1
-        return TurnWriteResult(inserted=inserted, duplicates=duplicates)
+            else:
+                where = stored[0].source
+                conflicts.append(conflict_reject(turn, where.path, where.line, where.index))
+        return TurnWriteResult(inserted=inserted, duplicates=duplicates, conflicts=conflicts)
 
     def count_unpromoted_turns(self) -> int:
         return sum(snapshot is None for _, snapshot in self.data.turns.values())

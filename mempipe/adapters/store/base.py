@@ -111,12 +111,7 @@ class WorkQueue(Protocol):
 
 class Memories(Protocol):
     """Long-term memories and their reconciliation: candidates, new versions, reinforcements;
-    written inside one write transaction per extraction."""
-
-    def write_transaction(self) -> AbstractContextManager[None]:
-        """A transaction that holds the write lock from its start (reads inside it see no
-        concurrent writer): reconciliation runs inside one."""
-        ...
+    written inside one unit-of-work transaction per extraction."""
 
     def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
 
@@ -300,6 +295,11 @@ class Schema(Protocol):
     def apply_migration(self, migration: Migration) -> None: ...
 
     def stats(self) -> StoreStats: ...
+
+    def write_transaction(self) -> AbstractContextManager[None]:
+        """A transaction that holds the write lock from its start (reads inside it see no
+        concurrent writer): reconciliation runs inside one (``UnitOfWork.transaction``)."""
+        ...
 
     def close(self) -> None: ...
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
+
+from pydantic import AfterValidator
 
 from mempipe.archives.drafts import Draft
 from mempipe.archives.formats.chatgpt import ChatGPTExport
@@ -19,7 +21,6 @@ from mempipe.archives.formats.openai import OpenAIChat
 from mempipe.archives.formats.sharegpt import ShareGPT
 from mempipe.archives.formats.turns import CanonicalTurns
 from mempipe.archives.json_records import JsonRecord
-from mempipe.errors import ConfigError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
@@ -66,10 +67,15 @@ def format_names() -> list[str]:
 
 
 def require_format(name: str) -> str:
-    """The name, when a registered format has it; otherwise a config error naming them all."""
+    """The name, when a registered format has it; otherwise an error naming them all (a
+    ``ValueError``: as a flow parameter's validator, Prefect refuses the run before it starts)."""
     if name not in format_names():
-        raise ConfigError(f"unknown archive format {name!r}; known: {', '.join(format_names())}")
+        raise ValueError(f"unknown archive format {name!r}; known: {', '.join(format_names())}")
     return name
+
+
+FormatName = Annotated[str, AfterValidator(require_format)]
+"""An archive format's name, checked against the registry where it is given."""
 
 
 def json_parser(name: str) -> type[JsonFormat]:
