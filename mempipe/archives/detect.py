@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mempipe.archives.formats.registry import TABLE_FORMATS, classify
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
+from mempipe.archives.registry import TABLE_FORMATS, classify
 from mempipe.archives.streams import binary_head, open_stream
 
 RECORDS_TO_SNIFF = 50

@@ -12,10 +12,10 @@ import zstandard
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
 from mempipe.archives.drafts import Draft, Skipped, finish, reject
 from mempipe.archives.formats import RecordParser
-from mempipe.archives.formats.registry import json_parser
 from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
 from mempipe.archives.json_records import BrokenRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
+from mempipe.archives.registry import json_parser
 from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mempipe.archives.formats.registry import format_names
+from mempipe.archives.registry import format_names
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     emit,

@@ -9,7 +9,7 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from mempipe.archives.formats.registry import FormatName
+from mempipe.archives.registry import FormatName
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError

@@ -61,7 +61,7 @@ def test_records_are_classified_by_their_keys(record, expected) -> None:
 
 
 def test_every_format_is_in_the_registry_once_and_detection_reads_it() -> None:
-    from mempipe.archives.formats.registry import format_names, json_formats
+    from mempipe.archives.registry import format_names, json_formats
     from mempipe.schemas.archive import ArchiveFormat
 
     assert sorted(format_names()) == sorted(ArchiveFormat), "no plug-in installed here"

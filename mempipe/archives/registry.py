@@ -2,27 +2,26 @@
 recognises one of their records, and the table formats by suffix. The reader, detection and the
 CLI's ``--format`` choices read from here, so a new format is its parser module (with its
 ``format`` name and ``recognises``) and one line below, or, from a package of its own, an entry
-point under ``mempipe.archive_formats`` whose object is the parser class (found with
-:mod:`importlib.metadata`, as pytest finds plug-ins)."""
+point under ``mempipe.archive_formats`` whose name is the format's and whose object is the
+parser class (found with :mod:`importlib.metadata`, as pytest finds plug-ins). The names are
+known without importing a parser: the CLI lists them on every start."""
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Iterator
 from importlib.metadata import entry_points
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import AfterValidator
 
-from mempipe.archives.drafts import Draft
-from mempipe.archives.formats.chatgpt import ChatGPTExport
-from mempipe.archives.formats.claude import ClaudeExport
-from mempipe.archives.formats.openai import OpenAIChat
-from mempipe.archives.formats.sharegpt import ShareGPT
-from mempipe.archives.formats.turns import CanonicalTurns
-from mempipe.archives.json_records import JsonRecord
 from mempipe.schemas.archive import ArchiveFormat
-from mempipe.schemas.reject import Reject
+
+if TYPE_CHECKING:
+    from mempipe.archives.drafts import Draft
+    from mempipe.archives.json_records import JsonRecord
+    from mempipe.schemas.reject import Reject
 
 ENTRY_POINT_GROUP = "mempipe.archive_formats"
 
@@ -40,10 +39,16 @@ class JsonFormat(Protocol):
     def __call__(self, record: JsonRecord) -> Iterator[Draft | Reject]: ...
 
 
-BUILT_IN: tuple[type[JsonFormat], ...] = (ChatGPTExport, ClaudeExport, ShareGPT, OpenAIChat)
-"""Tried in this order, most specific first: a record could match a looser rule further down (a
-ChatGPT conversation also has a list of messages in some exports)."""
-CATCH_ALL: type[JsonFormat] = CanonicalTurns
+BUILT_IN: dict[str, str] = {
+    ArchiveFormat.CHATGPT: "mempipe.archives.formats.chatgpt:ChatGPTExport",
+    ArchiveFormat.CLAUDE: "mempipe.archives.formats.claude:ClaudeExport",
+    ArchiveFormat.SHAREGPT: "mempipe.archives.formats.sharegpt:ShareGPT",
+    ArchiveFormat.OPENAI: "mempipe.archives.formats.openai:OpenAIChat",
+}
+"""Each format's parser class, as an entry point names one, imported when first needed. Tried
+in this order, most specific first: a record could match a looser rule further down (a ChatGPT
+conversation also has a list of messages in some exports)."""
+CATCH_ALL = (ArchiveFormat.TURNS, "mempipe.archives.formats.turns:CanonicalTurns")
 """mempipe's own turns, the loosest rule: tried last, after any plug-in's."""
 TABLE_FORMATS: dict[str, str] = {
     ".parquet": ArchiveFormat.PARQUET,
@@ -52,17 +57,26 @@ TABLE_FORMATS: dict[str, str] = {
 }
 
 
+def _load(target: str) -> type[JsonFormat]:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _plugin_names() -> list[str]:
+    return [point.name for point in entry_points(group=ENTRY_POINT_GROUP)]
+
+
 @functools.cache
 def json_formats() -> tuple[type[JsonFormat], ...]:
     """Every JSON format in the order detection tries them: the built-ins, the plug-ins', then
     the catch-all."""
     plugins = tuple(point.load() for point in entry_points(group=ENTRY_POINT_GROUP))
-    return (*BUILT_IN, *plugins, CATCH_ALL)
+    return (*map(_load, BUILT_IN.values()), *plugins, _load(CATCH_ALL[1]))
 
 
 def format_names() -> list[str]:
     """What ``--format`` takes: ``auto``, every JSON format, the table formats."""
-    names = [ArchiveFormat.AUTO, *(p.format for p in json_formats()), *TABLE_FORMATS.values()]
+    names = [ArchiveFormat.AUTO, *BUILT_IN, *_plugin_names(), CATCH_ALL[0], *TABLE_FORMATS.values()]
     return list(dict.fromkeys(map(str, names)))
 
 
