@@ -17,6 +17,22 @@ class AuditTime(StrEnum):
     OBSERVED = "observed"
 
 
+class AuditSelection(BaseModel):
+    """Which audit rows to read: a run's, and those of the days ``since`` .. ``until`` (ISO
+    dates, both included) of the time ``by`` names: applied (``day``) or observed
+    (``observed_at``, the snapshots' times). Nothing given: every row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str | None = None
+    since: str | None = None
+    until: str | None = None
+    by: AuditTime = AuditTime.APPLIED
+
+
+EVERY_ROW = AuditSelection()
+
+
 class ReconcileAction(StrEnum):
     ADD = "ADD"
     UPDATE = "UPDATE"

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.arrow import arrow_schema, to_arrow_table
-from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.audit import AuditRow, AuditSelection, AuditTime
 from mempipe.schemas.run import RunStatus
 
 CHUNK = 50_000
@@ -66,11 +66,15 @@ def write_observed(
     """The audit files (whole) of every run-day holding a row observed in ``since`` .. ``until``."""
     partitions = {
         (row.run_id, row.day.isoformat())
-        for row in uow.audit.audit_rows(None, since, until, by=AuditTime.OBSERVED)
+        for row in uow.audit.audit_rows(
+            AuditSelection(since=since, until=until, by=AuditTime.OBSERVED)
+        )
     }
     files: list[Path] = []
     for run_id, day in sorted(partitions):
-        files += write_audit(uow.audit.audit_rows(run_id, day, day), out_dir)
+        files += write_audit(
+            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=day, until=day)), out_dir
+        )
     return sorted(set(files))
 
 
@@ -91,7 +95,7 @@ def export_earlier_runs(uow: UnitOfWork, out_dir: Path, *, current: str) -> list
             or EXPORTED in run.checkpoints
         ):
             continue
-        write_audit(uow.audit.audit_rows(run.run_id), out_dir)
+        write_audit(uow.audit.audit_rows(AuditSelection(run_id=run.run_id)), out_dir)
         uow.runs.set_checkpoint(run.run_id, EXPORTED, True)
         done.append(run.run_id)
     return done

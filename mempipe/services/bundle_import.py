@@ -18,7 +18,7 @@ from mempipe.errors import ConfigError
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.arrow import from_arrow_rows
-from mempipe.schemas.audit import AuditRow
+from mempipe.schemas.audit import AuditRow, AuditSelection
 from mempipe.schemas.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_MODELS,
@@ -165,7 +165,9 @@ class HeldRows:
     def new(self, collection: str, batch: list) -> list:
         if collection == "audit":
             for run in {row.run_id for row in batch} - set(self._audit):
-                self._audit[run] = {_audit_key(r) for r in self._uow.audit.audit_rows(run)}
+                self._audit[run] = {
+                    _audit_key(r) for r in self._uow.audit.audit_rows(AuditSelection(run_id=run))
+                }
             fresh = [r for r in batch if _audit_key(r) not in self._audit[r.run_id]]
             for row in fresh:
                 self._audit[row.run_id].add(_audit_key(row))

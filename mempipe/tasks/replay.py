@@ -13,7 +13,7 @@ from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.partitioning import partition
 from mempipe.interrupts import interruptible_sleep
 from mempipe.progress import track
-from mempipe.schemas.audit import AuditTime
+from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.selection import SnapshotSelection
@@ -113,7 +113,10 @@ def export_audit(
         if by is AuditTime.OBSERVED:
             files = write_observed(uow, Path(out_dir), since, until)
         else:
-            files = write_audit(uow.audit.audit_rows(run_id, since, until), Path(out_dir))
+            files = write_audit(
+                uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
+                Path(out_dir),
+            )
         if mark_exported and run_id is not None:
             uow.runs.set_checkpoint(run_id, EXPORTED, True)
     if files:

@@ -9,7 +9,7 @@ import pytest
 from mempipe.domain.promotion import cut_snapshots
 from mempipe.domain.scope import scope_of
 from mempipe.errors import ConfigError, StoreError
-from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
@@ -306,9 +306,11 @@ def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
     )
     with backend.write_transaction():
         backend.add_audit([row, row.model_copy(update={"run_id": "r2"})])
-    assert [r.run_id for r in backend.audit_rows(run_id="r")] == ["r"]
-    assert len(list(backend.audit_rows(since="2024-01-01", until="2024-01-01"))) == 2
-    assert list(backend.audit_rows(since="2024-01-02")) == []
+    assert [r.run_id for r in backend.audit_rows(AuditSelection(run_id="r"))] == ["r"]
+    assert (
+        len(list(backend.audit_rows(AuditSelection(since="2024-01-01", until="2024-01-01")))) == 2
+    )
+    assert list(backend.audit_rows(AuditSelection(since="2024-01-02"))) == []
 
 
 def _one_embedded_memory(backend) -> None:
@@ -447,7 +449,7 @@ def test_an_erased_owner_is_written_by_no_work_that_began_before_the_erase(
     assert snapshots == 1, "the other user's snapshot only"
     assert kept is False
     assert backend.get_memory("semantic", "m-gone") is None
-    assert [r.user_id for r in backend.audit_rows(run_id="r")] == ["u"]
+    assert [r.user_id for r in backend.audit_rows(AuditSelection(run_id="r"))] == ["u"]
     assert backend.export_page("turns", BundleSelection(user_id="gone"), None, 10)[0] == []
 
     monkeypatch.setattr(writer_epoch, "PROCESS_STARTED", datetime.now(UTC) + timedelta(hours=1))

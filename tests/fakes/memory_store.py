@@ -24,7 +24,7 @@ from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.errors import MempipeError, StoreError, TransientError
-from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection, AuditTime
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord, MemoryStatus
 from mempipe.schemas.reject import Reject
@@ -336,15 +336,10 @@ class InMemoryStore(OneBatchAtATime):
         self._call("add_audit")
         self.data.audit.extend(rows)
 
-    def audit_rows(
-        self,
-        run_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        by: AuditTime = AuditTime.APPLIED,
-    ) -> Iterator[AuditRow]:
+    def audit_rows(self, selection: AuditSelection = EVERY_ROW) -> Iterator[AuditRow]:
+        run_id, since, until = selection.run_id, selection.since, selection.until
         for row in self.data.audit:
-            when = row.day if by is AuditTime.APPLIED else row.observed_at
+            when = row.day if selection.by is AuditTime.APPLIED else row.observed_at
             if when is None and (since or until):
                 continue
             day = when.date().isoformat() if isinstance(when, datetime) else str(when)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.audit import AuditTime
+from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.services.audit import export_earlier_runs, scan_audit
 from tests.integration.test_replay import context, load, replay_all
@@ -29,12 +29,22 @@ def test_each_row_carries_the_time_its_evidence_was_observed(store, tmp_path) ->
     times = store.snapshot_times([r.snapshot_id for r in rows])
     assert rows
     assert all(r.observed_at == times[r.snapshot_id] for r in rows)
-    may = list(store.audit_rows(None, "2024-05-01", "2024-05-31", by=AuditTime.OBSERVED))
-    june = list(store.audit_rows(None, "2024-06-01", "2024-06-30", by=AuditTime.OBSERVED))
+    may = list(
+        store.audit_rows(
+            AuditSelection(since="2024-05-01", until="2024-05-31", by=AuditTime.OBSERVED)
+        )
+    )
+    june = list(
+        store.audit_rows(
+            AuditSelection(since="2024-06-01", until="2024-06-30", by=AuditTime.OBSERVED)
+        )
+    )
     assert len(may) + len(june) == len(rows)
     assert june
     assert all(r.observed_at.month == 6 for r in june)
-    assert list(store.audit_rows(None, "2024-06-01", "2024-06-30")) == [], "applied: today"
+    assert list(store.audit_rows(AuditSelection(since="2024-06-01", until="2024-06-30"))) == [], (
+        "applied: today"
+    )
 
 
 def test_a_killed_runs_audit_is_exported_by_the_next_replay_once(store, tmp_path) -> None:
@@ -44,7 +54,7 @@ def test_a_killed_runs_audit_is_exported_by_the_next_replay_once(store, tmp_path
 
     assert export_earlier_runs(UnitOfWork(store), out, current="now") == ["killed"]
     exported = pl.read_parquet(out / "**" / "*.parquet")
-    assert exported.height == len(list(store.audit_rows("killed")))
+    assert exported.height == len(list(store.audit_rows(AuditSelection(run_id="killed"))))
     assert export_earlier_runs(UnitOfWork(store), out, current="now") == [], "once"
     assert pl.read_parquet(out / "**" / "*.parquet").height == exported.height
 

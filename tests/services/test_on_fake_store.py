@@ -20,6 +20,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import StoreError
 from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.audit import AuditSelection
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.failure import FailureClass
 from mempipe.schemas.identity import IdentityDefaults
@@ -182,10 +183,10 @@ def test_a_busy_store_that_outlasts_the_retries_leaves_the_extraction_retryable(
 def test_the_audit_export_writes_every_row_once(tmp_path: Path) -> None:
     store = loaded(InMemoryStore(), tmp_path)
     replay(store)
-    rows = list(store.audit_rows(run_id="run"))
+    rows = list(store.audit_rows(AuditSelection(run_id="run")))
 
-    files = write_audit(store.audit_rows(run_id="run"), tmp_path / "audit")
-    again = write_audit(store.audit_rows(run_id="run"), tmp_path / "audit")
+    files = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit")
+    again = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit")
 
     frame = scan_audit(tmp_path / "audit").collect()
     assert files == again

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
-from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import RegistryEntry
@@ -140,16 +140,7 @@ class AuditLog(Protocol):
 
     def add_audit(self, rows: Sequence[AuditRow]) -> None: ...
 
-    def audit_rows(
-        self,
-        run_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        by: AuditTime = AuditTime.APPLIED,
-    ) -> Iterator[AuditRow]:
-        """Rows of a run and of the days ``since`` .. ``until`` (ISO dates, both included) of
-        the time ``by`` names: applied (``day``) or observed (``observed_at``)."""
-        ...
+    def audit_rows(self, selection: AuditSelection = EVERY_ROW) -> Iterator[AuditRow]: ...
 
     def add_failure(self, failure: Failure) -> None: ...
 

@@ -9,7 +9,7 @@ from typing import Any
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts
 from mempipe.adapters.store.mongo.fence import withdraw_fenced
-from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection, AuditTime
 from mempipe.schemas.failure import Failure
 
 
@@ -36,15 +36,10 @@ class MongoAuditLog(MongoParts):
             audit.insert_many(written, session=self._session)
             withdraw_fenced(self.db, "audit", written, self._session)
 
-    def audit_rows(
-        self,
-        run_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        by: AuditTime = AuditTime.APPLIED,
-    ) -> Iterator[AuditRow]:
+    def audit_rows(self, selection: AuditSelection = EVERY_ROW) -> Iterator[AuditRow]:
+        run_id, since, until = selection.run_id, selection.since, selection.until
         query: dict[str, Any] = {"run_id": run_id} if run_id else {}
-        if by is AuditTime.APPLIED:
+        if selection.by is AuditTime.APPLIED:
             days = {op: day for op, day in (("$gte", since), ("$lte", until)) if day}
             if days:
                 query["day"] = days

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
-from mempipe.schemas.audit import AuditRow, AuditTime
+from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection, AuditTime
 from mempipe.schemas.failure import Failure
 
 
@@ -22,20 +22,15 @@ class SqliteAuditLog(SqliteParts):
             [[sql.to_sql(getattr(r, c)) for c in columns] for r in rows],
         )
 
-    def audit_rows(
-        self,
-        run_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        by: AuditTime = AuditTime.APPLIED,
-    ) -> Iterator[AuditRow]:
+    def audit_rows(self, selection: AuditSelection = EVERY_ROW) -> Iterator[AuditRow]:
         clauses, values = ["1 = 1"], []
         after, before = (
             ("day >= ?", "day <= ?")
-            if by is AuditTime.APPLIED
+            if selection.by is AuditTime.APPLIED
             else ("observed_at >= ?", "observed_at < date(?, '+1 day')")
         )
-        for clause, value in (("run_id = ?", run_id), (after, since), (before, until)):
+        wanted = (selection.run_id, selection.since, selection.until)
+        for clause, value in zip(("run_id = ?", after, before), wanted, strict=True):
             if value:
                 clauses.append(clause)
                 values.append(value)
