@@ -10,7 +10,7 @@ import mongomock
 import pytest
 from pymongo.errors import BulkWriteError
 
-from mempipe.adapters.store.factory import prepare
+from mempipe.adapters.store.factory import finish_opening
 from mempipe.adapters.store.mongo.factory import open_mongo_store
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditRow, ReconcileAction
@@ -46,7 +46,7 @@ def sent(monkeypatch) -> list[list[dict]]:
 
 @pytest.fixture
 def store():
-    opened = prepare(open_mongo_store("mongodb://mongomock/unit", client=atlas.client()))
+    opened = finish_opening(open_mongo_store("mongodb://mongomock/unit", client=atlas.client()))
     yield opened
     opened.close()
 

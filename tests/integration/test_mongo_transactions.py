@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mempipe.adapters.store.factory import prepare
+from mempipe.adapters.store.factory import finish_opening
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import REGISTRY
 from mempipe.adapters.store.mongo.client import MongoStore
@@ -25,7 +25,7 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 @pytest.fixture
 def replica_set() -> Iterator[MongoStore]:
     client = atlas.client()
-    opened = prepare(open_mongo_store("mongodb://mongomock/txn", client=client))
+    opened = finish_opening(open_mongo_store("mongodb://mongomock/txn", client=client))
     assert isinstance(opened, MongoStore)
     yield opened
     opened.close()

@@ -68,7 +68,7 @@ def open_store(url: str, *, migrate: bool = False, read_only: bool = False) -> S
         except StoreError:
             store.close()
             raise
-    return prepare(store, migrate=migrate and not read_only)
+    return finish_opening(store, migrate=migrate and not read_only)
 
 
 def require_migrated(store: Store) -> None:
@@ -87,7 +87,7 @@ def require_migrated(store: Store) -> None:
         )
 
 
-def prepare(store: Store, *, migrate: bool = True) -> Store:
+def finish_opening(store: Store, *, migrate: bool = True) -> Store:
     """Apply pending migrations (unless told not to) and load the store's declarations."""
     if migrate:
         from mempipe.migrations import migrate as run_migrations
