@@ -40,7 +40,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 def build(path: Path, out: Path, turns: int) -> None:
     from mempipe.adapters.store import open_store
     from mempipe.bootstrap import prepare_store
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
@@ -56,11 +56,13 @@ def build(path: Path, out: Path, turns: int) -> None:
     defaults = IdentityDefaults(org_id="bench", project_id="lme")
     ingest_file(
         UnitOfWork(store),
-        archive,
-        ArchiveFormat.TURNS,
-        defaults,
-        run_id="b",
-        rejects_file=out / "r",
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="b",
+            rejects_file=out / "r",
+        ),
     )
     promote_sessions(UnitOfWork(store), PromotionLimits(), ["semantic"], run_id="b")
     store.close()

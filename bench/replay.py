@@ -74,7 +74,7 @@ def main() -> None:
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
     from mempipe.flows.replay import replay_flow
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
@@ -88,11 +88,13 @@ def main() -> None:
     store = open_store(store_url, migrate=True)
     ingest_file(
         UnitOfWork(store),
-        archive,
-        ArchiveFormat.TURNS,
-        IdentityDefaults(org_id="b", project_id="b"),
-        run_id="bench",
-        rejects_file=work / "rejects.jsonl",
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.TURNS,
+            defaults=IdentityDefaults(org_id="b", project_id="b"),
+            run_id="bench",
+            rejects_file=work / "rejects.jsonl",
+        ),
     )
     handlers = ["semantic", "episodic", "procedural", "taxonomic"]
     promoted = promote_sessions(UnitOfWork(store), PromotionLimits(), handlers, run_id="bench")

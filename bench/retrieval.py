@@ -42,7 +42,7 @@ def load(store_path: Path, out: Path) -> None:
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
     from mempipe.bootstrap import prepare_store
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import ProjectConfig
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
@@ -52,11 +52,13 @@ def load(store_path: Path, out: Path) -> None:
     store = open_store(url, migrate=True)
     ingest_file(
         UnitOfWork(store),
-        DATA / "turns.jsonl.gz",
-        ArchiveFormat.TURNS,
-        IdentityDefaults(org_id="dev", project_id="lme"),
-        run_id="bench",
-        rejects_file=out / "rejects.jsonl",
+        IngestRequest(
+            path=DATA / "turns.jsonl.gz",
+            format=ArchiveFormat.TURNS,
+            defaults=IdentityDefaults(org_id="dev", project_id="lme"),
+            run_id="bench",
+            rejects_file=out / "rejects.jsonl",
+        ),
     )
     texts = list(dict.fromkeys(c for (c,) in store._rows("SELECT content FROM turns ORDER BY id")))
     matrix = cached_vectors(out, texts)

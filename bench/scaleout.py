@@ -31,7 +31,7 @@ _spec.loader.exec_module(bench_replay)  # type: ignore[union-attr]
 
 def load(work: Path, name: str, archive: Path) -> str:
     from mempipe.adapters.store import open_store
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
@@ -42,11 +42,13 @@ def load(work: Path, name: str, archive: Path) -> str:
     for project in ("alpha", "beta"):
         ingest_file(
             UnitOfWork(store),
-            archive,
-            ArchiveFormat.TURNS,
-            IdentityDefaults(org_id="b", project_id=project),
-            run_id="bench",
-            rejects_file=work / "rejects.jsonl",
+            IngestRequest(
+                path=archive,
+                format=ArchiveFormat.TURNS,
+                defaults=IdentityDefaults(org_id="b", project_id=project),
+                run_id="bench",
+                rejects_file=work / "rejects.jsonl",
+            ),
         )
     promote_sessions(
         UnitOfWork(store),

@@ -61,7 +61,7 @@ def repeated_turns(total: int, per_user: int) -> Iterator[dict]:
 def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
     """The repeated turns ingested into a new SQLite store at ``store_path``, left open."""
     from mempipe.adapters.store import open_store
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
 
@@ -72,11 +72,13 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
     store = open_store(f"sqlite:///{store_path}", migrate=True)
     ingest_file(
         UnitOfWork(store),
-        archive,
-        ArchiveFormat.TURNS,
-        IdentityDefaults(org_id="bench", project_id="lme"),
-        run_id="bench",
-        rejects_file=out / "rejects.jsonl",
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.TURNS,
+            defaults=IdentityDefaults(org_id="bench", project_id="lme"),
+            run_id="bench",
+            rejects_file=out / "rejects.jsonl",
+        ),
     )
     archive.unlink()
     return store

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.schemas.identity import IdentityDefaults
 
 
 class ArchiveFormat(StrEnum):
@@ -49,3 +52,18 @@ class TimeWindow(BaseModel):
                 "future margin after the run: pass --allow-any-time to take it"
             )
         return None
+
+
+class IngestRequest(BaseModel):
+    """One archive file to read into the store: what the backfill's ingest of it needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path
+    format: str = ArchiveFormat.AUTO
+    defaults: IdentityDefaults
+    run_id: str | None
+    rejects_file: Path
+    batch_size: int = Field(default=5000, ge=1)
+    columns: dict[str, str] = Field(default_factory=dict)
+    times: TimeWindow | None = None

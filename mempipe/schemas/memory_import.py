@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.extraction import Extracted
-from mempipe.schemas.identity import IdStr
+from mempipe.schemas.identity import IdentityDefaults, IdStr
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.turn import SourceLocation
 
@@ -40,6 +41,20 @@ class ImportedMemory(BaseModel):
     updated_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: SourceLocation
+
+
+class MemoryImportRequest(BaseModel):
+    """One file of another system's memories to bring in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path
+    format: MemoryFormat
+    defaults: IdentityDefaults
+    memory_type: MemoryType | None = None
+    verbatim: bool = False
+    rejects_file: Path
+    batch_size: int = Field(default=256, ge=1)
 
 
 class MemoryImportSummary(BaseModel):

@@ -6,9 +6,8 @@ write one batch while the next is parsed does so (SQLite), so at most two batche
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from itertools import islice
-from pathlib import Path
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives import ArchiveReader
@@ -17,27 +16,16 @@ from mempipe.bulk import bulk_work
 from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
-from mempipe.schemas.archive import TimeWindow
-from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.archive import IngestRequest
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.summaries import IngestSummary, TurnWriteResult
 from mempipe.schemas.turn import Turn
 
 
-def ingest_file(
-    uow: UnitOfWork,
-    path: Path,
-    archive_format: str,
-    defaults: IdentityDefaults,
-    *,
-    run_id: str | None,
-    rejects_file: Path,
-    batch_size: int = 5000,
-    columns: Mapping[str, str] | None = None,
-    times: TimeWindow | None = None,
-) -> IngestSummary:
-    reader = ArchiveReader(path, archive_format, defaults, columns, times)
-    summary = IngestSummary(path=str(path), format=str(archive_format))
+def ingest_file(uow: UnitOfWork, request: IngestRequest) -> IngestSummary:
+    path, run_id, rejects_file = request.path, request.run_id, request.rejects_file
+    reader = ArchiveReader(path, request.format, request.defaults, request.columns, request.times)
+    summary = IngestSummary(path=str(path), format=str(request.format))
 
     def account(result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
         rejected = append_rejects(rejects_file, [*rejects, *result.conflicts])
@@ -53,7 +41,7 @@ def ingest_file(
     with bulk_work(), track(path.name, reader.size, "bytes") as progress:
 
         def parsed() -> Iterator[tuple[list[Turn], tuple[list[Reject], int]]]:
-            for turns, rejects, skipped in _batches(reader, batch_size):
+            for turns, rejects, skipped in _batches(reader, request.batch_size):
                 if stop_requested():
                     return  # asked to stop: a rerun reads the file again and adds the rest
                 yield turns, (rejects, skipped)
@@ -61,7 +49,7 @@ def ingest_file(
 
         for result, (rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
             account(result, rejects, skipped)
-    summary.format = str(reader.format or archive_format)
+    summary.format = str(reader.format or request.format)
     summary.failed = reader.failed
     return summary
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
-from pathlib import Path
 
 from mempipe.adapters.embedding import Vector
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -21,9 +20,11 @@ from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.audit import AuditRow, ReconcileAction
-from mempipe.schemas.identity import IdentityDefaults
-from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.memory_import import ImportedMemory, MemoryFormat, MemoryImportSummary
+from mempipe.schemas.memory_import import (
+    ImportedMemory,
+    MemoryImportRequest,
+    MemoryImportSummary,
+)
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.embedding import embed_texts
@@ -57,21 +58,13 @@ def evidence_of(memory: ImportedMemory) -> SnapshotContent:
 
 
 def import_memory_file(
-    uow: UnitOfWork,
-    path: Path,
-    fmt: MemoryFormat,
-    defaults: IdentityDefaults,
-    context: ReplayContext,
-    *,
-    memory_type: MemoryType | None,
-    verbatim: bool,
-    rejects_file: Path,
-    batch_size: int = 256,
+    uow: UnitOfWork, request: MemoryImportRequest, context: ReplayContext
 ) -> MemoryImportSummary:
-    reader = MemoryArchiveReader(path, fmt, defaults, memory_type)
-    summary = MemoryImportSummary(run_id=context.run_id, format=fmt)
+    path, rejects_file = request.path, request.rejects_file
+    reader = MemoryArchiveReader(path, request.format, request.defaults, request.memory_type)
+    summary = MemoryImportSummary(run_id=context.run_id, format=request.format)
     with track(path.name, reader.size, "bytes") as progress:
-        for batch in _batches(reader, batch_size):
+        for batch in _batches(reader, request.batch_size):
             if stop_requested():
                 break  # asked to stop: a rerun skips what is in and imports the rest
             memories = [m for m in batch if isinstance(m, ImportedMemory)]
@@ -83,7 +76,7 @@ def import_memory_file(
             summary.records_read += len(batch)
             summary.rejected += append_rejects(rejects_file, rejects)
             summary.without_vector += sum(v is None for v in vectors)
-            write = _verbatim if verbatim else _reconciled
+            write = _verbatim if request.verbatim else _reconciled
             rows = write(uow, context, memories, vectors)
             summary.duplicates_skipped += len(memories) - len(rows)
             for row in rows:

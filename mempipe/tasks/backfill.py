@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.archives import expand_paths
-from mempipe.schemas.archive import TimeWindow
+from mempipe.schemas.archive import IngestRequest, TimeWindow
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.summaries import IngestSummary, PromotionSummary
@@ -44,18 +44,18 @@ def ingest_archive(
     times: TimeWindow | None = None,
 ) -> IngestSummary:
     """Idempotent: a retried or repeated ingest of the same file inserts nothing new."""
+    request = IngestRequest(
+        path=Path(path),
+        format=archive_format,
+        defaults=defaults,
+        run_id=run_id,
+        rejects_file=Path(rejects_file),
+        batch_size=batch_size,
+        columns=columns,
+        times=times,
+    )
     with unit_of_work(store_url) as uow:
-        summary = ingest_file(
-            uow,
-            Path(path),
-            archive_format,
-            defaults,
-            run_id=run_id,
-            rejects_file=Path(rejects_file),
-            batch_size=batch_size,
-            columns=columns,
-            times=times,
-        )
+        summary = ingest_file(uow, request)
     get_run_logger().info(
         "%s (%s): %d turns read, %d inserted, %d duplicates skipped, %d rejected",
         path,

@@ -17,7 +17,7 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import copy as copying
 from mempipe.services import erase as erasing
@@ -105,16 +105,15 @@ def import_memory_file(
 ) -> MemoryImportSummary:
     context = replay_context(settings, run_id)
     with unit_of_work(store_url) as uow:
-        summary = memory_import.import_memory_file(
-            uow,
-            Path(path),
-            fmt,
-            defaults,
-            context,
+        request = MemoryImportRequest(
+            path=Path(path),
+            format=fmt,
+            defaults=defaults,
             memory_type=memory_type,
             verbatim=verbatim,
             rejects_file=Path(rejects_file),
         )
+        summary = memory_import.import_memory_file(uow, request, context)
     get_run_logger().info(
         "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
         path,

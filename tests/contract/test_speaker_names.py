@@ -13,7 +13,7 @@ import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import STM, ReadFilter
 from mempipe.services.ingest import ingest_file
@@ -103,11 +103,13 @@ def load(store, tmp_path: Path, name: str, write) -> None:
     write(archive)
     summary = ingest_file(
         UnitOfWork(store),
-        archive,
-        ArchiveFormat.AUTO,
-        DEFAULTS,
-        run_id="r",
-        rejects_file=tmp_path / "rej",
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.AUTO,
+            defaults=DEFAULTS,
+            run_id="r",
+            rejects_file=tmp_path / "rej",
+        ),
     )
     assert summary.turns_inserted == 1, summary
 

@@ -15,7 +15,7 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import prepare_store
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.services.copy import copy_store
@@ -84,7 +84,14 @@ def big_store(tmp_path: Path) -> Path:
     )
     defaults = IdentityDefaults(org_id="o", project_id="p", user_id="u")
     ingest_file(
-        UnitOfWork(store), archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path
+        UnitOfWork(store),
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=tmp_path,
+        ),
     )
     rows = [
         AuditRow(

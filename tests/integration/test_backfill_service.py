@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.config import PromotionLimits
 from mempipe.services.ingest import ingest_file
 from mempipe.services.promotion import promote_sessions
@@ -28,12 +28,14 @@ FIXTURE_TURNS = {
 def ingest(store, path: Path, defaults, rejects: Path, batch_size: int = 5000):
     return ingest_file(
         UnitOfWork(store),
-        path,
-        ArchiveFormat.AUTO,
-        defaults,
-        run_id="run",
-        rejects_file=rejects,
-        batch_size=batch_size,
+        IngestRequest(
+            path=path,
+            format=ArchiveFormat.AUTO,
+            defaults=defaults,
+            run_id="run",
+            rejects_file=rejects,
+            batch_size=batch_size,
+        ),
     )
 
 

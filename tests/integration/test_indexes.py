@@ -130,7 +130,7 @@ def old_turns_index(store) -> None:
 
 
 def named_turns(store, fixtures, tmp_path, defaults) -> None:
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.services.ingest import ingest_file
 
     archive = tmp_path / "named.jsonl"
@@ -138,7 +138,14 @@ def named_turns(store, fixtures, tmp_path, defaults) -> None:
         '{"session_id": "s", "role": "user", "name": "Caroline", "content": "running late"}\n'
     )
     ingest_file(
-        UnitOfWork(store), archive, ArchiveFormat.TURNS, defaults, run_id="r", rejects_file=tmp_path
+        UnitOfWork(store),
+        IngestRequest(
+            path=archive,
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=tmp_path,
+        ),
     )
 
 

@@ -15,7 +15,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import ReconcileThresholds
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.schemas.memory_import import MemoryFormat
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest
 from mempipe.schemas.replay import LLMSettings
 from mempipe.services.memory_import import import_memory_file
 from mempipe.services.replay import ReplayContext
@@ -39,13 +39,15 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
         UnitOfWork(store),
-        FIXTURES / "mem0_get_all.json",
-        MemoryFormat.MEM0,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=FIXTURES / "mem0_get_all.json",
+            format=MemoryFormat.MEM0,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=False,
+            rejects_file=rejects,
+        ),
         context(),
-        memory_type=None,
-        verbatim=False,
-        rejects_file=rejects,
     )
 
     assert (summary.records_read, summary.added, summary.reinforced, summary.rejected) == (
@@ -71,13 +73,15 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
 
     again = import_memory_file(
         UnitOfWork(store),
-        FIXTURES / "mem0_get_all.json",
-        MemoryFormat.MEM0,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=FIXTURES / "mem0_get_all.json",
+            format=MemoryFormat.MEM0,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=False,
+            rejects_file=tmp_path / "again.jsonl",
+        ),
         context(run_id="imp2"),
-        memory_type=None,
-        verbatim=False,
-        rejects_file=tmp_path / "again.jsonl",
     )
     assert (again.added, again.updated, again.reinforced) == (0, 0, 0)
     assert again.duplicates_skipped == 4
@@ -88,13 +92,15 @@ def test_langgraph_items_take_their_user_from_the_namespace(store, tmp_path) -> 
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
         UnitOfWork(store),
-        FIXTURES / "langgraph_store.jsonl",
-        MemoryFormat.LANGGRAPH,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=FIXTURES / "langgraph_store.jsonl",
+            format=MemoryFormat.LANGGRAPH,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=False,
+            rejects_file=rejects,
+        ),
         context(),
-        memory_type=None,
-        verbatim=False,
-        rejects_file=rejects,
     )
     assert (summary.added, summary.rejected) == (3, 2)
     assert [json.loads(line)["line"] for line in rejects.read_text().splitlines()] == [4, 5]
@@ -133,13 +139,15 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
     path = changed(tmp_path)
     alone = import_memory_file(
         UnitOfWork(store),
-        path,
-        MemoryFormat.MEM0,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=path,
+            format=MemoryFormat.MEM0,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=False,
+            rejects_file=tmp_path / "r1",
+        ),
         context(thresholds=WIDE),
-        memory_type=None,
-        verbatim=False,
-        rejects_file=tmp_path / "r1",
     )
     assert (alone.added, alone.updated) == (2, 0), "no judge: nothing is overwritten on a guess"
 
@@ -151,13 +159,15 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
         judged = OpenAIExtractor(LLMSettings(base_url=endpoint, model="m", api_key="k"))
         summary = import_memory_file(
             UnitOfWork(store),
-            path,
-            MemoryFormat.MEM0,
-            DEFAULTS,
+            MemoryImportRequest(
+                path=path,
+                format=MemoryFormat.MEM0,
+                defaults=DEFAULTS,
+                memory_type=None,
+                verbatim=False,
+                rejects_file=tmp_path / "r2",
+            ),
             context(run_id="imp2", extractor=judged, thresholds=WIDE),
-            memory_type=None,
-            verbatim=False,
-            rejects_file=tmp_path / "r2",
         )
     assert (summary.added, summary.updated) == (1, 1)
     current = [m for m in held(store) if m.status.value == "active"]
@@ -200,13 +210,15 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     rejects = tmp_path / "rejects.jsonl"
     summary = import_memory_file(
         UnitOfWork(store),
-        path,
-        MemoryFormat.MEMORIES,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=path,
+            format=MemoryFormat.MEMORIES,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=True,
+            rejects_file=rejects,
+        ),
         context(),
-        memory_type=None,
-        verbatim=True,
-        rejects_file=rejects,
     )
     assert (summary.added, summary.rejected) == (4, 1)
     assert "colour" in json.loads(rejects.read_text())["reason"]
@@ -221,13 +233,15 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     assert store.get_memory("episodic", "e1")["text"] == "Missed the 9:00 flight."
     again = import_memory_file(
         UnitOfWork(store),
-        path,
-        MemoryFormat.MEMORIES,
-        DEFAULTS,
+        MemoryImportRequest(
+            path=path,
+            format=MemoryFormat.MEMORIES,
+            defaults=DEFAULTS,
+            memory_type=None,
+            verbatim=True,
+            rejects_file=tmp_path / "r2",
+        ),
         context(),
-        memory_type=None,
-        verbatim=True,
-        rejects_file=tmp_path / "r2",
     )
     assert (again.added, again.duplicates_skipped) == (0, 4)
 
@@ -249,13 +263,15 @@ def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
         store = open_store(f"sqlite:///{tmp_path / order}.db", migrate=True)
         summary = import_memory_file(
             UnitOfWork(store),
-            path,
-            MemoryFormat.MEM0,
-            DEFAULTS,
+            MemoryImportRequest(
+                path=path,
+                format=MemoryFormat.MEM0,
+                defaults=DEFAULTS,
+                memory_type=None,
+                verbatim=False,
+                rejects_file=tmp_path / f"{order}-rejects.jsonl",
+            ),
             context(),
-            memory_type=None,
-            verbatim=False,
-            rejects_file=tmp_path / f"{order}-rejects.jsonl",
         )
         kept = sorted((m.agent_id or "", m.reinforcement_count) for m in held(store))
         store.close()

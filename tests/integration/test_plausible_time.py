@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat, TimeWindow
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest, TimeWindow
 from mempipe.services.ingest import ingest_file
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -39,12 +39,14 @@ def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaul
     rejects = tmp_path / "rejects.jsonl"
     summary = ingest_file(
         UnitOfWork(store),
-        archive(tmp_path),
-        ArchiveFormat.TURNS,
-        defaults,
-        run_id="r",
-        rejects_file=rejects,
-        times=TimeWindow.around(NOW),
+        IngestRequest(
+            path=archive(tmp_path),
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=rejects,
+            times=TimeWindow.around(NOW),
+        ),
     )
     assert summary.turns_inserted == 2, "ok and tomorrow-ish, within the day's margin"
     reasons = {
@@ -61,12 +63,14 @@ def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaul
 def test_the_margin_is_configurable(store, tmp_path, defaults, margin, inserted) -> None:
     summary = ingest_file(
         UnitOfWork(store),
-        archive(tmp_path),
-        ArchiveFormat.TURNS,
-        defaults,
-        run_id="r",
-        rejects_file=tmp_path / "r.jsonl",
-        times=TimeWindow.around(NOW, margin),
+        IngestRequest(
+            path=archive(tmp_path),
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=tmp_path / "r.jsonl",
+            times=TimeWindow.around(NOW, margin),
+        ),
     )
     assert summary.turns_inserted == inserted
 
@@ -74,12 +78,14 @@ def test_the_margin_is_configurable(store, tmp_path, defaults, margin, inserted)
 def test_without_a_window_any_time_is_taken(store, tmp_path, defaults) -> None:
     summary = ingest_file(
         UnitOfWork(store),
-        archive(tmp_path),
-        ArchiveFormat.TURNS,
-        defaults,
-        run_id="r",
-        rejects_file=tmp_path / "r.jsonl",
-        times=None,
+        IngestRequest(
+            path=archive(tmp_path),
+            format=ArchiveFormat.TURNS,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=tmp_path / "r.jsonl",
+            times=None,
+        ),
     )
     assert summary.turns_inserted == len(TIMES)
 

@@ -16,7 +16,7 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.ingest import ingest_file
@@ -33,11 +33,13 @@ def read_only_copy(tmp_path: Path) -> Iterator[Path]:
     store = open_store(f"sqlite:///{source / 'memory.db'}", migrate=True)
     ingest_file(
         UnitOfWork(store),
-        tmp_path / "archive.jsonl",
-        ArchiveFormat.TURNS,
-        IdentityDefaults(org_id="acme", project_id="travel"),
-        run_id="load",
-        rejects_file=tmp_path / "rejects.jsonl",
+        IngestRequest(
+            path=tmp_path / "archive.jsonl",
+            format=ArchiveFormat.TURNS,
+            defaults=IdentityDefaults(org_id="acme", project_id="travel"),
+            run_id="load",
+            rejects_file=tmp_path / "rejects.jsonl",
+        ),
     )
     store.close()
     for command in (

@@ -13,7 +13,7 @@ from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import LLMSettings
@@ -31,11 +31,13 @@ def load(store, tmp_path: Path, archive: Path = SAMPLE, user: str = "maya") -> N
     for path in sorted(archive.iterdir()) if archive.is_dir() else [archive]:
         ingest_file(
             UnitOfWork(store),
-            path,
-            ArchiveFormat.AUTO,
-            IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
-            run_id="backfill",
-            rejects_file=tmp_path / "rejects.jsonl",
+            IngestRequest(
+                path=path,
+                format=ArchiveFormat.AUTO,
+                defaults=IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
+                run_id="backfill",
+                rejects_file=tmp_path / "rejects.jsonl",
+            ),
         )
     promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
 

@@ -105,16 +105,18 @@ def test_a_memory_without_a_vector_is_found_by_text_and_hybrid_not_semantic(stor
 def test_turns_are_searched_by_text_with_their_source_message_id(
     store, fixtures, defaults, tmp_path
 ) -> None:
-    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.services.ingest import ingest_file
 
     ingest_file(
         UnitOfWork(store),
-        fixtures / "turns.jsonl",
-        ArchiveFormat.AUTO,
-        defaults,
-        run_id="r",
-        rejects_file=tmp_path / "r.jsonl",
+        IngestRequest(
+            path=fixtures / "turns.jsonl",
+            format=ArchiveFormat.AUTO,
+            defaults=defaults,
+            run_id="r",
+            rejects_file=tmp_path / "r.jsonl",
+        ),
     )
     result = search(
         UnitOfWork(store),

@@ -19,7 +19,7 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import StoreError
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.audit import AuditSelection
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.failure import FailureClass
@@ -41,11 +41,13 @@ def loaded(store, tmp_path: Path):
     for path in sorted(SAMPLE.iterdir()):
         ingest_file(
             UnitOfWork(store),
-            path,
-            ArchiveFormat.AUTO,
-            IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
-            run_id="backfill",
-            rejects_file=tmp_path / "rejects.jsonl",
+            IngestRequest(
+                path=path,
+                format=ArchiveFormat.AUTO,
+                defaults=IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
+                run_id="backfill",
+                rejects_file=tmp_path / "rejects.jsonl",
+            ),
         )
     promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
     return store
