@@ -42,3 +42,21 @@ def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
     for work in sorted(ranges, key=len, reverse=True):
         min(dealt, key=len).extend(work)
     return dealt
+
+
+def file_groups(files: list[tuple[str, int]], max_files: int, max_bytes: int) -> list[list[str]]:
+    """Archive files, in the order given, cut into groups of at most ``max_files`` files and
+    about ``max_bytes`` bytes (a file larger than that is a group of its own): each group is one
+    ingest task, so a directory of many small files is a few tasks, not one per file."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    held = 0
+    for path, size in files:
+        if current and (len(current) >= max_files or held + size > max_bytes):
+            groups.append(current)
+            current, held = [], 0
+        current.append(path)
+        held += size
+    if current:
+        groups.append(current)
+    return groups

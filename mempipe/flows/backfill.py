@@ -22,7 +22,7 @@ from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
 from mempipe.schemas.embedding import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
-from mempipe.services.backfill import run_counts, summarize_backfill
+from mempipe.services.backfill import artifact_rows, run_counts, summarize_backfill
 from mempipe.tasks import backfill as tasks
 from mempipe.tasks.artifacts import publish_table
 
@@ -61,9 +61,11 @@ def backfill_flow(
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
         ingested = [
-            tasks.ingest_archive(
+            summary
+            for group in tasks.resolve_archives(paths)
+            for summary in tasks.ingest_archives(
                 url,
-                path,
+                group,
                 format,
                 defaults,
                 columns or {},
@@ -72,7 +74,6 @@ def backfill_flow(
                 batch_size,
                 times,
             )
-            for path in tasks.resolve_archives(paths)
         ]
         promotion = (
             tasks.promote_sessions(
@@ -101,7 +102,7 @@ def backfill_flow(
         run.end(run_counts(summary), failed)
     publish_table(
         "backfill-summary",
-        [f.model_dump() for f in summary.files],
+        artifact_rows(summary.files),
         f"backfill {run.run_id}: {summary.turns_inserted} turns inserted, "
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",

@@ -221,7 +221,8 @@ def import_memories_flow(
                 verbatim,
                 str(rejects),
             )
-            for path in resolve_archives(paths)
+            for group in resolve_archives(paths)
+            for path in group
         ]
         summary = MemoryImportSummary.of_files(run.run_id, format, files)
         summary.rejects_path = str(rejects) if summary.rejected else None

@@ -47,3 +47,23 @@ def run_counts(summary: BackfillSummary) -> dict[str, int]:
         "snapshots_created": summary.snapshots_created,
         "turns_promoted": summary.turns_promoted,
     }
+
+
+ARTIFACT_FILES = 100
+"""The backfill's table artifact lists each file up to this many; beyond, the files with
+rejects or not read to the end (up to as many), then one row for all the others."""
+
+
+def artifact_rows(files: list[IngestSummary]) -> list[dict[str, object]]:
+    """The backfill's table artifact: a person reads it in the Prefect UI, so a directory of
+    20,000 files is the files worth a look and one row of totals for the rest (the run's
+    summary, and ``--json``, keep every file)."""
+    if len(files) <= ARTIFACT_FILES:
+        return [f.model_dump() for f in files]
+    flagged = [n for n, f in enumerate(files) if f.rejected or f.failed][:ARTIFACT_FILES]
+    noted = [files[n] for n in flagged]
+    rest = [f for n, f in enumerate(files) if n not in set(flagged)]
+    totals: dict[str, object] = {"path": f"the other {len(rest)} files", "format": ""}
+    for count in ("turns_read", "turns_inserted", "duplicates_skipped", "rejected"):
+        totals[count] = sum(getattr(f, count) for f in rest)
+    return [*(f.model_dump() for f in noted), totals]

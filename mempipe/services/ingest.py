@@ -2,11 +2,12 @@
 
 The store is handed the batches as they are parsed (``add_turn_batches``): a backend that can
 write one batch while the next is parsed does so (SQLite), so at most two batches are in memory.
+Many files are one stream: one writer, one progress bar, one interpreter setting for the lot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -23,12 +24,20 @@ from mempipe.schemas.turn import Turn
 
 
 def ingest_file(uow: UnitOfWork, request: IngestRequest) -> IngestSummary:
-    path, run_id, rejects_file = request.path, request.run_id, request.rejects_file
-    reader = ArchiveReader(path, request.format, request.defaults, request.columns, request.times)
-    summary = IngestSummary(path=str(path), format=str(request.format))
+    (summary,) = ingest_files(uow, [request])
+    return summary
 
-    def account(result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
-        rejected = append_rejects(rejects_file, [*rejects, *result.conflicts])
+
+def ingest_files(uow: UnitOfWork, requests: Sequence[IngestRequest]) -> list[IngestSummary]:
+    """Archive files read one after another as one stream of batches (a batch never mixes
+    files), each file accounted, rejected and reported on its own; all of one run."""
+    (run_id,) = {request.run_id for request in requests}
+    readers = [ArchiveReader(r.path, r.format, r.defaults, r.columns, r.times) for r in requests]
+    summaries = [IngestSummary(path=str(r.path), format=str(r.format)) for r in requests]
+
+    def account(index: int, result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
+        summary = summaries[index]
+        rejected = append_rejects(requests[index].rejects_file, [*rejects, *result.conflicts])
         summary.turns_inserted += result.inserted
         summary.duplicates_skipped += result.duplicates
         summary.rejected += rejected
@@ -38,20 +47,26 @@ def ingest_file(uow: UnitOfWork, request: IngestRequest) -> IngestSummary:
             result.inserted + result.duplicates + rejected + skipped + result.erased
         )
 
-    with bulk_work(), track(path.name, reader.size, "bytes") as progress:
+    label = requests[0].path.name if len(requests) == 1 else f"{len(requests)} archives"
+    total = sum(reader.size for reader in readers)
+    with bulk_work(), track(label, total, "bytes") as progress:
 
-        def parsed() -> Iterator[tuple[list[Turn], tuple[list[Reject], int]]]:
-            for turns, rejects, skipped in _batches(reader, request.batch_size):
-                if stop_requested():
-                    return  # asked to stop: a rerun reads the file again and adds the rest
-                yield turns, (rejects, skipped)
-                progress.update(reader.bytes_read)
+        def parsed() -> Iterator[tuple[list[Turn], tuple[int, list[Reject], int]]]:
+            before = 0
+            for index, (request, reader) in enumerate(zip(requests, readers, strict=True)):
+                for turns, rejects, skipped in _batches(reader, request.batch_size):
+                    if stop_requested():
+                        return  # asked to stop: a rerun reads the files again, adds the rest
+                    yield turns, (index, rejects, skipped)
+                    progress.update(before + reader.bytes_read)
+                before += reader.size
 
-        for result, (rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
-            account(result, rejects, skipped)
-    summary.format = str(reader.format or request.format)
-    summary.failed = reader.failed
-    return summary
+        for result, (index, rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
+            account(index, result, rejects, skipped)
+    for summary, reader, request in zip(summaries, readers, requests, strict=True):
+        summary.format = str(reader.format or request.format)
+        summary.failed = reader.failed
+    return summaries
 
 
 def _batches(

@@ -473,3 +473,48 @@ def test_sigterm_stops_a_memory_import_and_a_rerun_imports_the_rest(
     assert rerun.returncode == 0, rerun.stderr
     assert reference.returncode == 0, reference.stderr
     assert end_state(db) == end_state(whole), "as if it had never been stopped"
+
+
+def turn_count(db: Path) -> int:
+    try:
+        return read(db, "SELECT count(*) FROM turns")[0][0]
+    except apsw.Error:  # the file is there before its tables are
+        return 0
+
+
+def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupted_one(
+    prefect_server, tmp_path
+) -> None:
+    """The files of a directory are read as one stream in few tasks: a kill -9 part way loses
+    nothing committed, and the rerun adds exactly the rest, each file accounted on its own."""
+    folder, files = tmp_path / "archive", 3000
+    folder.mkdir()
+    for n in range(files):
+        turns = [
+            {"session_id": f"s{n}", "turn_seq": 0, "role": "user", "content": f"note {n}"},
+            {"session_id": f"s{n}", "turn_seq": 1, "role": "assistant", "content": "noted"},
+        ]
+        (folder / f"c{n:05d}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    (folder / "c00007.jsonl").write_text('{"session_id": "s7", "role": "robot"}\n')
+    env = environment(prefect_server)
+    killed, whole = tmp_path / "killed.db", tmp_path / "whole.db"
+
+    victim = start(["backfill", "archive", "--store", f"sqlite:///{killed}"], tmp_path, env)
+    kill_when(victim, lambda: turn_count(killed) >= 1000)
+    kept = turn_count(killed)
+    assert kept < 2 * files, "killed part way"
+
+    rerun = run(["backfill", "archive", "--store", f"sqlite:///{killed}", "--json"], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    again = json.loads(rerun.stdout)
+    assert len(again["files"]) == files
+    assert again["turns_inserted"] + again["duplicates_skipped"] == 2 * (files - 1)
+    assert again["duplicates_skipped"] == kept, "what the killed run committed is kept"
+    assert again["rejected"] == 1
+    (bad,) = [f for f in again["files"] if f["rejected"]]
+    assert bad["path"].endswith("c00007.jsonl")
+
+    done = run(["backfill", "archive", "--store", f"sqlite:///{whole}"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    snapshot = "SELECT session_id, turn_seq, role, content, snapshot_id IS NOT NULL FROM turns"
+    assert sorted(read(killed, snapshot)) == sorted(read(whole, snapshot))

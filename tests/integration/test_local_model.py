@@ -1,0 +1,66 @@
+"""The local model's two encoders are one model: the numpy forward pass a cold query uses and
+sentence-transformers, which batches use, give the same vectors and so the same search results."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mempipe.adapters.embedding import local
+from mempipe.adapters.embedding.minilm_numpy import NumpyMiniLM
+
+DATA = Path(__file__).parents[3] / "shared" / "data" / "longmemeval-dev" / "turns.jsonl.gz"
+
+
+def real_turns(count: int) -> list[str]:
+    texts: list[str] = []
+    with gzip.open(DATA, "rt") as lines:
+        for line in lines:
+            texts.append(json.loads(line)["content"])
+            if len(texts) == count:
+                return texts
+    return texts
+
+
+@pytest.fixture(scope="module")
+def encoders() -> tuple[NumpyMiniLM, object]:
+    return NumpyMiniLM(local._model_path()), local._load()
+
+
+def test_numpy_and_sentence_transformers_give_the_same_vectors(encoders) -> None:
+    numpy_model, torch_model = encoders
+    texts = [
+        *real_turns(40),
+        "",
+        "ok",
+        "Ünïcödé, emoji 🛫 and CJK 東京 text",
+        "a very long turn " * 200,  # past the 256-token limit: truncated alike
+    ]
+    ours = numpy_model.encode(texts)
+    theirs = torch_model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert ours.shape == theirs.shape == (len(texts), local.DIMENSIONS)
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_same_neighbours_whichever_encoder_embeds_the_query(encoders) -> None:
+    numpy_model, torch_model = encoders
+    corpus = torch_model.encode(real_turns(400), normalize_embeddings=True)
+    for query in ("where do I fly from", "my sister's birthday party", "a recipe with lentils"):
+        ours = numpy_model.encode([query])[0]
+        theirs = torch_model.encode([query], normalize_embeddings=True)[0]
+        assert list(np.argsort(-corpus @ ours)[:10]) == list(np.argsort(-corpus @ theirs)[:10])
+
+
+def test_a_few_texts_use_numpy_until_torch_is_loaded(monkeypatch) -> None:
+    """The choice the cold search relies on: one query in a fresh process never loads torch."""
+    monkeypatch.setattr(local, "_models", {})
+    (vector,) = local.LocalMiniLM().embed(["where do I fly from"])
+    assert set(local._models) == {"numpy"}, "torch's model was not loaded for one query"
+    assert len(vector) == local.DIMENSIONS
+    local.LocalMiniLM().embed([f"text {n}" for n in range(local.FEW_TEXTS + 1)])
+    assert local.MODEL_ID in local._models, "a batch loads sentence-transformers"

@@ -1,0 +1,98 @@
+"""A directory of many small archives is read as one stream: each file is accounted, rejected
+and reported exactly as when the files are ingested one at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mempipe.adapters.store import open_store
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.identity import IdentityDefaults
+from mempipe.services.backfill import ARTIFACT_FILES, artifact_rows
+from mempipe.services.ingest import ingest_file, ingest_files
+
+DEFAULTS = IdentityDefaults(org_id="acme", project_id="support")
+
+
+def write_folder(folder: Path) -> list[Path]:
+    """Tiny conversations; one holds a bad record, one is cut off mid-record, one is empty, one
+    repeats another's turns (duplicates), one changes a stored turn (a conflict)."""
+    folder.mkdir()
+    paths = []
+    for n in range(40):
+        turns = [
+            {"session_id": f"s{n}", "turn_seq": 0, "role": "user", "content": f"hello {n}"},
+            {"session_id": f"s{n}", "turn_seq": 1, "role": "assistant", "content": "hi"},
+        ]
+        path = folder / f"c{n:03d}.jsonl"
+        path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+        paths.append(path)
+    (folder / "c005.jsonl").write_text(
+        (folder / "c005.jsonl").read_text() + '{"session_id": "s5", "role": "robot"}\n'
+    )
+    (folder / "c010.jsonl").write_text('{"session_id": "s10", "turn_seq": 0, "role": "us')
+    (folder / "c011.jsonl").write_text("")
+    (folder / "c012.jsonl").write_text((folder / "c013.jsonl").read_text())
+    conflict = {"session_id": "s14", "turn_seq": 1, "role": "assistant", "content": "changed"}
+    (folder / "c015.jsonl").write_text(json.dumps(conflict) + "\n")
+    return paths
+
+
+def requests(paths: list[Path], rejects: Path) -> list[IngestRequest]:
+    return [
+        IngestRequest(
+            path=p, format=ArchiveFormat.AUTO, defaults=DEFAULTS, run_id="r", rejects_file=rejects
+        )
+        for p in paths
+    ]
+
+
+def test_a_stream_of_files_accounts_each_file_as_one_by_one_ingests_do(tmp_path) -> None:
+    paths = write_folder(tmp_path / "archive")
+    one_by_one = open_store(f"sqlite:///{tmp_path / 'one.db'}", migrate=True)
+    streamed = open_store(f"sqlite:///{tmp_path / 'stream.db'}", migrate=True)
+    singles = [
+        ingest_file(UnitOfWork(one_by_one), r) for r in requests(paths, tmp_path / "one.jsonl")
+    ]
+    together = ingest_files(UnitOfWork(streamed), requests(paths, tmp_path / "stream.jsonl"))
+
+    assert [s.model_dump() for s in together] == [s.model_dump() for s in singles]
+    by_file = {Path(s.path).name: s for s in together}
+    assert by_file["c005.jsonl"].rejected == 1
+    assert by_file["c010.jsonl"].failed is not None
+    assert by_file["c012.jsonl"].duplicates_skipped == 0, "its own session s13 is new here"
+    assert by_file["c013.jsonl"].duplicates_skipped == 2, "c012 stored s13's turns first"
+    assert by_file["c015.jsonl"].rejected == 1, "a changed turn is a conflict"
+
+    def rejects(name: str) -> list[tuple[str, int | None, str]]:
+        lines = (tmp_path / name).read_text().splitlines()
+        return [(r["path"], r["line"], r["reason"]) for r in map(json.loads, lines)]
+
+    assert rejects("stream.jsonl") == rejects("one.jsonl")
+    assert one_by_one.stats().turns == streamed.stats().turns
+    one_by_one.close()
+    streamed.close()
+
+
+def test_the_artifact_of_many_files_lists_those_worth_a_look_and_totals_the_rest(
+    tmp_path,
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'm.db'}", migrate=True)
+    paths = write_folder(tmp_path / "archive")
+    extra = []
+    for n in range(ARTIFACT_FILES):
+        path = tmp_path / "archive" / f"x{n:03d}.jsonl"
+        path.write_text(json.dumps({"session_id": f"x{n}", "role": "user", "content": "x"}))
+        extra.append(path)
+    files = ingest_files(UnitOfWork(store), requests(paths + extra, tmp_path / "r.jsonl"))
+    rows = artifact_rows(files)
+    noted = {Path(str(r["path"])).name for r in rows[:-1]}
+    assert noted == {"c005.jsonl", "c010.jsonl", "c011.jsonl", "c015.jsonl"}
+    others = rows[-1]
+    assert others["path"] == f"the other {len(files) - 4} files"
+    assert others["turns_inserted"] == sum(
+        f.turns_inserted for f in files if Path(f.path).name not in noted
+    )
+    store.close()
