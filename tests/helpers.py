@@ -7,8 +7,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import SemanticMemory
+from mempipe.schemas.summaries import IngestSummary
 from mempipe.services.audit import scan_audit
+from mempipe.services.ingest import ingest_file
 
 
 def audit_actions(audit_dir: Path) -> Counter:
@@ -31,3 +36,20 @@ def semantic_memory(memory_id: str, text: str, user: str, **fields: Any) -> Sema
         updated_at=at,
         **fields,
     )
+
+
+def ingest(
+    store: Any,
+    path: Path,
+    defaults: IdentityDefaults,
+    rejects: Path,
+    *,
+    format: str = ArchiveFormat.AUTO,
+    run_id: str = "r",
+    **more: Any,
+) -> IngestSummary:
+    """One archive file ingested into ``store`` as the backfill's ingest reads it."""
+    request = IngestRequest(
+        path=path, format=format, defaults=defaults, run_id=run_id, rejects_file=rejects, **more
+    )
+    return ingest_file(UnitOfWork(store), request)

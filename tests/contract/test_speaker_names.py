@@ -13,11 +13,10 @@ import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import STM, ReadFilter
-from mempipe.services.ingest import ingest_file
 from mempipe.services.reembed import embed_collection
+from tests.helpers import ingest
 
 DEFAULTS = IdentityDefaults(org_id="o", project_id="p", user_id="u")
 SAID = "I moved to Lisbon last spring"
@@ -101,16 +100,7 @@ def embedded(store) -> list[str]:
 def load(store, tmp_path: Path, name: str, write) -> None:
     archive = tmp_path / name
     write(archive)
-    summary = ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive,
-            format=ArchiveFormat.AUTO,
-            defaults=DEFAULTS,
-            run_id="r",
-            rejects_file=tmp_path / "rej",
-        ),
-    )
+    summary = ingest(store, archive, DEFAULTS, tmp_path / "rej")
     assert summary.turns_inserted == 1, summary
 
 

@@ -15,13 +15,13 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import prepare_store
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.services.copy import copy_store
-from mempipe.services.ingest import ingest_file
 from tests.contract.conftest import mongomock_store
 from tests.e2e.crash_kit import environment, kill_when, read, run, start
+from tests.helpers import ingest
 from tests.integration.test_bundle import declared, source
 
 __all__ = ["source"]
@@ -83,16 +83,7 @@ def big_store(tmp_path: Path) -> Path:
         )
     )
     defaults = IdentityDefaults(org_id="o", project_id="p", user_id="u")
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive,
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path,
-        ),
-    )
+    ingest(store, archive, defaults, tmp_path, format=ArchiveFormat.TURNS)
     rows = [
         AuditRow(
             run_id="r",

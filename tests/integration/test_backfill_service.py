@@ -10,10 +10,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.config import PromotionLimits
-from mempipe.services.ingest import ingest_file
 from mempipe.services.promotion import promote_sessions
+from tests import helpers
 
 FIXTURE_TURNS = {
     "chatgpt_conversations.json": 8,
@@ -26,17 +25,7 @@ FIXTURE_TURNS = {
 
 
 def ingest(store, path: Path, defaults, rejects: Path, batch_size: int = 5000):
-    return ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=path,
-            format=ArchiveFormat.AUTO,
-            defaults=defaults,
-            run_id="run",
-            rejects_file=rejects,
-            batch_size=batch_size,
-        ),
-    )
+    return helpers.ingest(store, path, defaults, rejects, run_id="run", batch_size=batch_size)
 
 
 def test_every_format_backfills_completely_and_a_second_run_adds_nothing(

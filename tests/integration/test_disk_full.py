@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from mempipe.adapters.store import open_store
-from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import ResourceError
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.services.ingest import ingest_file
 from tests.e2e.crash_kit import write_archive
+from tests.helpers import ingest
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
@@ -29,16 +28,14 @@ def test_a_full_disk_is_a_retryable_resource_error_and_the_rerun_is_exact(tmp_pa
     store._conn.execute(f"PRAGMA max_page_count = {pages + 8}")
 
     def load(run_id: str):
-        return ingest_file(
-            UnitOfWork(store),
-            IngestRequest(
-                path=tmp_path / "archive.jsonl",
-                format=ArchiveFormat.TURNS,
-                defaults=DEFAULTS,
-                run_id=run_id,
-                rejects_file=tmp_path / "rejects.jsonl",
-                batch_size=100,
-            ),
+        return ingest(
+            store,
+            tmp_path / "archive.jsonl",
+            DEFAULTS,
+            tmp_path / "rejects.jsonl",
+            format=ArchiveFormat.TURNS,
+            run_id=run_id,
+            batch_size=100,
         )
 
     with pytest.raises(ResourceError, match="disk is full") as caught:

@@ -16,27 +16,24 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store import writer_epoch as epochs
-from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import fence_time
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.services.ingest import ingest_file
 from tests.e2e.crash_kit import write_archive
+from tests.helpers import ingest
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
 
 def load(store, folder: Path, run_id: str):
-    return ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=folder / "archive.jsonl",
-            format=ArchiveFormat.TURNS,
-            defaults=DEFAULTS,
-            run_id=run_id,
-            rejects_file=folder / f"{run_id}-rejects.jsonl",
-        ),
+    return ingest(
+        store,
+        folder / "archive.jsonl",
+        DEFAULTS,
+        folder / f"{run_id}-rejects.jsonl",
+        format=ArchiveFormat.TURNS,
+        run_id=run_id,
     )
 
 

@@ -130,23 +130,14 @@ def old_turns_index(store) -> None:
 
 
 def named_turns(store, fixtures, tmp_path, defaults) -> None:
-    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
-    from mempipe.services.ingest import ingest_file
+    from mempipe.schemas.archive import ArchiveFormat
+    from tests.helpers import ingest
 
     archive = tmp_path / "named.jsonl"
     archive.write_text(
         '{"session_id": "s", "role": "user", "name": "Caroline", "content": "running late"}\n'
     )
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive,
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path,
-        ),
-    )
+    ingest(store, archive, defaults, tmp_path, format=ArchiveFormat.TURNS)
 
 
 def stm_text(store, query: str) -> list[str | None]:

@@ -15,7 +15,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import ReconcileThresholds
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
 from mempipe.schemas.replay import LLMSettings
 from mempipe.services.memory_import import import_memory_file
 from mempipe.services.replay import ReplayContext
@@ -31,24 +31,29 @@ def context(**overrides) -> ReplayContext:
     return ReplayContext(**(values | overrides))
 
 
+def imported(
+    store,
+    path,
+    fmt: MemoryFormat,
+    rejects,
+    *,
+    ctx: ReplayContext | None = None,
+    **more,
+) -> MemoryImportSummary:
+    """One file of another system's memories imported into ``store``."""
+    request = MemoryImportRequest(
+        path=path, format=fmt, defaults=DEFAULTS, rejects_file=rejects, **more
+    )
+    return import_memory_file(UnitOfWork(store), request, ctx or context())
+
+
 def held(store) -> list:
     return store.export_page("semantic", BundleSelection(), None, 1000)[0]
 
 
 def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp_path) -> None:
     rejects = tmp_path / "rejects.jsonl"
-    summary = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=FIXTURES / "mem0_get_all.json",
-            format=MemoryFormat.MEM0,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=False,
-            rejects_file=rejects,
-        ),
-        context(),
-    )
+    summary = imported(store, FIXTURES / "mem0_get_all.json", MemoryFormat.MEM0, rejects)
 
     assert (summary.records_read, summary.added, summary.reinforced, summary.rejected) == (
         5,
@@ -71,17 +76,12 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
         ("REINFORCE", "import:mem0"),
     }
 
-    again = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=FIXTURES / "mem0_get_all.json",
-            format=MemoryFormat.MEM0,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=False,
-            rejects_file=tmp_path / "again.jsonl",
-        ),
-        context(run_id="imp2"),
+    again = imported(
+        store,
+        FIXTURES / "mem0_get_all.json",
+        MemoryFormat.MEM0,
+        tmp_path / "again.jsonl",
+        ctx=context(run_id="imp2"),
     )
     assert (again.added, again.updated, again.reinforced) == (0, 0, 0)
     assert again.duplicates_skipped == 4
@@ -90,18 +90,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
 
 def test_langgraph_items_take_their_user_from_the_namespace(store, tmp_path) -> None:
     rejects = tmp_path / "rejects.jsonl"
-    summary = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=FIXTURES / "langgraph_store.jsonl",
-            format=MemoryFormat.LANGGRAPH,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=False,
-            rejects_file=rejects,
-        ),
-        context(),
-    )
+    summary = imported(store, FIXTURES / "langgraph_store.jsonl", MemoryFormat.LANGGRAPH, rejects)
     assert (summary.added, summary.rejected) == (3, 2)
     assert [json.loads(line)["line"] for line in rejects.read_text().splitlines()] == [4, 5]
     assert {(m.user_id, m.text) for m in held(store)} == {
@@ -137,18 +126,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
     from mempipe.bootstrap import prepare_store
 
     path = changed(tmp_path)
-    alone = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=path,
-            format=MemoryFormat.MEM0,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=False,
-            rejects_file=tmp_path / "r1",
-        ),
-        context(thresholds=WIDE),
-    )
+    alone = imported(store, path, MemoryFormat.MEM0, tmp_path / "r1", ctx=context(thresholds=WIDE))
     assert (alone.added, alone.updated) == (2, 0), "no judge: nothing is overwritten on a guess"
 
     url = f"sqlite:///{tmp_path / 'judged.db'}"
@@ -157,17 +135,12 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
     with fake_openai() as (fake, endpoint):
         fake.responder = lambda body: completion("UPDATE")
         judged = OpenAIExtractor(LLMSettings(base_url=endpoint, model="m", api_key="k"))
-        summary = import_memory_file(
-            UnitOfWork(store),
-            MemoryImportRequest(
-                path=path,
-                format=MemoryFormat.MEM0,
-                defaults=DEFAULTS,
-                memory_type=None,
-                verbatim=False,
-                rejects_file=tmp_path / "r2",
-            ),
-            context(run_id="imp2", extractor=judged, thresholds=WIDE),
+        summary = imported(
+            store,
+            path,
+            MemoryFormat.MEM0,
+            tmp_path / "r2",
+            ctx=context(run_id="imp2", extractor=judged, thresholds=WIDE),
         )
     assert (summary.added, summary.updated) == (1, 1)
     current = [m for m in held(store) if m.status.value == "active"]
@@ -208,18 +181,7 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     rejects = tmp_path / "rejects.jsonl"
-    summary = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=path,
-            format=MemoryFormat.MEMORIES,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=True,
-            rejects_file=rejects,
-        ),
-        context(),
-    )
+    summary = imported(store, path, MemoryFormat.MEMORIES, rejects, verbatim=True)
     assert (summary.added, summary.rejected) == (4, 1)
     assert "colour" in json.loads(rejects.read_text())["reason"]
     seat = store.get_memory("semantic", "s1")
@@ -231,18 +193,7 @@ def test_mempipe_memory_jsonl_imports_every_type_and_verbatim_keeps_ids(store, t
     assert store.get_memory("procedural", "p1")["steps"] == ["find", "rebook"]
     assert store.get_memory("taxonomic", "t1")["org_id"] == "acme"
     assert store.get_memory("episodic", "e1")["text"] == "Missed the 9:00 flight."
-    again = import_memory_file(
-        UnitOfWork(store),
-        MemoryImportRequest(
-            path=path,
-            format=MemoryFormat.MEMORIES,
-            defaults=DEFAULTS,
-            memory_type=None,
-            verbatim=True,
-            rejects_file=tmp_path / "r2",
-        ),
-        context(),
-    )
+    again = imported(store, path, MemoryFormat.MEMORIES, tmp_path / "r2", verbatim=True)
     assert (again.added, again.duplicates_skipped) == (0, 4)
 
 
@@ -261,18 +212,7 @@ def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
         path = tmp_path / f"{order}.json"
         path.write_text(json.dumps({"results": listed}))
         store = open_store(f"sqlite:///{tmp_path / order}.db", migrate=True)
-        summary = import_memory_file(
-            UnitOfWork(store),
-            MemoryImportRequest(
-                path=path,
-                format=MemoryFormat.MEM0,
-                defaults=DEFAULTS,
-                memory_type=None,
-                verbatim=False,
-                rejects_file=tmp_path / f"{order}-rejects.jsonl",
-            ),
-            context(),
-        )
+        summary = imported(store, path, MemoryFormat.MEM0, tmp_path / f"{order}-rejects.jsonl")
         kept = sorted((m.agent_id or "", m.reinforcement_count) for m in held(store))
         store.close()
         outcomes.append((summary.added, summary.reinforced, kept))

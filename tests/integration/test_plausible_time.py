@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest, TimeWindow
-from mempipe.services.ingest import ingest_file
+from mempipe.schemas.archive import ArchiveFormat, TimeWindow
+from tests.helpers import ingest
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TIMES = {
@@ -37,16 +36,13 @@ def archive(tmp_path):
 
 def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaults) -> None:
     rejects = tmp_path / "rejects.jsonl"
-    summary = ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive(tmp_path),
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=rejects,
-            times=TimeWindow.around(NOW),
-        ),
+    summary = ingest(
+        store,
+        archive(tmp_path),
+        defaults,
+        rejects,
+        format=ArchiveFormat.TURNS,
+        times=TimeWindow.around(NOW),
     )
     assert summary.turns_inserted == 2, "ok and tomorrow-ish, within the day's margin"
     reasons = {
@@ -61,31 +57,25 @@ def test_implausible_times_are_rejects_with_their_reason(store, tmp_path, defaul
 
 @pytest.mark.parametrize(("margin", "inserted"), [(timedelta(days=7), 3), (timedelta(0), 1)])
 def test_the_margin_is_configurable(store, tmp_path, defaults, margin, inserted) -> None:
-    summary = ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive(tmp_path),
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path / "r.jsonl",
-            times=TimeWindow.around(NOW, margin),
-        ),
+    summary = ingest(
+        store,
+        archive(tmp_path),
+        defaults,
+        tmp_path / "r.jsonl",
+        format=ArchiveFormat.TURNS,
+        times=TimeWindow.around(NOW, margin),
     )
     assert summary.turns_inserted == inserted
 
 
 def test_without_a_window_any_time_is_taken(store, tmp_path, defaults) -> None:
-    summary = ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive(tmp_path),
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path / "r.jsonl",
-            times=None,
-        ),
+    summary = ingest(
+        store,
+        archive(tmp_path),
+        defaults,
+        tmp_path / "r.jsonl",
+        format=ArchiveFormat.TURNS,
+        times=None,
     )
     assert summary.turns_inserted == len(TIMES)
 

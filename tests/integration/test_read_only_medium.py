@@ -16,12 +16,12 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.ingest import ingest_file
 from mempipe.services.search import search
 from tests.e2e.crash_kit import write_archive
+from tests.helpers import ingest
 
 
 @pytest.fixture
@@ -31,15 +31,13 @@ def read_only_copy(tmp_path: Path) -> Iterator[Path]:
     mounted.mkdir()
     write_archive(tmp_path / "archive.jsonl", 3)
     store = open_store(f"sqlite:///{source / 'memory.db'}", migrate=True)
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=tmp_path / "archive.jsonl",
-            format=ArchiveFormat.TURNS,
-            defaults=IdentityDefaults(org_id="acme", project_id="travel"),
-            run_id="load",
-            rejects_file=tmp_path / "rejects.jsonl",
-        ),
+    ingest(
+        store,
+        tmp_path / "archive.jsonl",
+        IdentityDefaults(org_id="acme", project_id="travel"),
+        tmp_path / "rejects.jsonl",
+        format=ArchiveFormat.TURNS,
+        run_id="load",
     )
     store.close()
     for command in (

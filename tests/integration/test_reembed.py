@@ -216,19 +216,9 @@ def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> Non
 def test_incremental_fills_what_the_serving_model_lacks_turns_included(
     store, fixtures, defaults, tmp_path
 ) -> None:
-    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
-    from mempipe.services.ingest import ingest_file
+    from tests.helpers import ingest
 
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=fixtures / "turns.jsonl",
-            format=ArchiveFormat.AUTO,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path / "r.jsonl",
-        ),
-    )
+    ingest(store, fixtures / "turns.jsonl", defaults, tmp_path / "r.jsonl")
     report = embed_collection(
         UnitOfWork(store), "stm", OLD, run_id="r", batch_size=2, state="serving"
     )

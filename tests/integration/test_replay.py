@@ -13,15 +13,14 @@ from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.ingest import ingest_file
 from mempipe.services.promotion import promote_sessions
 from mempipe.services.replay import ReplayContext, replay_one
 from tests.fakes.openai_server import error, fake_openai
+from tests.helpers import ingest
 
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
 HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
@@ -29,15 +28,12 @@ HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
 
 def load(store, tmp_path: Path, archive: Path = SAMPLE, user: str = "maya") -> None:
     for path in sorted(archive.iterdir()) if archive.is_dir() else [archive]:
-        ingest_file(
-            UnitOfWork(store),
-            IngestRequest(
-                path=path,
-                format=ArchiveFormat.AUTO,
-                defaults=IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
-                run_id="backfill",
-                rejects_file=tmp_path / "rejects.jsonl",
-            ),
+        ingest(
+            store,
+            path,
+            IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
+            tmp_path / "rejects.jsonl",
+            run_id="backfill",
         )
     promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
 

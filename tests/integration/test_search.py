@@ -105,19 +105,9 @@ def test_a_memory_without_a_vector_is_found_by_text_and_hybrid_not_semantic(stor
 def test_turns_are_searched_by_text_with_their_source_message_id(
     store, fixtures, defaults, tmp_path
 ) -> None:
-    from mempipe.schemas.archive import ArchiveFormat, IngestRequest
-    from mempipe.services.ingest import ingest_file
+    from tests.helpers import ingest
 
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=fixtures / "turns.jsonl",
-            format=ArchiveFormat.AUTO,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path / "r.jsonl",
-        ),
-    )
+    ingest(store, fixtures / "turns.jsonl", defaults, tmp_path / "r.jsonl")
     result = search(
         UnitOfWork(store),
         lambda _: EMBEDDER,

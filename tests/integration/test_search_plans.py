@@ -13,11 +13,9 @@ import orjson
 import pytest
 
 from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.search import STM, ReadFilter
-from mempipe.services.ingest import ingest_file
-from tests.helpers import semantic_memory
+from tests.helpers import ingest, semantic_memory
 
 USERS = [f"user-{n}" for n in range(6)]
 SPEAKERS = ["Caroline", "Melanie", "Jon"]
@@ -53,16 +51,7 @@ def turns(store, tmp_path: Path, defaults):
     ]
     archive = tmp_path / "turns.jsonl"
     archive.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    ingest_file(
-        UnitOfWork(store),
-        IngestRequest(
-            path=archive,
-            format=ArchiveFormat.TURNS,
-            defaults=defaults,
-            run_id="r",
-            rejects_file=tmp_path,
-        ),
-    )
+    ingest(store, archive, defaults, tmp_path, format=ArchiveFormat.TURNS)
     return store, words
 
 

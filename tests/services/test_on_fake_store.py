@@ -19,7 +19,6 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import StoreError
-from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.audit import AuditSelection
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.failure import FailureClass
@@ -27,10 +26,10 @@ from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.audit import scan_audit, write_audit
-from mempipe.services.ingest import ingest_file
 from mempipe.services.promotion import promote_sessions
 from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
 from tests.fakes.memory_store import FakeBusyError, InMemoryStore
+from tests.helpers import ingest
 
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
 HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
@@ -39,15 +38,12 @@ QUICK = RetryPolicy(max_attempts=3, network_base=0.0, network_cap=0.0)
 
 def loaded(store, tmp_path: Path):
     for path in sorted(SAMPLE.iterdir()):
-        ingest_file(
-            UnitOfWork(store),
-            IngestRequest(
-                path=path,
-                format=ArchiveFormat.AUTO,
-                defaults=IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
-                run_id="backfill",
-                rejects_file=tmp_path / "rejects.jsonl",
-            ),
+        ingest(
+            store,
+            path,
+            IdentityDefaults(org_id="acme", project_id="travel", user_id="maya"),
+            tmp_path / "rejects.jsonl",
+            run_id="backfill",
         )
     promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
     return store
