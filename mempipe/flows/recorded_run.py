@@ -31,9 +31,8 @@ S = TypeVar("S", bound=BaseModel)
 class RecordedRun:
     """The flow run as the store records it."""
 
-    def __init__(self, context: AppContext, store_url: str) -> None:
+    def __init__(self, store_url: str) -> None:
         self.run_id = str(flow_run.id)
-        self.context = context
         self.store_url = store_url
 
     def record_file(self, path: str | Path, kind: FileKind, user_id: str | None = None) -> None:
@@ -56,14 +55,12 @@ def recorded_run(
     alive: bool = False,
     lock: str | None = None,
     lock_wait_s: float = 60,
-    store_url: str | None = None,
 ) -> Iterator[RecordedRun]:
-    """Prepare the store (``store_url``: another than the context's, a copy's target) and
-    record the run's start; ``alive``: a heartbeat keeps the run's leases while the block
-    runs; ``lock``: the block holds the store's lock of that name, waiting up to
-    ``lock_wait_s`` for another live run to let it go."""
-    url = store_url or context.store_url
-    run = RecordedRun(context, url)
+    """Prepare the context's store and record the run's start in it; ``alive``: a heartbeat
+    keeps the run's leases while the block runs; ``lock``: the block holds the store's lock of
+    that name, waiting up to ``lock_wait_s`` for another live run to let it go."""
+    url = context.store_url
+    run = RecordedRun(url)
     prepare_store(url, context.declarations)
     record_run_start(url, run.run_id, flow, parameters)
     with ExitStack() as held:

@@ -82,8 +82,13 @@ def reembed_flow(
             run_partitions(
                 embed_range,
                 [
-                    {"store_url": url, "plan": p, "id_range": r, "batch_size": batch_size}
-                    | {"run_id": run.run_id}
+                    {
+                        "store_url": url,
+                        "plan": p,
+                        "id_range": r,
+                        "batch_size": batch_size,
+                        "run_id": run.run_id,
+                    }
                     for p, r in ranges
                 ],
                 task_runner,

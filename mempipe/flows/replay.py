@@ -95,8 +95,15 @@ def replay_flow(
         outcomes = run_partitions(
             replay_bucket,
             [
-                {"store_url": url, "items": bucket, "settings": settings, "run_id": run.run_id}
-                | {"force": force, "selection": selection, "handlers": enabled}
+                {
+                    "store_url": url,
+                    "items": bucket,
+                    "settings": settings,
+                    "run_id": run.run_id,
+                    "force": force,
+                    "selection": selection,
+                    "handlers": enabled,
+                }
                 for bucket in buckets
             ],
             task_runner,

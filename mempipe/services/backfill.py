@@ -60,9 +60,9 @@ def artifact_rows(files: list[IngestSummary]) -> list[dict[str, object]]:
     summary, and ``--json``, keep every file)."""
     if len(files) <= ARTIFACT_FILES:
         return [f.model_dump() for f in files]
-    flagged = [n for n, f in enumerate(files) if f.rejected or f.failed][:ARTIFACT_FILES]
-    noted = [files[n] for n in flagged]
-    rest = [f for n, f in enumerate(files) if n not in set(flagged)]
+    flagged = set([n for n, f in enumerate(files) if f.rejected or f.failed][:ARTIFACT_FILES])
+    noted = [f for n, f in enumerate(files) if n in flagged]
+    rest = [f for n, f in enumerate(files) if n not in flagged]
     totals: dict[str, object] = {"path": f"the other {len(rest)} files", "format": ""}
     for count in ("turns_read", "turns_inserted", "duplicates_skipped", "rejected"):
         totals[count] = sum(getattr(f, count) for f in rest)

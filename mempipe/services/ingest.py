@@ -1,4 +1,4 @@
-"""Read one archive file into the store in batches, each written in one transaction.
+"""Read archive files into the store in batches, each written in one transaction.
 
 The store is handed the batches as they are parsed (``add_turn_batches``): a backend that can
 write one batch while the next is parsed does so (SQLite), so at most two batches are in memory.
