@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, SecretStr, ValidationError
@@ -53,6 +53,19 @@ class LLMEnvironment(BaseSettings):
     timeout_seconds: float = 60.0
     requests_per_minute: float | None = None
     rate_limit: str | None = None
+
+
+class ServerSettings(BaseSettings):
+    """``MEMPIPE_SERVER_MODE`` and ``MEMPIPE_SERVER_IDLE_SECONDS``: the Prefect API a command
+    reports to when ``PREFECT_API_URL`` names none. ``session`` (the default): mempipe's server
+    for a session of commands, started by the first and reused by the next, stopping itself
+    after the idle time; ``temporary``: Prefect's own temporary server, started and stopped
+    by each command."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_SERVER_", extra="ignore")
+
+    mode: Literal["session", "temporary"] = "session"
+    idle_seconds: float = Field(default=900.0, gt=0)
 
 
 def load_llm_settings() -> LLMSettings:

@@ -5,7 +5,9 @@ cluster). A process killed with SIGKILL cannot stop them, so each command starts
 watchdog beside it: it notes the command's descendants every second while the command lives,
 and when the command's end of a pipe closes without a word (it died), it terminates them,
 then kills those still there after a grace period. A command that ends normally says "done"
-first, and its children are left to stop as they do.
+first, and its children are left to stop as they do. mempipe's server for a session of
+commands is not the command's although the command started it (:mod:`mempipe.cli.session_server`):
+the guard leaves it to the commands after.
 
 Linux only (it reads ``/proc``); elsewhere the guard does nothing.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 SCAN_S = 1.0
 GRACE_S = 5.0
 DONE = b"done\n"
+SESSION_SERVER = b"mempipe.cli.session_server"
 
 
 def children_by_parent() -> dict[int, list[int]]:
@@ -51,6 +54,13 @@ def descendants(root: int) -> set[int]:
                 found.add(child)
                 stack.append(child)
     return found
+
+
+def _session_server(pid: int) -> bool:
+    try:
+        return SESSION_SERVER in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def signal_all(pids: set[int], signum: int) -> set[int]:
@@ -80,7 +90,10 @@ def watch(parent: int) -> None:
     if received.endswith(DONE):
         return
     known |= descendants(parent) - {me}
-    remaining = signal_all(known, signal.SIGTERM)
+    spared = {pid for pid in known if _session_server(pid)}
+    for server in list(spared):
+        spared |= descendants(server)
+    remaining = signal_all(known - spared, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
     while remaining and time.monotonic() < deadline:
         time.sleep(0.2)

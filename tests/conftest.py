@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Commands the tests run without a Prefect API share mempipe's session server; it should not
+# outlive the suite by the 15 minutes a user's session gets.
+os.environ.setdefault("MEMPIPE_SERVER_IDLE_SECONDS", "60")
 
 from mempipe.adapters.store import Store, open_store
 from mempipe.schemas.identity import IdentityDefaults

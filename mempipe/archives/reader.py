@@ -6,7 +6,6 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import pyarrow as pa
 import zstandard
 
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
@@ -93,7 +92,7 @@ class ArchiveReader:
                         yield from self._json_items(self._parser(fmt, name), stream)
                 except UNREADABLE as exc:
                     yield self._unreadable(exc, "the records before it were kept")
-        except (UnknownFormatError, ColumnMappingError, ArchiveError, pa.ArrowException) as exc:
+        except (UnknownFormatError, ColumnMappingError, ArchiveError) as exc:
             yield self._whole_file(f"{exc}")
         except UNREADABLE as exc:
             yield self._unreadable(exc, "nothing of it could be read")

@@ -6,8 +6,12 @@ import functools
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
+import click
+
+from mempipe.cli import session_server
 from mempipe.interrupts import stop_on_signals
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,21 +40,46 @@ def direct_runs() -> Iterator[None]:
 
 @contextmanager
 def prefect_api() -> Iterator[None]:
-    """The Prefect API the command's flows report to: the configured one, else a temporary
-    server that mempipe starts and stops itself, in a session of its own, so that a Ctrl-C to
-    the terminal's process group reaches the command (which stops its work and records it)
-    and not the server the command still needs to record that with. The server stops when
-    the command's process exits (after Prefect's clients have sent what they hold), as
-    Prefect's own temporary server does."""
+    """The Prefect API the command's flows report to: the configured one; else mempipe's
+    server for this session of commands (:mod:`mempipe.cli.session_server`), started by the
+    first command that needs it; or, with ``MEMPIPE_SERVER_MODE=temporary``, Prefect's own
+    temporary server for this command alone. Either server runs in a session of its own, so
+    that a Ctrl-C to the terminal's process group reaches the command (which stops its work and
+    records it) and not the server the command still needs to record that with."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    if get_current_settings().api.url:
+    from mempipe.settings import ServerSettings
+
+    settings = get_current_settings()
+    if settings.api.url:
         yield
         return
-    server = _temporary_server_class()()
-    server.start()
-    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+    chosen = ServerSettings()
+    if chosen.mode == "temporary":
+        server = _temporary_server_class()()
+        server.start()
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            yield
+        return
+    api_url = _session_server(settings, chosen.idle_seconds)
+    with (
+        temporary_settings(updates={PREFECT_API_URL: api_url}),
+        session_server.client(Path(settings.home)),
+    ):
         yield
+
+
+def _session_server(settings: Any, idle_seconds: float) -> str:
+    """The session's server's API; a command that starts it says where on stderr."""
+    record, started = session_server.start(settings, idle_seconds)
+    if started:
+        click.echo(
+            f"Prefect: started mempipe's server for this session at {record.api_url} "
+            f"(pid {record.pid}); later commands reuse it, it stops after "
+            f"{record.idle_seconds:.0f} s unused, `mempipe server stop` stops it now",
+            err=True,
+        )
+    return record.api_url
 
 
 def _temporary_server_class() -> type:

@@ -15,7 +15,6 @@ from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.recorded_run import concluded, recorded_run
-from mempipe.flows.reembed import reembed_flow
 from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
@@ -112,7 +111,10 @@ def backfill_flow(
 
 def _embed_turns(url: str, config: str | None) -> tuple[object, str | None]:
     """The new turns' vectors, by the incremental re-embed of the turns (a subflow): its
-    summary, and what it left undone."""
+    summary, and what it left undone. Imported here: a backfill without ``--embed`` does not
+    pay for loading the re-embed flow and its numerical stack."""
+    from mempipe.flows.reembed import reembed_flow
+
     try:
         return reembed_flow(collections=["stm"], incremental=True, store=url, config=config), None
     except IncompleteRunError as exc:  # the turns are in; their vectors are not all there

@@ -105,6 +105,14 @@ def read(db: Path, query: str) -> list[tuple]:
         conn.close()
 
 
+def gone(pid: int) -> bool:
+    """The process has ended: no such process, or a zombie its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def kill_when(process: subprocess.Popen, ready, timeout: float = 240) -> None:
     """SIGKILL ``process`` as soon as ``ready()`` holds; fail if it ended first."""
     deadline = time.monotonic() + timeout

@@ -31,6 +31,7 @@ from tests.e2e.crash_kit import (
     current_airports,
     environment,
     extraction_counts,
+    gone,
     kill_when,
     memories,
     read,
@@ -44,6 +45,8 @@ from tests.fakes.openai_server import embeddings, fake_openai
 pytestmark = pytest.mark.prefect
 USERS = 200
 HANDLERS = 4
+TEMPORARY = environment(None, MEMPIPE_SERVER_MODE="temporary")
+"""No Prefect API and Prefect's temporary server: the command's own, stopped with it."""
 
 
 @pytest.fixture(scope="module")
@@ -242,9 +245,10 @@ def test_a_reembed_to_an_unreachable_model_changes_nothing_and_names_the_cause(
 
 
 def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_path) -> None:
-    """Without a Prefect API the command starts a temporary server of its own."""
+    """With ``MEMPIPE_SERVER_MODE=temporary`` and no Prefect API, the command starts
+    Prefect's temporary server of its own."""
     db, args = fresh_store(reference, tmp_path)
-    victim = start(["replay", *args, "--concurrency", "1"], tmp_path, environment(None))
+    victim = start(["replay", *args, "--concurrency", "1"], tmp_path, TEMPORARY)
     started: set[int] = set()
 
     def server_up() -> bool:
@@ -259,6 +263,53 @@ def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_p
     ):
         time.sleep(0.5)
     assert not alive, f"left behind: {alive}"
+
+
+def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands_after(
+    reference, tmp_path
+) -> None:
+    """The session's Prefect server is not the killed command's: the command's own processes
+    go, the server stays for the next command (the dead command's mark does not keep it), and
+    it stops itself once nothing has used it for its idle time."""
+    db, args = fresh_store(reference, tmp_path)
+    idle = 20
+    env = environment(
+        None, PREFECT_HOME=str(tmp_path / "prefect"), MEMPIPE_SERVER_IDLE_SECONDS=str(idle)
+    )
+    victim = start(["replay", *args, "--concurrency", "1"], tmp_path, env)
+    started: set[int] = set()
+
+    def underway() -> bool:
+        started.update(descendants(victim.pid))
+        return extraction_counts(db)["done"] > 0
+
+    kill_when(victim, underway)
+    status = json.loads(run(["server", "status", "--json"], tmp_path, env).stdout)
+    assert status["running"], status
+    assert status["clients"] == [], "a dead command does not count as using the server"
+    server = status["server"]["pid"]
+    spared = {server} | descendants(server)
+    own = started - spared
+    assert own, "the command had started processes of its own"
+    deadline = time.monotonic() + 60
+    while (alive := {p for p in own if Path(f"/proc/{p}").exists()}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert not alive, f"left behind: {alive}"
+
+    rerun = run(["replay", *args, "--json"], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "started mempipe's server" not in rerun.stderr, "the next command reused it"
+    assert_same_end_state(db, reference)
+
+    deadline = time.monotonic() + idle + 30
+    while not gone(server) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert gone(server), "the server stopped itself once idle"
+    assert all(gone(p) for p in spared), "and its API with it"
+    status = json.loads(run(["server", "status", "--json"], tmp_path, env).stdout)
+    assert status["running"] is False
 
 
 def stop_when(process, ready, signum: int, *, group: bool = False, timeout: float = 240) -> float:
@@ -316,10 +367,10 @@ def test_sigterm_stops_a_replay_within_seconds_recorded_interrupted_and_a_rerun_
 def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
     reference, tmp_path
 ) -> None:
-    """Without a Prefect API the command starts its own temporary server; the terminal's
-    Ctrl-C reaches the whole process group."""
+    """With ``MEMPIPE_SERVER_MODE=temporary`` and no Prefect API, the command starts its own
+    temporary server; the terminal's Ctrl-C reaches the whole process group."""
     db, args = fresh_store(reference, tmp_path)
-    env = environment(None)
+    env = TEMPORARY
     victim = subprocess.Popen(
         [sys.executable, "-m", "mempipe", "replay", *args, "--concurrency", "2", "--json"],
         cwd=tmp_path,
@@ -345,7 +396,7 @@ def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
         time.sleep(0.2)
     assert not alive, f"left behind: {alive}"
     assert_interrupted_then_completed_by_a_rerun(
-        db, args, out, victim.returncode, 130, tmp_path, environment(None), reference
+        db, args, out, victim.returncode, 130, tmp_path, TEMPORARY, reference
     )
 
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import orjson
-import pyarrow.parquet as pq
 
 from mempipe.archives.drafts import Draft, Location, location
+from mempipe.errors import ArchiveError
 from mempipe.schemas.turn import TURN_FIELDS
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -104,10 +104,18 @@ def csv_drafts(
 
 
 def parquet_drafts(path: str, explicit: Mapping[str, str]) -> Iterator[Draft]:
-    parquet = pq.ParquetFile(path)
-    drafts = RowDrafts(path, resolve_columns(parquet.schema_arrow.names, explicit))
-    index = 0
-    for batch in parquet.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
-            yield drafts.draft(row, location(path, index=index))
-            index += 1
+    """A Parquet file's rows; a file Arrow cannot read is an :class:`ArchiveError` with Arrow's
+    words. pyarrow is imported here: a backfill of JSON or CSV does not pay for it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        drafts = RowDrafts(path, resolve_columns(parquet.schema_arrow.names, explicit))
+        index = 0
+        for batch in parquet.iter_batches(batch_size=4096):
+            for row in batch.to_pylist():
+                yield drafts.draft(row, location(path, index=index))
+                index += 1
+    except pa.ArrowException as exc:
+        raise ArchiveError(str(exc)) from exc

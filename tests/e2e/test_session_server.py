@@ -1,0 +1,158 @@
+"""mempipe's Prefect server for a session of commands: started by the first command that finds
+no Prefect API, reused by the next, seen and stopped with ``mempipe server``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.crash_kit import gone
+
+ROOT = Path(__file__).parents[2]
+SAMPLE = ROOT / "examples" / "sample-archive"
+STARTED = "started mempipe's server"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """No Prefect API, a Prefect home of the test's own."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    environment.pop("MEMPIPE_SERVER_MODE", None)
+    return {
+        **environment,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "MEMPIPE_SERVER_IDLE_SECONDS": "120",
+    }
+
+
+def mempipe(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mempipe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def backfill(store: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mempipe",
+            "backfill",
+            str(SAMPLE),
+            "--user-id",
+            "maya",
+            "--store",
+            f"sqlite:///{store}",
+            "--json",
+        ],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def status(cwd: Path, env: dict[str, str]) -> dict:
+    shown = mempipe("server", "status", "--json", cwd=cwd, env=env)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def flow_runs(api_url: str) -> list[dict]:
+    request = urllib.request.Request(
+        f"{api_url}/flow_runs/filter",
+        data=b'{"limit": 50}',
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_commands_without_a_prefect_api_share_one_server_that_records_their_runs(
+    env, tmp_path
+) -> None:
+    assert status(tmp_path, env)["running"] is False
+    first = backfill("one.db", tmp_path, env)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert STARTED in err, "the command that starts the server says where it runs"
+    shown = status(tmp_path, env)
+    assert shown["running"] is True
+    server = shown["server"]
+    assert server["api_url"] in err
+    assert server["database"] == str(tmp_path / "prefect" / "prefect.db")
+
+    second = backfill("two.db", tmp_path, env)
+    _, err2 = second.communicate(timeout=300)
+    assert second.returncode == 0, err2
+    assert STARTED not in err2, "the next command reuses it"
+    assert status(tmp_path, env)["server"]["pid"] == server["pid"]
+
+    recorded = {(run["state_type"], run["id"]) for run in flow_runs(server["api_url"])}
+    assert len(recorded) == 2, "both commands' flow runs are recorded in that server"
+    assert {state for state, _ in recorded} == {"COMPLETED"}
+
+    stopped = mempipe("server", "stop", "--json", cwd=tmp_path, env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout)["server"]["pid"] == server["pid"]
+    assert gone(server["pid"])
+    assert status(tmp_path, env)["running"] is False
+    said = mempipe("server", "status", cwd=tmp_path, env=env).stdout
+    assert said.startswith("No mempipe Prefect server runs for the Prefect home")
+
+
+def test_two_commands_started_together_start_one_server(env, tmp_path) -> None:
+    commands = [backfill(f"{n}.db", tmp_path, env) for n in range(2)]
+    ended = [command.communicate(timeout=300) for command in commands]
+    assert [command.returncode for command in commands] == [0, 0], ended
+    assert sum(STARTED in err for _, err in ended) == 1
+    server = status(tmp_path, env)["server"]
+    supervisors = [
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and b"mempipe.cli.session_server" in _cmdline(entry)
+        and str(tmp_path).encode() in _cmdline(entry)
+    ]
+    assert supervisors == [str(server["pid"])]
+    mempipe("server", "stop", cwd=tmp_path, env=env)
+
+
+def test_a_configured_prefect_api_is_used_and_no_server_is_started(
+    prefect_server, env, tmp_path
+) -> None:
+    configured = {**env, "PREFECT_API_URL": prefect_server}
+    done = mempipe(
+        "backfill",
+        str(SAMPLE),
+        "--user-id",
+        "maya",
+        "--store",
+        "sqlite:///m.db",
+        cwd=tmp_path,
+        env=configured,
+    )
+    assert done.returncode == 0, done.stderr
+    assert STARTED not in done.stderr
+    shown = status(tmp_path, configured)
+    assert shown["running"] is False
+    assert shown["configured_api"] == prefect_server
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
