@@ -4,10 +4,11 @@ open, no flow) measured in the same run.
 
     python bench/quickstart.py [--runs 5]
 
-Two ways of running the flow are timed: Prefect's temporary server, which every command
-without ``PREFECT_API_URL`` starts and stops (the laptop default), and a Prefect server started
-once with ``prefect server start`` that later commands reuse. Each uses its own Prefect home,
-initialised before timing.
+Three ways of reaching a Prefect API are timed, each with its own Prefect home: mempipe's
+server for a session of commands (the default without ``PREFECT_API_URL``: the first command
+starts it, reported apart, the next reuse it), Prefect's temporary server started and stopped by
+every command (``MEMPIPE_SERVER_MODE=temporary``), and a server started once with
+``prefect server start``. The goal: a small job at most 4x ``stats``.
 """
 
 from __future__ import annotations
@@ -76,16 +77,34 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-        env["PREFECT_HOME"] = str(work / "prefect-temporary")
+        env["PREFECT_HOME"] = str(work / "prefect-stats")
         store = f"sqlite:///{work / 'stats.db'}"
         timed(["migrate", "--store", store], env, work)
         reference = statistics.median(
             timed(["stats", "--store", store], env, work) for _ in range(args.runs)
         )
         print(f"{'reference: mempipe stats':<44} median {reference:6.2f} s")
+        session = dict(env, PREFECT_HOME=str(work / "prefect-session"))
+        first = timed(
+            ["backfill", str(SAMPLE), "--user-id", "maya", "--store", f"sqlite:///{work}/s.db"],
+            session,
+            work,
+        )
+        print(f"{'backfill that starts the session server':<44} {first:6.2f} s")
+        try:
+            report(
+                "backfill, the session server running",
+                backfills(session, work, args.runs, "session"),
+                reference,
+            )
+        finally:
+            timed(["server", "stop"], session, work)
+        temporary = dict(
+            env, PREFECT_HOME=str(work / "prefect-temporary"), MEMPIPE_SERVER_MODE="temporary"
+        )
         report(
             "backfill, Prefect's temporary server",
-            backfills(env, work, args.runs, "temporary"),
+            backfills(temporary, work, args.runs, "temporary"),
             reference,
         )
 

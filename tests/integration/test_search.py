@@ -51,11 +51,20 @@ def memories(store):
     return store
 
 
-def ids(store, mode, top_k=10, query="refund policy", **filters) -> set[str]:
+def hits(store, mode, top_k=10, query="refund policy", **filters) -> list[tuple[str, float]]:
     result = search(
         UnitOfWork(store), lambda _: EMBEDDER, query, "semantic", mode, ReadFilter(**filters), top_k
     )
-    return {hit.id for hit in result.hits}
+    return [(hit.id, round(hit.score, 5)) for hit in result.hits]
+
+
+def ids(store, mode, top_k=10, query="refund policy", **filters) -> set[str]:
+    """The ids found, asked twice: a store answers a process's first search beyond one user
+    through sqlite-vec and the next from the vectors it then holds in memory, and both must
+    give the same hits."""
+    first = hits(store, mode, top_k, query, **filters)
+    assert hits(store, mode, top_k, query, **filters) == first
+    return {memory_id for memory_id, _ in first}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -92,6 +101,55 @@ def test_the_filter_is_in_the_query_not_applied_to_its_results(store, mode) -> N
     remember(store, "mine-1", "refund policy for travel", user="me")
     remember(store, "mine-2", "a refund policy note", user="me")
     assert ids(store, mode, top_k=2, org_id="o", user_id="me") == {"mine-1", "mine-2"}
+
+
+def test_a_wide_scope_is_filtered_inside_the_knn_held_in_memory(store) -> None:
+    """Beyond one user the KNN runs over the vectors held in memory; the scope is still a
+    filter inside it: twenty nearer records of another project leave the two of this one."""
+    for n in range(20):
+        remember(store, f"p1-{n}", "refund policy refund policy", user=f"u{n}", visibility="org")
+    remember(store, "p9-1", "refund policy for travel", project="p9", visibility="org")
+    remember(store, "p9-2", "a refund policy note", project="p9", user="u2", visibility="org")
+    semantic = SearchMode.SEMANTIC
+    through_sqlite_vec = hits(store, semantic, top_k=2, org_id="o", project_id="p9")
+    held = hits(store, semantic, top_k=2, org_id="o", project_id="p9")
+    assert held == through_sqlite_vec
+    assert {memory_id for memory_id, _ in held} == {"p9-1", "p9-2"}
+    assert len(hits(store, semantic, top_k=30, org_id="o")) == 22
+
+
+def test_a_wide_text_search_reaches_a_scope_behind_better_matches_elsewhere(
+    store, monkeypatch
+) -> None:
+    """Beyond one user the best-ranked matches are joined to the scope first; a scope whose
+    rows rank behind all of those is still found, ranked as FTS5 ranks it."""
+    from mempipe.adapters.store.sqlite import search as sqlite_search
+
+    monkeypatch.setattr(sqlite_search, "RANKED_FIRST", 5)
+    for n in range(20):
+        remember(store, f"p1-{n}", "refund policy refund policy", user=f"u{n}", visibility="org")
+    remember(store, "p9-1", "a long note that mentions a refund once", project="p9")
+    remember(store, "p9-2", "another long note on a policy", project="p9", user="u2")
+    text = SearchMode.TEXT
+    assert {m for m, _ in hits(store, text, top_k=2, org_id="o", project_id="p9")} == {
+        "p9-1",
+        "p9-2",
+    }
+    assert [m for m, _ in hits(store, text, top_k=3, org_id="o")][:3] == ["p1-0", "p1-1", "p1-2"]
+
+
+def test_a_write_drops_the_vectors_held_in_memory(store) -> None:
+    remember(store, "first", "refund policy one", user="u1")
+    remember(store, "second", "refund policy two", user="u2")
+    for _ in range(2):
+        assert len(hits(store, SearchMode.SEMANTIC, org_id="o")) == 2
+    remember(store, "third", "refund policy three", user="u3")
+    for _ in range(2):
+        assert {m for m, _ in hits(store, SearchMode.SEMANTIC, org_id="o")} == {
+            "first",
+            "second",
+            "third",
+        }
 
 
 def test_a_memory_without_a_vector_is_found_by_text_and_hybrid_not_semantic(store) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mempipe.adapters.store.sqlite import scoped_bm25, search_sql
+from mempipe.adapters.store.sqlite import memory_sql, scoped_bm25, search_sql, vector_scan
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
 from mempipe.domain.query import query_words
-from mempipe.schemas.search import Hit, Near, ReadFilter
+from mempipe.schemas.search import STM, Hit, Near, ReadFilter, collection_of
+
+RANKED_FIRST = 500
+"""How many of the best-ranked matches a search beyond one user joins to its scope first."""
 
 
 def _hit(source: str, row: tuple[Any, ...]) -> Hit:
@@ -34,17 +37,35 @@ class SqliteSearch(SqliteParts):
     """Reads for ``mempipe search`` and the recall gate."""
 
     _bm25: scoped_bm25.ScopedBm25 | None = None
+    _scans: vector_scan.VectorScans | None = None
 
     def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
         match = search_sql.fts_query(query)
         if match is None:
             return []
-        if filters.user_id is not None:
-            scoped = self._user_text(source, query, match, filters, k)
-            if scoped is not None:
-                return scoped
+        found = (
+            self._user_text(source, query, match, filters, k)
+            if filters.user_id is not None
+            else self._wide_text(source, match, filters, k)
+        )
+        if found is not None:
+            return found
         sql, values = search_sql.text_search_sql(source, filters)
         return [_hit(source, row) for row in self._rows(sql, (match, *values, k))]
+
+    def _wide_text(self, source: str, match: str, filters: ReadFilter, k: int) -> list[Hit] | None:
+        """Beyond one user: the best-ranked matches first, then the scope in that order (for an
+        org-wide scope, most of them are in it). None when fewer than k of the first
+        :data:`RANKED_FIRST` are in scope and more matches exist: FTS5 ranks them all then."""
+        scope = search_sql.scoped_text(source, filters)
+        first = max(RANKED_FIRST, k)
+        rows = self._rows(search_sql.ranked_first_sql(scope), (match, first, *scope.values, k))
+        if len(rows) < k and self._matches(scope.fts, match) > first:
+            return None
+        return [_hit(source, row) for row in rows]
+
+    def _matches(self, fts: str, match: str) -> int:
+        return int(self._rows(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,))[0][0])
 
     def _user_text(
         self, source: str, query: str, match: str, filters: ReadFilter, k: int
@@ -76,9 +97,39 @@ class SqliteSearch(SqliteParts):
         return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
+        if filters.user_id is None and collection_of(source) != "custom":
+            wide = self._wide_vector(source, near, filters, k)
+            if wide is not None:
+                return wide
         sql, values = search_sql.vector_search_sql(source, near.model_id, filters)
         rows = self._rows(sql, (blob(near.vector), k, *values))
         return [_hit(source, row) for row in rows if row[-1] is not None]
+
+    def _wide_vector(
+        self, source: str, near: Near, filters: ReadFilter, k: int
+    ) -> list[Hit] | None:
+        """A KNN beyond one user as numpy's product over the table held in memory
+        (:mod:`vector_scan`); None where sqlite-vec answers instead."""
+        if self._scans is None:
+            self._scans = vector_scan.VectorScans(self._conn)
+        if source == STM:
+            scope = search_sql.vector_scope(filters, search_sql.TURN_FIELDS)
+        else:
+            scope = [
+                *search_sql.vector_scope(filters, search_sql.MEMORY_FIELDS),
+                ("status", "active"),
+            ]
+        table = memory_sql.vector_table(collection_of(source), near.model_id)
+        nearest = self._scans.nearest(table, near.vector, scope, k)
+        if not nearest:
+            return nearest
+        rows = {
+            row[-1]: row[:-1]
+            for row in self._rows(
+                search_sql.hits_by_rowid_sql(source, len(nearest)), [r for r, _ in nearest]
+            )
+        }
+        return [_hit(source, (*rows[rowid], score)) for rowid, score in nearest if rowid in rows]
 
     def search_hybrid(
         self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int

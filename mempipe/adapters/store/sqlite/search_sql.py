@@ -46,14 +46,27 @@ def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tupl
     return " AND ".join(clauses), values
 
 
+def vector_scope(filters: ReadFilter, fields: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The scope as (vector table column, value) pairs: the identity fields supplied, and one
+    column per metadata partition key filtered on."""
+    pairs = [
+        (field, getattr(value, "value", value))
+        for field in fields
+        if (value := getattr(filters, field)) is not None
+    ]
+    pairs += [
+        (column_for(path.removeprefix(METADATA_PREFIX)), value)
+        for path, value in filters.metadata.items()
+    ]
+    return pairs
+
+
 def vector_where(filters: ReadFilter, fields: tuple[str, ...]) -> tuple[str, list[Any]]:
-    """The same filter as sqlite-vec metadata constraints inside the KNN (identity columns,
-    and one column per metadata partition key)."""
-    clauses, values = _identity(filters, fields, "")
-    for path, value in filters.metadata.items():
-        clauses.append(f"{column_for(path.removeprefix(METADATA_PREFIX))} = ?")
-        values.append(value)
-    return " AND ".join(clauses), values
+    """The same filter as sqlite-vec metadata constraints inside the KNN."""
+    pairs = vector_scope(filters, fields)
+    return " AND ".join(["1 = 1", *(f"{column} = ?" for column, _ in pairs)]), [
+        value for _, value in pairs
+    ]
 
 
 class ScopedText(NamedTuple):
@@ -104,6 +117,18 @@ def text_search_sql(source: str, filters: ReadFilter) -> tuple[str, list[Any]]:
     )
 
 
+def ranked_first_sql(scope: ScopedText) -> str:
+    """The best-ranked matches first, FTS5's ranking alone (bound: the match, how many), then
+    joined to the rows in scope in that order. A scope that holds most rows finds its top k in
+    the first few; the join then runs for those, not for every match."""
+    return (
+        f"SELECT {scope.hit_columns}, -found.score FROM (SELECT rowid AS id, bm25({scope.fts}) "
+        f"AS score FROM {scope.fts} WHERE {scope.fts} MATCH ? ORDER BY score, rowid LIMIT ?) "
+        f"found JOIN {scope.rows} ON r.rowid = found.id WHERE {scope.where} "
+        "ORDER BY found.score, r.rowid LIMIT ?"
+    )
+
+
 def span_sql(scope: ScopedText) -> str:
     """The lowest and highest rowid, and the number, of the rows in scope (an index range scan
     when the scope names a user)."""
@@ -130,6 +155,13 @@ def scoped_search_sql(scope: ScopedText, phrases: int) -> str:
         f"SELECT {scope.hit_columns}, found.score, r.rowid FROM found "
         f"JOIN {scope.rows} ON r.rowid = found.id WHERE {scope.where}"
     )
+
+
+def hits_by_rowid_sql(source: str, count: int) -> str:
+    """The hit columns of the given rows of a source, each with its rowid."""
+    scope = scoped_text(source, ReadFilter())
+    marks = ", ".join("?" for _ in range(count))
+    return f"SELECT {scope.hit_columns}, r.rowid FROM {scope.rows} WHERE r.rowid IN ({marks})"
 
 
 def _memory_source(

@@ -1,0 +1,132 @@
+"""A wide KNN as one matrix product: a vector table held in memory by a process that searches
+beyond one user more than once.
+
+sqlite-vec's PyPI build computes distances without SIMD and keeps each user's vectors in chunks
+of their own, so a KNN over a whole org walks every user's chunks: 68 ms for 100,000 vectors of
+384 dimensions, where numpy's product over the same matrix takes 7 ms. A scope that names a user
+stays with sqlite-vec (its partition holds only that user's vectors). Here the vectors are read
+once, scaled to unit length (cosine: the product is the similarity sqlite-vec reports as
+``1 - distance``), with each filter column as integer codes: the scope's filter is a mask applied
+before the k nearest are picked, so the k nearest are the k nearest in scope, as inside the KNN.
+The copy is dropped when any connection writes to the database. One search alone is cheaper
+through sqlite-vec than reading every vector, so the first wide search of a table after a write
+goes there and the matrix is built for the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import islice
+
+import apsw
+import numpy as np
+
+from mempipe.adapters.store.sqlite.memory_sql import parse_vector_ddl
+
+MAX_BYTES = 1 << 30
+"""Largest matrix held (2.8M vectors of 384 dimensions); a larger table is searched by
+sqlite-vec."""
+BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class VectorMatrix:
+    rowids: np.ndarray
+    unit: np.ndarray
+    columns: dict[str, tuple[np.ndarray, dict[str, int]]]
+    """Per filter column: each row's code, and the code of each value."""
+
+    def nearest(
+        self, query: Sequence[float], where: Sequence[tuple[str, str]], k: int
+    ) -> list[tuple[int, float]]:
+        """The k nearest rows whose columns hold the given values: (rowid, similarity),
+        nearest first. Every column filtered on must be one of the table's."""
+        in_scope: np.ndarray | None = None
+        for column, value in where:
+            codes, index = self.columns[column]
+            code = index.get(value)
+            if code is None:
+                return []
+            matches = codes == code
+            in_scope = matches if in_scope is None else in_scope & matches
+        vector = np.asarray(query, dtype=np.float32)
+        scores = self.unit @ (vector / np.float32(np.linalg.norm(vector) or 1.0))
+        if in_scope is not None:
+            scores = np.where(in_scope, scores, -np.inf)
+        count = len(scores) if in_scope is None else int(np.count_nonzero(in_scope))
+        k = min(k, count)
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        order = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self.rowids[i]), float(scores[i])) for i in order]
+
+
+def load(conn: apsw.Connection, table: str) -> VectorMatrix | None:
+    """The table's vectors and filter columns; None when it would pass :data:`MAX_BYTES` or
+    holds none."""
+    found = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchall()
+    if not found:
+        return None
+    dimensions, _, columns = parse_vector_ddl(found[0][0])
+    count = conn.execute(f"SELECT count(*) FROM {table}_rowids").fetchall()[0][0]
+    if count == 0 or count * dimensions * 4 > MAX_BYTES:
+        return None
+    rowids: list[np.ndarray] = []
+    vectors: list[np.ndarray] = []
+    values: list[list[str]] = [[] for _ in columns]
+    cursor = conn.execute(
+        f"SELECT {', '.join(('memory_rowid', 'embedding', *columns))} FROM {table}"
+    )
+    while rows := list(islice(cursor, BATCH)):
+        rowids.append(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
+        joined = b"".join(row[1] for row in rows)
+        vectors.append(np.frombuffer(joined, dtype=np.float32).reshape(len(rows), dimensions))
+        for i, column_values in enumerate(values):
+            column_values.extend(row[2 + i] for row in rows)
+    unit = np.concatenate(vectors)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    coded = {}
+    for column, column_values in zip(columns, values, strict=True):
+        names, codes = np.unique(np.asarray(column_values, dtype=object), return_inverse=True)
+        coded[column] = (codes, {str(name): i for i, name in enumerate(names)})
+    return VectorMatrix(np.concatenate(rowids), unit, coded)
+
+
+class VectorScans:
+    """Per connection: the matrices held, dropped when the database changes."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+        self._held: dict[str, VectorMatrix | None] = {}
+        self._asked: set[str] = set()
+        self._version: tuple[int, int] | None = None
+
+    def nearest(
+        self,
+        table: str,
+        query: Sequence[float],
+        where: Sequence[tuple[str, str]],
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The k nearest in scope, or None where sqlite-vec should answer: the first wide search
+        of the table since the database changed, a table too large to hold or missing, or a
+        filter on a column the table does not have (sqlite-vec says so)."""
+        version = (
+            self._conn.execute("PRAGMA data_version").fetchall()[0][0],
+            self._conn.total_changes(),
+        )
+        if version != self._version:
+            self._held.clear()
+            self._asked.clear()
+            self._version = version
+        if table not in self._held:
+            if table not in self._asked:
+                self._asked.add(table)
+                return None
+            self._held[table] = load(self._conn, table)
+        matrix = self._held[table]
+        if matrix is None or any(column not in matrix.columns for column, _ in where):
+            return None
+        return matrix.nearest(query, where, k)
