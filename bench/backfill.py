@@ -57,11 +57,11 @@ def write_archive(path: Path, turns: int, turns_per_session: int = 10) -> None:
 
 
 def end_to_end(archive: Path, store_url: str, work: Path) -> tuple[float, dict]:
-    from mempipe.cli.flow_runs import direct_runs
+    from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.flows.backfill import backfill_flow
 
     started = time.perf_counter()
-    with direct_runs():  # as `mempipe backfill` runs it
+    with reporting_to_prefect():  # as `mempipe backfill` runs it
         summary = backfill_flow(
             paths=[str(archive)],
             org_id="bench",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,54 +18,47 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def direct_runs() -> Iterator[None]:
-    """Prefect's flow-run heartbeat is off for the runs a command starts, unless the user set
-    ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` (environment or profile). Prefect emits it so that an
-    automation can mark a deployment's run Crashed when its worker dies; a command's run is not
-    a deployment's, mempipe's own run records already say whether it is alive (``mempipe
-    runs``), and at the end of every run Prefect's engine waits for the heartbeat thread's next
-    one-second tick: measured on the 20-turn sample, 1.08 s a run with it, 0.43 s without."""
+def reporting_to_prefect() -> Iterator[None]:
+    """The Prefect settings of the runs a command starts, applied once for the command.
+
+    Their API: the configured one; else mempipe's server for this session of commands
+    (:mod:`mempipe.cli.session_server`), started by the first command that needs it; or, with
+    ``MEMPIPE_SERVER_MODE=temporary``, Prefect's own temporary server for this command alone.
+    Either server runs in a session of its own, so that a Ctrl-C to the terminal's process
+    group reaches the command (which stops its work and records it) and not the server the
+    command still needs to record that with.
+
+    No flow-run heartbeat, unless the user set ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``
+    (environment or profile). Prefect emits it so that an automation can mark a deployment's
+    run Crashed when its worker dies; a command's run is not a deployment's, mempipe's own run
+    records already say whether it is alive (``mempipe runs``), and at the end of every run
+    Prefect's engine waits for the heartbeat thread's next one-second tick: measured on the
+    20-turn sample, 1.08 s a run with it, 0.43 s without."""
     from prefect.settings import (
+        PREFECT_API_URL,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
         get_current_settings,
         temporary_settings,
     )
 
-    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:
-        yield
-        return
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
-
-
-@contextmanager
-def prefect_api() -> Iterator[None]:
-    """The Prefect API the command's flows report to: the configured one; else mempipe's
-    server for this session of commands (:mod:`mempipe.cli.session_server`), started by the
-    first command that needs it; or, with ``MEMPIPE_SERVER_MODE=temporary``, Prefect's own
-    temporary server for this command alone. Either server runs in a session of its own, so
-    that a Ctrl-C to the terminal's process group reaches the command (which stops its work and
-    records it) and not the server the command still needs to record that with."""
-    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
-
     from mempipe.settings import ServerSettings
 
     settings = get_current_settings()
-    if settings.api.url:
-        yield
-        return
-    chosen = ServerSettings()
-    if chosen.mode == "temporary":
-        server = _temporary_server_class()()
-        server.start()
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            yield
-        return
-    api_url = _session_server(settings, chosen.idle_seconds)
-    with (
-        temporary_settings(updates={PREFECT_API_URL: api_url}),
-        session_server.client(Path(settings.home)),
-    ):
+    updates: dict[Any, Any] = {}
+    if "heartbeat_frequency" not in settings.flows.model_fields_set:
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    with ExitStack() as stack:
+        if not settings.api.url:
+            chosen = ServerSettings()
+            if chosen.mode == "temporary":
+                server = _temporary_server_class()()
+                server.start()
+                updates[PREFECT_API_URL] = server.api_url
+            else:
+                updates[PREFECT_API_URL] = _session_server(settings, chosen.idle_seconds)
+                stack.enter_context(session_server.client(Path(settings.home)))
+        if updates:
+            stack.enter_context(temporary_settings(updates=updates))
         yield
 
 
@@ -115,12 +108,12 @@ def _new_sessions() -> Iterator[None]:
 
 
 def starts_flows(command: F) -> F:
-    """For a command that calls a flow: SIGTERM and SIGINT ask its work to stop, it reports
-    to :func:`prefect_api`, and its runs are :func:`direct_runs`."""
+    """For a command that calls a flow: SIGTERM and SIGINT ask its work to stop, and its runs
+    have the settings of :func:`reporting_to_prefect`."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with stop_on_signals(), prefect_api(), direct_runs():
+        with stop_on_signals(), reporting_to_prefect():
             return command(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
