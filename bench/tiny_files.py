@@ -24,7 +24,7 @@ import apsw
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from processes import run_mempipe
+from processes import run_mempipe, session_server
 
 
 def write_files(folder: Path, count: int) -> None:
@@ -73,18 +73,12 @@ def main() -> None:
         folder = work / "archive"
         write_files(folder, args.files)
         reference = minimal_reader(folder, work / "reference.db")
-        os.environ["PREFECT_HOME"] = str(work / "prefect")
         if args.api_url:
             os.environ["PREFECT_API_URL"] = args.api_url
-        else:
-            run_mempipe(["server", "start"], work)
-        try:
+        with session_server(work):
             run = run_mempipe(
                 ["backfill", str(folder), "--store", f"sqlite:///{work / 'm.db'}", "--json"], work
             )
-        finally:
-            if not args.api_url:
-                run_mempipe(["server", "stop"], work)
         summary = json.loads(run.stdout)
         read = sum(f["turns_inserted"] for f in summary["files"])
         assert read == 2 * args.files, read

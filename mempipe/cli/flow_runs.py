@@ -63,9 +63,12 @@ def reporting_to_prefect() -> Iterator[None]:
 
 
 def _session_server(settings: Any, idle_seconds: float) -> str:
-    """The session's server's API; a command that starts it says where on stderr."""
+    """The session's server's API. A verbose command (``mempipe -v``) that starts it says where
+    on stderr; otherwise stderr stays for errors and progress, and ``mempipe server status``
+    says where it runs."""
     record, started = session_server.start(settings, idle_seconds)
-    if started:
+    context = click.get_current_context(silent=True)
+    if started and context is not None and context.find_root().params.get("verbose"):
         click.echo(
             f"Prefect: started mempipe's server for this session at {record.api_url} "
             f"(pid {record.pid}); later commands reuse it, it stops after "

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from mempipe.domain.liveness import process_alive
 from mempipe.errors import MempipeError
 from mempipe.watchdog import SESSION_SERVER
 
@@ -82,21 +83,7 @@ def _is_server(pid: int) -> bool:
     try:
         return PROCESS_MARK.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return _alive(pid) and not sys.platform.startswith("linux")
-
-
-def _alive(pid: int) -> bool:
-    """The process runs: it exists and is not a zombie waiting for its parent to reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return not sys.platform.startswith("linux")
+        return process_alive(pid) and not sys.platform.startswith("linux")
 
 
 def running(home: Path) -> ServerRecord | None:
@@ -221,7 +208,7 @@ def live_clients(home: Path) -> list[int]:
     found = []
     with suppress(FileNotFoundError):
         for mark in (home / CLIENTS).iterdir():
-            if mark.name.isdigit() and _alive(int(mark.name)):
+            if mark.name.isdigit() and process_alive(int(mark.name)):
                 found.append(int(mark.name))
             else:
                 mark.unlink(missing_ok=True)

@@ -300,7 +300,8 @@ def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands
 
     rerun = run(["replay", *args, "--json"], tmp_path, env)
     assert rerun.returncode == 0, rerun.stderr
-    assert "started mempipe's server" not in rerun.stderr, "the next command reused it"
+    status = json.loads(run(["server", "status", "--json"], tmp_path, env).stdout)
+    assert status["server"]["pid"] == server, "the next command reused it"
     assert_same_end_state(db, reference)
 
     deadline = time.monotonic() + idle + 30

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store import open_store
@@ -50,6 +51,7 @@ def old_layout(store) -> None:
 
 
 def results(store) -> list[list[tuple[str, float]]]:
+    """Within a user and across the org."""
     found = []
     for n in range(8):
         near = Near(vector=VECTORS[300 + n], model_id=EMBEDDER.model_id)
@@ -57,6 +59,13 @@ def results(store) -> list[list[tuple[str, float]]]:
             hits = store.search_vector("semantic", near, filters, 10)
             found.append([(h.id, h.score) for h in hits])
     return found
+
+
+def same_as(before: list[list[tuple[str, float]]]) -> list[list[tuple[str, object]]]:
+    """The same ids in the same order, scores equal to 1e-6: across the org a process's later
+    searches come from the vectors it holds in memory, whose float32 sums may differ from
+    sqlite-vec's in the last bits."""
+    return [[(i, pytest.approx(score, abs=1e-6)) for i, score in hits] for hits in before]
 
 
 def layout(store) -> str:
@@ -75,7 +84,7 @@ def test_migration_rebuilds_old_vector_tables_per_user_and_finds_the_same(store_
 
     assert memory_sql.vector_partition_key(layout(store)) == "user_id"
     assert store.vector_counts("semantic", EMBEDDER.model_id) == (300, 300)
-    assert results(store) == before
+    assert results(store) == same_as(before)
     assert all(len(r) == 10 for r in before)
     store.close()
 
@@ -92,7 +101,7 @@ def test_an_old_layout_is_drift_until_rebuilt_with_force(store) -> None:
 
     (status,) = [s for s in store.index_status() if s.kind == "vector"]
     assert status.state is IndexState.OK
-    assert results(store) == before
+    assert results(store) == same_as(before)
 
 
 def partition_lookup_plan(store) -> str:
@@ -121,7 +130,7 @@ def test_a_users_chunks_are_found_through_an_index_in_new_and_migrated_stores(
     migrate(store)
 
     assert "USING INDEX" in partition_lookup_plan(store)
-    assert results(store) == before
+    assert results(store) == same_as(before)
     store.close()
 
 
@@ -139,4 +148,4 @@ def test_a_dropped_chunk_index_is_reported_and_recreated_without_force(store) ->
     assert "USING INDEX" in partition_lookup_plan(store)
     (status,) = [s for s in store.index_status() if s.kind == "vector"]
     assert status.state is IndexState.OK
-    assert results(store) == before
+    assert results(store) == same_as(before)

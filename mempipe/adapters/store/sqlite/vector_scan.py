@@ -8,9 +8,9 @@ stays with sqlite-vec (its partition holds only that user's vectors). Here the v
 once, scaled to unit length (cosine: the product is the similarity sqlite-vec reports as
 ``1 - distance``), with each filter column as integer codes: the scope's filter is a mask applied
 before the k nearest are picked, so the k nearest are the k nearest in scope, as inside the KNN.
-The copy is dropped when any connection writes to the database. One search alone is cheaper
-through sqlite-vec than reading every vector, so the first wide search of a table after a write
-goes there and the matrix is built for the next.
+The copy is dropped when any connection writes to the database or changes its schema. One
+search alone is cheaper through sqlite-vec than reading every vector, so the first wide search
+of a table after a write goes there and the matrix is built for the next.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class VectorScans:
         self._conn = conn
         self._held: dict[str, VectorMatrix | None] = {}
         self._asked: set[str] = set()
-        self._version: tuple[int, int] | None = None
+        self._version: tuple[int, int, int] | None = None
 
     def nearest(
         self,
@@ -115,6 +115,7 @@ class VectorScans:
         filter on a column the table does not have (sqlite-vec says so)."""
         version = (
             self._conn.execute("PRAGMA data_version").fetchall()[0][0],
+            self._conn.execute("PRAGMA schema_version").fetchall()[0][0],
             self._conn.total_changes(),
         )
         if version != self._version:
