@@ -138,6 +138,43 @@ def test_a_wide_text_search_reaches_a_scope_behind_better_matches_elsewhere(
     assert [m for m, _ in hits(store, text, top_k=3, org_id="o")][:3] == ["p1-0", "p1-1", "p1-2"]
 
 
+def test_a_wide_text_search_from_held_postings_ranks_exactly_as_fts5(store) -> None:
+    """Beyond one user, a process's later text searches rank from the postings it holds:
+    the same hits, in the same order, with the same scores as FTS5's own ``bm25()``."""
+    import random
+
+    from mempipe.adapters.store.sqlite import search_sql
+
+    words = [
+        "refund",
+        "policy",
+        "travel",
+        "visa",
+        "lisbon",
+        "hotel",
+        "booking",
+        "receipt",
+        "manager",
+        "approval",
+    ]
+    rng = random.Random(7)
+    for n in range(60):
+        text = " ".join(rng.choices(words, k=rng.randint(2, 30)))
+        remember(store, f"m{n}", text, user=f"u{n % 7}", project=f"p{n % 2}")
+    fts_ranking = search_sql.text_search_sql("semantic", ReadFilter(org_id="o", project_id="p1"))
+    for query in ("refund policy", "visa for lisbon", "hotel booking receipt", "manager"):
+        filters = {"org_id": "o", "project_id": "p1"}
+        first = hits(store, SearchMode.TEXT, top_k=10, query=query, **filters)
+        held = hits(store, SearchMode.TEXT, top_k=10, query=query, **filters)
+        sql, values = fts_ranking
+        match = search_sql.fts_query(query)
+        own = [(row[0], round(row[-1], 5)) for row in store._rows(sql, (match, *values, 10))]
+        assert held == first == own
+    assert store._postings.best("memories_semantic_fts", ["refund"], 5) is not None, (
+        "the later searches ranked from the held postings"
+    )
+
+
 def test_a_write_drops_the_vectors_held_in_memory(store) -> None:
     remember(store, "first", "refund policy one", user="u1")
     remember(store, "second", "refund policy two", user="u2")

@@ -44,7 +44,7 @@ def bm25(idf: Sequence[float], average: float, size: int, frequencies: Sequence[
     return -1.0 * score
 
 
-def _varints(block: bytes) -> list[int]:
+def varints(block: bytes) -> list[int]:
     """SQLite varints, as FTS5 writes its averages record."""
     values, at = [], 0
     while at < len(block):
@@ -107,7 +107,7 @@ class ScopedBm25:
         """The bm25 of each text as if it were its row of the index (None: no term matches):
         the same tokenizer gives the same tokens, so the same frequencies and length."""
         block = self._conn.execute(f"SELECT block FROM {fts_table}_data WHERE id = 1").fetchall()
-        rows, *per_column = _varints(block[0][0])
+        rows, *per_column = varints(block[0][0])
         tokens = sum(per_column)
         weights, average = idfs(rows, counts), tokens / rows
         scores: list[float | None] = []

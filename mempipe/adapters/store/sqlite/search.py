@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mempipe.adapters.store.sqlite import memory_sql, scoped_bm25, search_sql, vector_scan
+import orjson
+
+from mempipe.adapters.store.sqlite import (
+    held_postings,
+    memory_sql,
+    scoped_bm25,
+    search_sql,
+    vector_scan,
+)
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
 from mempipe.domain.query import query_words
@@ -38,6 +46,7 @@ class SqliteSearch(SqliteParts):
 
     _bm25: scoped_bm25.ScopedBm25 | None = None
     _scans: vector_scan.VectorScans | None = None
+    _postings: held_postings.HeldPostings | None = None
 
     def search_text(self, source: str, query: str, filters: ReadFilter, k: int) -> list[Hit]:
         match = search_sql.fts_query(query)
@@ -46,23 +55,59 @@ class SqliteSearch(SqliteParts):
         found = (
             self._user_text(source, query, match, filters, k)
             if filters.user_id is not None
-            else self._wide_text(source, match, filters, k)
+            else self._wide_text(source, query, match, filters, k)
         )
         if found is not None:
             return found
         sql, values = search_sql.text_search_sql(source, filters)
         return [_hit(source, row) for row in self._rows(sql, (match, *values, k))]
 
-    def _wide_text(self, source: str, match: str, filters: ReadFilter, k: int) -> list[Hit] | None:
-        """Beyond one user: the best-ranked matches first, then the scope in that order (for an
-        org-wide scope, most of them are in it). None when fewer than k of the first
-        :data:`RANKED_FIRST` are in scope and more matches exist: FTS5 ranks them all then."""
+    def _wide_text(
+        self, source: str, query: str, match: str, filters: ReadFilter, k: int
+    ) -> list[Hit] | None:
+        """Beyond one user: the best-ranked matches first (from the postings this connection
+        holds, else FTS5's own ranking of the match alone), then the scope in that order, k
+        rows at first and twice as many each time after: for an org-wide scope most of them
+        are in it. None when fewer than k of the first :data:`RANKED_FIRST` are in scope and
+        more matches exist: FTS5 ranks them all then."""
         scope = search_sql.scoped_text(source, filters)
         first = max(RANKED_FIRST, k)
-        rows = self._rows(search_sql.ranked_first_sql(scope), (match, first, *scope.values, k))
-        if len(rows) < k and self._matches(scope.fts, match) > first:
+        ranked = self._held_ranking(scope.fts, query, first)
+        if ranked is None:
+            rows = self._rows(search_sql.ranked_first_sql(scope), (match, first, *scope.values, k))
+            if len(rows) < k and self._matches(scope.fts, match) > first:
+                return None
+            return [_hit(source, row) for row in rows]
+        found: list[tuple[Any, ...]] = []
+        start, size = 0, k
+        while len(found) < k and start < len(ranked.best):
+            chunk = ranked.best[start : start + size]
+            rows = self._rows_in_scope(scope, [rowid for rowid, _ in chunk])
+            found += [(*rows[rowid], -rank) for rowid, rank in chunk if rowid in rows]
+            start, size = start + size, size * 2
+        if len(found) < k and ranked.matches > len(ranked.best):
             return None
-        return [_hit(source, row) for row in rows]
+        return [_hit(source, row) for row in found[:k]]
+
+    def _rows_in_scope(
+        self, scope: search_sql.ScopedText, rowids: list[int]
+    ) -> dict[int, tuple[Any, ...]]:
+        """Those of the rows that are in scope, by rowid, with their hit columns."""
+        sql = search_sql.scoped_rows_sql(scope)
+        return {
+            row[-1]: row[:-1]
+            for row in self._rows(sql, [orjson.dumps(rowids).decode(), *scope.values])
+        }
+
+    def _held_ranking(self, fts: str, query: str, n: int) -> held_postings.Ranked | None:
+        if self._bm25 is None:
+            self._bm25 = scoped_bm25.ScopedBm25(self._conn)
+        terms = self._bm25.terms(query_words(query))
+        if terms is None:
+            return None
+        if self._postings is None:
+            self._postings = held_postings.HeldPostings(self._conn)
+        return self._postings.best(fts, terms, n)
 
     def _matches(self, fts: str, match: str) -> int:
         return int(self._rows(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,))[0][0])
@@ -123,12 +168,9 @@ class SqliteSearch(SqliteParts):
         nearest = self._scans.nearest(table, near.vector, scope, k)
         if not nearest:
             return nearest
-        rows = {
-            row[-1]: row[:-1]
-            for row in self._rows(
-                search_sql.hits_by_rowid_sql(source, len(nearest)), [r for r, _ in nearest]
-            )
-        }
+        rows = self._rows_in_scope(
+            search_sql.scoped_text(source, ReadFilter()), [r for r, _ in nearest]
+        )
         return [_hit(source, (*rows[rowid], score)) for rowid, score in nearest if rowid in rows]
 
     def search_hybrid(

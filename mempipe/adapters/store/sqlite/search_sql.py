@@ -129,6 +129,17 @@ def ranked_first_sql(scope: ScopedText) -> str:
     )
 
 
+def scoped_rows_sql(scope: ScopedText) -> str:
+    """Those of the rows whose rowids the JSON array names that are in scope, with their hit
+    columns and rowid. The rows are looked up by rowid (the CROSS JOIN keeps the array
+    outermost): left to choose, SQLite walks the scope's identity index instead, every row of
+    an org (7 ms for 100,000 turns, against 0.1 ms for 60 rowids)."""
+    return (
+        f"SELECT {scope.hit_columns}, r.rowid FROM json_each(?) AS chosen "
+        f"CROSS JOIN {scope.rows} ON r.rowid = chosen.value WHERE {scope.where}"
+    )
+
+
 def span_sql(scope: ScopedText) -> str:
     """The lowest and highest rowid, and the number, of the rows in scope (an index range scan
     when the scope names a user)."""
@@ -155,13 +166,6 @@ def scoped_search_sql(scope: ScopedText, phrases: int) -> str:
         f"SELECT {scope.hit_columns}, found.score, r.rowid FROM found "
         f"JOIN {scope.rows} ON r.rowid = found.id WHERE {scope.where}"
     )
-
-
-def hits_by_rowid_sql(source: str, count: int) -> str:
-    """The hit columns of the given rows of a source, each with its rowid."""
-    scope = scoped_text(source, ReadFilter())
-    marks = ", ".join("?" for _ in range(count))
-    return f"SELECT {scope.hit_columns}, r.rowid FROM {scope.rows} WHERE r.rowid IN ({marks})"
 
 
 def _memory_source(
