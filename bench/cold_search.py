@@ -18,7 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
 import orjson
+import processes  # noqa: F401 (times processes as installed)
 
 DATA = Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
 OUT = Path(__file__).parent / "out" / "cold-search"

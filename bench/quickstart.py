@@ -24,6 +24,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import processes  # noqa: F401 (times processes as installed)
+
 SAMPLE = Path(__file__).parents[1] / "examples" / "sample-archive"
 
 
