@@ -55,8 +55,9 @@ def reporting_to_prefect() -> Iterator[None]:
                 server.start()
                 updates[PREFECT_API_URL] = server.api_url
             else:
-                updates[PREFECT_API_URL] = _session_server(settings, chosen.idle_seconds)
+                # marked as using the server first: one that is about to stop when idle sees it
                 stack.enter_context(session_server.client(Path(settings.home)))
+                updates[PREFECT_API_URL] = _session_server(settings, chosen.idle_seconds)
         if updates:
             stack.enter_context(temporary_settings(updates=updates))
         yield

@@ -2,7 +2,8 @@
 
 The store is handed the batches as they are parsed (``add_turn_batches``): a backend that can
 write one batch while the next is parsed does so (SQLite), so at most two batches are in memory.
-Many files are one stream: one writer, one progress bar, one interpreter setting for the lot.
+Many files are one stream: one writer, one progress bar, one interpreter setting for the lot,
+and the batches of small files may share a transaction up to ``--batch-size`` turns.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def ingest_files(uow: UnitOfWork, requests: Sequence[IngestRequest]) -> list[Ing
                     progress.update(before + reader.bytes_read)
                 before += reader.size
 
-        for result, (index, rejects, skipped) in uow.turns.add_turn_batches(parsed(), run_id):
+        written = uow.turns.add_turn_batches(
+            parsed(), run_id, shared_up_to=min(request.batch_size for request in requests)
+        )
+        for result, (index, rejects, skipped) in written:
             account(index, result, rejects, skipped)
     for summary, reader, request in zip(summaries, readers, requests, strict=True):
         summary.format = str(reader.format or request.format)

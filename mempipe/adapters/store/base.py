@@ -44,10 +44,16 @@ class Turns(Protocol):
         ...
 
     def add_turn_batches(
-        self, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+        self,
+        batches: Iterable[tuple[Sequence[Turn], C]],
+        run_id: str | None,
+        shared_up_to: int = 0,
     ) -> Iterator[tuple[TurnWriteResult, C]]:
         """:meth:`add_turns` of each batch, in order, each result with what came beside its
-        batch. A backend may write one batch while the caller makes the next (SQLite does)."""
+        batch. A backend may write one batch while the caller makes the next (SQLite does),
+        and may commit consecutive batches together while they hold at most ``shared_up_to``
+        turns in all (SQLite does: a directory of tiny files is not a transaction a file);
+        a result is handed back only once its batch is committed."""
         ...
 
     def count_unpromoted_turns(self) -> int: ...
@@ -73,7 +79,10 @@ class OneBatchAtATime:
     batch written in turn."""
 
     def add_turn_batches(
-        self: Turns, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+        self: Turns,
+        batches: Iterable[tuple[Sequence[Turn], C]],
+        run_id: str | None,
+        shared_up_to: int = 0,
     ) -> Iterator[tuple[TurnWriteResult, C]]:
         for turns, context in batches:
             yield self.add_turns(turns, run_id), context

@@ -34,3 +34,22 @@ def overlapped(
             in_flight = (written, context)
         if in_flight is not None:
             yield in_flight[0].result(), in_flight[1]
+
+
+def shared(
+    batches: Iterable[tuple[Sequence[R], C]], up_to: int
+) -> Iterator[tuple[list[Sequence[R]], list[C]]]:
+    """Consecutive batches gathered while they hold at most ``up_to`` records in all (a batch
+    of more is a group of its own), each group as its batches and what came beside each."""
+    group: list[Sequence[R]] = []
+    contexts: list[C] = []
+    held = 0
+    for records, context in batches:
+        if group and (up_to <= 0 or held + len(records) > up_to):
+            yield group, contexts
+            group, contexts, held = [], [], 0
+        group.append(records)
+        contexts.append(context)
+        held += len(records)
+    if group:
+        yield group, contexts

@@ -10,7 +10,7 @@ import orjson
 from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
-from mempipe.adapters.store.sqlite.pipeline import overlapped
+from mempipe.adapters.store.sqlite.pipeline import overlapped, shared
 from mempipe.domain.promotion import TurnStamp
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.snapshot import Snapshot
@@ -28,11 +28,27 @@ class SqliteTurns(SqliteParts):
         return self._write_turns(self._encode_turns(turns, run_id))
 
     def add_turn_batches(
-        self, batches: Iterable[tuple[Sequence[Turn], C]], run_id: str | None
+        self,
+        batches: Iterable[tuple[Sequence[Turn], C]],
+        run_id: str | None,
+        shared_up_to: int = 0,
     ) -> Iterator[tuple[TurnWriteResult, C]]:
-        return overlapped(
-            batches, lambda turns: self._encode_turns(turns, run_id), self._write_turns
+        """Consecutive batches holding at most ``shared_up_to`` turns in all are encoded and
+        committed as one group (each batch still counted on its own, inside a savepoint of the
+        group's transaction); a group's results come back once it is committed."""
+        groups = overlapped(
+            shared(batches, shared_up_to),
+            lambda group: [self._encode_turns(turns, run_id) for turns in group],
+            self._write_turn_group,
         )
+        for results, contexts in groups:
+            yield from zip(results, contexts, strict=True)
+
+    def _write_turn_group(self, group: list[tuple[Sequence[Turn], bytes]]) -> list[TurnWriteResult]:
+        if len(group) == 1:
+            return [self._write_turns(group[0])]
+        with self._writing():
+            return [self._write_turns(batch) for batch in group]
 
     def _encode_turns(
         self, turns: Sequence[Turn], run_id: str | None
