@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import apsw
 import numpy as np
 
+from mempipe.adapters.store.sqlite.held import database_version, vocabulary
 from mempipe.adapters.store.sqlite.scoped_bm25 import K1, B, idfs, varints
 
 MAX_POSTINGS = 20_000_000
@@ -95,11 +96,7 @@ class HeldPostings:
         return Ranked([(int(documents.rowids[found[i]]), float(ranks[i])) for i in order], matches)
 
     def _drop_if_changed(self) -> None:
-        version = (
-            self._conn.execute("PRAGMA data_version").fetchall()[0][0],
-            self._conn.execute("PRAGMA schema_version").fetchall()[0][0],
-            self._conn.total_changes(),
-        )
+        version = database_version(self._conn)
         if version != self._version:
             self._documents.clear()
             self._postings.clear()
@@ -126,7 +123,8 @@ class HeldPostings:
         if key in self._postings:
             self._postings.move_to_end(key)
             return self._postings[key]
-        lookup = f"SELECT doc FROM temp.{self._vocabulary(fts)} WHERE term = ?"
+        instances = vocabulary(self._conn, fts, "instance", self._vocabularies)
+        lookup = f"SELECT doc FROM temp.{instances} WHERE term = ?"
         occurrences = [row[0] for row in self._conn.execute(lookup, (term,))]
         docs, frequency = np.unique(np.asarray(occurrences, dtype=np.int64), return_counts=True)
         index = np.searchsorted(documents.rowids, docs)
@@ -141,13 +139,3 @@ class HeldPostings:
             _, (dropped, _) = self._postings.popitem(last=False)
             self._held -= len(dropped)
         return held
-
-    def _vocabulary(self, fts: str) -> str:
-        name = f"mempipe_instances_{fts}"
-        if name not in self._vocabularies:
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} "
-                f"USING fts5vocab(main, {fts}, instance)"
-            )
-            self._vocabularies.add(name)
-        return name

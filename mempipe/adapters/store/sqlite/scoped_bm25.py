@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import apsw
 
+from mempipe.adapters.store.sqlite.held import database_version, vocabulary
 from mempipe.adapters.store.sqlite.memory_sql import TOKENIZER_ARGS
 
 K1 = 1.2
@@ -72,7 +73,7 @@ class ScopedBm25:
         self._counts: dict[tuple[str, str], int] = {}
         """Documents per term, kept while no connection has written (fts5vocab counts a term's
         documents by walking its doclist: a common word costs as much as bm25()'s own count)."""
-        self._version: tuple[int, int] | None = None
+        self._version: tuple[int, int, int] | None = None
         conn.register_fts5_function(FUNCTION, _bm25)
 
     def terms(self, words: Sequence[str]) -> list[str] | None:
@@ -87,14 +88,12 @@ class ScopedBm25:
 
     def document_counts(self, fts_table: str, terms: Sequence[str]) -> list[int]:
         """Documents holding each term."""
-        version = (
-            self._conn.execute("PRAGMA data_version").fetchall()[0][0],
-            self._conn.total_changes(),
-        )
+        version = database_version(self._conn)
         if version != self._version:
             self._counts.clear()
             self._version = version
-        lookup = f"SELECT doc FROM temp.{self._vocabulary(fts_table)} WHERE term = ?"
+        rows = vocabulary(self._conn, fts_table, "row", self._vocabularies)
+        lookup = f"SELECT doc FROM temp.{rows} WHERE term = ?"
         for term in terms:
             if (fts_table, term) not in self._counts:
                 found = self._conn.execute(lookup, (term,)).fetchall()
@@ -121,16 +120,6 @@ class ScopedBm25:
     def _tokens(self, text: str, reason: int) -> list[str]:
         found = self._tokenizer(text.encode(), reason, None, include_offsets=False)
         return [group[0] for group in found]
-
-    def _vocabulary(self, fts_table: str) -> str:
-        name = f"mempipe_vocab_{fts_table}"
-        if name not in self._vocabularies:
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} "
-                f"USING fts5vocab(main, {fts_table}, row)"
-            )
-            self._vocabularies.add(name)
-        return name
 
 
 def _bm25(api: apsw.FTS5ExtensionApi, *counts: int) -> float:

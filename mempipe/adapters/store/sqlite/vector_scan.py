@@ -22,6 +22,7 @@ from itertools import islice
 import apsw
 import numpy as np
 
+from mempipe.adapters.store.sqlite.held import database_version
 from mempipe.adapters.store.sqlite.memory_sql import parse_vector_ddl
 
 MAX_BYTES = 1 << 30
@@ -113,11 +114,7 @@ class VectorScans:
         """The k nearest in scope, or None where sqlite-vec should answer: the first wide search
         of the table since the database changed, a table too large to hold or missing, or a
         filter on a column the table does not have (sqlite-vec says so)."""
-        version = (
-            self._conn.execute("PRAGMA data_version").fetchall()[0][0],
-            self._conn.execute("PRAGMA schema_version").fetchall()[0][0],
-            self._conn.total_changes(),
-        )
+        version = database_version(self._conn)
         if version != self._version:
             self._held.clear()
             self._asked.clear()
