@@ -113,6 +113,14 @@ def gone(pid: int) -> bool:
         return True
 
 
+def left_behind(pids: set[int], within: float = 60) -> set[int]:
+    """Those of the processes still running once ``within`` seconds have passed (or none)."""
+    deadline = time.monotonic() + within
+    while (alive := {pid for pid in pids if not gone(pid)}) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return alive
+
+
 def kill_when(process: subprocess.Popen, ready, timeout: float = 240) -> None:
     """SIGKILL ``process`` as soon as ``ready()`` holds; fail if it ended first."""
     deadline = time.monotonic() + timeout

@@ -31,8 +31,8 @@ from tests.e2e.crash_kit import (
     current_airports,
     environment,
     extraction_counts,
-    gone,
     kill_when,
+    left_behind,
     memories,
     read,
     run,
@@ -257,12 +257,7 @@ def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_p
 
     kill_when(victim, server_up)
     assert started, "the command had started processes of its own"
-    deadline = time.monotonic() + 60
-    while (alive := {p for p in started if Path(f"/proc/{p}").exists()}) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.5)
-    assert not alive, f"left behind: {alive}"
+    assert not (alive := left_behind(started)), f"left behind: {alive}"
 
 
 def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands_after(
@@ -291,12 +286,7 @@ def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands
     spared = {server} | descendants(server)
     own = started - spared
     assert own, "the command had started processes of its own"
-    deadline = time.monotonic() + 60
-    while (alive := {p for p in own if Path(f"/proc/{p}").exists()}) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.5)
-    assert not alive, f"left behind: {alive}"
+    assert not (alive := left_behind(own)), f"left behind: {alive}"
 
     rerun = run(["replay", *args, "--json"], tmp_path, env)
     assert rerun.returncode == 0, rerun.stderr
@@ -304,11 +294,8 @@ def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands
     assert status["server"]["pid"] == server, "the next command reused it"
     assert_same_end_state(db, reference)
 
-    deadline = time.monotonic() + idle + 30
-    while not gone(server) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert gone(server), "the server stopped itself once idle"
-    assert all(gone(p) for p in spared), "and its API with it"
+    assert not left_behind({server}, within=idle + 30), "the server stopped itself once idle"
+    assert not left_behind(spared, within=10), "and its API with it"
     status = json.loads(run(["server", "status", "--json"], tmp_path, env).stdout)
     assert status["running"] is False
 
@@ -390,12 +377,7 @@ def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
     took = stop_when(victim, underway, signal.SIGINT, group=True)
     out, _ = victim.communicate()
     assert took < 10, f"took {took:.1f} s to stop"
-    deadline = time.monotonic() + 30
-    while (alive := {p for p in started if Path(f"/proc/{p}").exists()}) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.2)
-    assert not alive, f"left behind: {alive}"
+    assert not (alive := left_behind(started, within=30)), f"left behind: {alive}"
     assert_interrupted_then_completed_by_a_rerun(
         db, args, out, victim.returncode, 130, tmp_path, TEMPORARY, reference
     )
