@@ -16,7 +16,6 @@ Prefect home, so its runs land in the database a temporary server would have use
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import signal
 import socket
@@ -24,7 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -71,6 +69,8 @@ def _read(home: Path) -> ServerRecord | None:
 
 
 def _answers(api_url: str) -> bool:
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
             return bool(response.status == 200)
@@ -97,8 +97,13 @@ def running(home: Path) -> ServerRecord | None:
 @contextmanager
 def _locked(home: Path) -> Iterator[None]:
     """One command at a time looks for the server or starts it: two commands started together
-    share one server."""
+    share one server (an advisory lock where the platform has ``fcntl``)."""
     home.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
     with (home / LOCK).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
