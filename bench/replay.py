@@ -101,7 +101,9 @@ def main() -> None:
     store.close()
 
     embedder = embedder_for(args.model)
-    embedder.embed(["warm up the model"])
+    # a batch, not one text: up to 8 texts the local model embeds with numpy and leaves the
+    # torch model the replay's batches use unloaded, and its load would be timed as replay
+    embedder.embed(["warm up the model"] * 64)
     from mempipe.flows.migrate import migrate_flow
 
     migrate_flow(store=store_url, config=str(config))
