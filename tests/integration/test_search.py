@@ -19,6 +19,16 @@ MODES = list(SearchMode)
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 
 
+@pytest.fixture(autouse=True)
+def held_from_the_second_wide_search(monkeypatch):
+    """A process's first wide vector search is sqlite-vec's, its next from the vectors then
+    held: reading a table is made to cost less than any search (by default it waits until
+    sqlite-vec's searches have cost as much as reading the table), so both paths are compared."""
+    from mempipe.adapters.store.sqlite import vector_scan
+
+    monkeypatch.setattr(vector_scan, "READ_SECONDS_PER_ROW", 1e-12)
+
+
 def remember(
     store, memory_id, text, *, project="p1", user="u1", visibility="private", embed=True
 ) -> None:
@@ -173,6 +183,26 @@ def test_a_wide_text_search_from_held_postings_ranks_exactly_as_fts5(store) -> N
     assert store._postings.best("memories_semantic_fts", ["refund"], 5) is not None, (
         "the later searches ranked from the held postings"
     )
+
+
+def test_a_table_is_read_into_memory_once_sqlite_vec_has_cost_as_much(store, monkeypatch) -> None:
+    """Ski rental: sqlite-vec answers while its wide searches since the last change have cost
+    less than reading the table would; then the table is held; a write starts over."""
+    from mempipe.adapters.store.sqlite import memory_sql, vector_scan
+
+    monkeypatch.setattr(vector_scan, "READ_SECONDS_PER_ROW", 1.0)
+    for n in range(3):
+        remember(store, f"m{n}", f"refund policy {n}", user=f"u{n}")
+    table = memory_sql.vector_table("semantic", EMBEDDER.model_id)
+    scans = vector_scan.VectorScans(store._conn)
+    query, scope = EMBEDDER.embed(["refund"])[0], [("org_id", "o")]
+    assert scans.nearest(table, query, scope, 2) is None, "3 rows cost 3 s to read"
+    scans.searched(table, 1.0)
+    assert scans.nearest(table, query, scope, 2) is None
+    scans.searched(table, 2.5)
+    assert len(scans.nearest(table, query, scope, 2)) == 2, "3.5 s spent: read and held"
+    remember(store, "m3", "refund policy 3", user="u3")
+    assert scans.nearest(table, query, scope, 2) is None, "a write starts over"
 
 
 def test_a_write_drops_the_vectors_held_in_memory(store) -> None:

@@ -26,6 +26,16 @@ VECTORS = np.random.default_rng(3).normal(size=(320, EMBEDDER.dimensions)).tolis
 """Random directions, so that no two distances tie and "the 10 nearest" is one answer."""
 
 
+@pytest.fixture(autouse=True)
+def held_from_the_second_wide_search(monkeypatch):
+    """A process's first wide vector search is sqlite-vec's, its next from the vectors then
+    held: reading a table is made to cost less than any search (by default it waits until
+    sqlite-vec's searches have cost as much as reading the table), so both paths are compared."""
+    from mempipe.adapters.store.sqlite import vector_scan
+
+    monkeypatch.setattr(vector_scan, "READ_SECONDS_PER_ROW", 1e-12)
+
+
 def loaded(store) -> None:
     store.ensure_vector_table("semantic", EMBEDDER.model_id, EMBEDDER.dimensions)
     with store.write_transaction():

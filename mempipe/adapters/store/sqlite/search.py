@@ -3,6 +3,7 @@ memories."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -142,12 +143,17 @@ class SqliteSearch(SqliteParts):
         return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
-        if filters.user_id is None and collection_of(source) != "custom":
-            wide = self._wide_vector(source, near, filters, k)
-            if wide is not None:
-                return wide
+        wide = filters.user_id is None and collection_of(source) != "custom"
+        if wide:
+            held = self._wide_vector(source, near, filters, k)
+            if held is not None:
+                return held
+        started = time.perf_counter()
         sql, values = search_sql.vector_search_sql(source, near.model_id, filters)
         rows = self._rows(sql, (blob(near.vector), k, *values))
+        if wide and self._scans is not None:
+            table = memory_sql.vector_table(collection_of(source), near.model_id)
+            self._scans.searched(table, time.perf_counter() - started)
         return [_hit(source, row) for row in rows if row[-1] is not None]
 
     def _wide_vector(
