@@ -101,14 +101,23 @@ class SqliteSearch(SqliteParts):
         }
 
     def _held_ranking(self, fts: str, query: str, n: int) -> held_postings.Ranked | None:
-        if self._bm25 is None:
-            self._bm25 = scoped_bm25.ScopedBm25(self._conn)
-        terms = self._bm25.terms(query_words(query))
+        terms = self._terms(query)
         if terms is None:
             return None
         if self._postings is None:
             self._postings = held_postings.HeldPostings(self._conn)
         return self._postings.best(fts, terms, n)
+
+    @property
+    def _ranking(self) -> scoped_bm25.ScopedBm25:
+        """This connection's tokenizer, vocabulary tables and ranking function, made once."""
+        if self._bm25 is None:
+            self._bm25 = scoped_bm25.ScopedBm25(self._conn)
+        return self._bm25
+
+    def _terms(self, query: str) -> list[str] | None:
+        """The query's words as the index holds them; None when one is not a single token."""
+        return self._ranking.terms(query_words(query))
 
     def _matches(self, fts: str, match: str) -> int:
         return int(self._rows(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,))[0][0])
@@ -124,18 +133,16 @@ class SqliteSearch(SqliteParts):
         low, high, count = self._rows(search_sql.span_sql(scope), scope.values)[0]
         if not count:
             return []
-        if self._bm25 is None:
-            self._bm25 = scoped_bm25.ScopedBm25(self._conn)
-        terms = self._bm25.terms(query_words(query))
+        terms = self._terms(query)
         if terms is None:
             return None
-        counts = self._bm25.document_counts(scope.fts, terms)
+        counts = self._ranking.document_counts(scope.fts, terms)
         if high - low <= scoped_bm25.MAX_SPAN:
             sql = search_sql.scoped_search_sql(scope, len(counts))
             ranked = self._rows(sql, (*counts, match, low, high, *scope.values))
         elif count <= scoped_bm25.MAX_ROWS:
             rows = self._rows(search_sql.scope_rows_sql(scope), scope.values)
-            scores = self._bm25.rank_texts(scope.fts, terms, counts, [r[10] for r in rows])
+            scores = self._ranking.rank_texts(scope.fts, terms, counts, [r[10] for r in rows])
             ranked = [(*r[:10], s, r[11]) for r, s in zip(rows, scores, strict=True) if s]
         else:
             return None

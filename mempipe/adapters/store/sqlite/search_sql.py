@@ -21,17 +21,21 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in query_words(text)) or None
 
 
+def _supplied(filters: ReadFilter, fields: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """(field, value) for every identity field supplied; an omitted one adds nothing."""
+    return [
+        (field, getattr(value, "value", value))
+        for field in fields
+        if (value := getattr(filters, field)) is not None
+    ]
+
+
 def _identity(
     filters: ReadFilter, fields: tuple[str, ...], prefix: str
 ) -> tuple[list[str], list[Any]]:
-    """``field = ?`` for every identity field supplied; an omitted one adds nothing."""
-    clauses, values = ["1 = 1"], []
-    for field in fields:
-        value = getattr(filters, field)
-        if value is not None:
-            clauses.append(f"{prefix}{field} = ?")
-            values.append(getattr(value, "value", value))
-    return clauses, values
+    """``field = ?`` for every identity field supplied."""
+    pairs = _supplied(filters, fields)
+    return ["1 = 1", *(f"{prefix}{field} = ?" for field, _ in pairs)], [v for _, v in pairs]
 
 
 def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tuple[str, list[Any]]:
@@ -49,16 +53,10 @@ def read_where(filters: ReadFilter, fields: tuple[str, ...], alias: str) -> tupl
 def vector_scope(filters: ReadFilter, fields: tuple[str, ...]) -> list[tuple[str, Any]]:
     """The scope as (vector table column, value) pairs: the identity fields supplied, and one
     column per metadata partition key filtered on."""
-    pairs = [
-        (field, getattr(value, "value", value))
-        for field in fields
-        if (value := getattr(filters, field)) is not None
-    ]
-    pairs += [
+    return _supplied(filters, fields) + [
         (column_for(path.removeprefix(METADATA_PREFIX)), value)
         for path, value in filters.metadata.items()
     ]
-    return pairs
 
 
 def vector_where(filters: ReadFilter, fields: tuple[str, ...]) -> tuple[str, list[Any]]:

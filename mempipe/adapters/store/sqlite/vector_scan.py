@@ -74,7 +74,7 @@ def load(conn: apsw.Connection, table: str) -> VectorMatrix | None:
     if not found:
         return None
     dimensions, _, columns = parse_vector_ddl(found[0][0])
-    count = conn.execute(f"SELECT count(*) FROM {table}_rowids").fetchall()[0][0]
+    count = _rows(conn, table)
     if count == 0 or count * dimensions * 4 > MAX_BYTES:
         return None
     rowids: list[np.ndarray] = []
