@@ -83,7 +83,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
         env["PREFECT_HOME"] = str(work / "prefect-stats")
         store = f"sqlite:///{work / 'stats.db'}"
-        timed(["migrate", "--store", store], env, work)
+        timed(["init", "--store", store], env, work)
         reference = statistics.median(
             timed(["stats", "--store", store], env, work) for _ in range(args.runs)
         )

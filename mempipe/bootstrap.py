@@ -62,15 +62,17 @@ class AppContext:
         configuration file is present."""
         return self.config if self.settings.config.exists() else None
 
-    def prepare_store(self) -> None:
+    def prepare_store(self, *, create: bool = False) -> None:
         """Migrate the store and record this project's declarations: the one step before a
-        job writes."""
-        prepare_store(self.store_url, self.declarations)
+        job writes. ``create``: for the jobs that bring data in; every other job refuses a
+        store that is not there."""
+        prepare_store(self.store_url, self.declarations, create=create)
 
-    def unit_of_work(self, *, read_only: bool = False) -> UnitOfWork:
-        """The store as it is (prepared by :meth:`prepare_store`); ``read_only``: an existing
-        mempipe store with every migration applied, left unchanged."""
-        return unit_of_work(self.store_url, read_only=read_only)
+    def unit_of_work(self, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:
+        """The store as it is (prepared by :meth:`prepare_store`); ``existing``: one that is
+        there already; ``read_only``: an existing mempipe store with every migration applied,
+        left unchanged."""
+        return unit_of_work(self.store_url, read_only=read_only, existing=existing)
 
     def identity_defaults(
         self,
@@ -91,10 +93,11 @@ class AppContext:
         )
 
 
-def prepare_store(url: str, config: ProjectConfig | None) -> None:
+def prepare_store(url: str, config: ProjectConfig | None, *, create: bool = False) -> None:
     """Apply pending migrations, then record ``config``'s partition keys and custom types
-    (write-once: a removal or a change is refused before any work starts)."""
-    with closing(open_store(url, migrate=True)) as store:
+    (write-once: a removal or a change is refused before any work starts). Without ``create``
+    a store that is not there is refused, and nothing is created."""
+    with closing(open_store(url, migrate=True, existing=not create)) as store:
         if config is not None:
             store.declare(config.memory.metadata_partition_keys, config.memory.custom_types)
 

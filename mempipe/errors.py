@@ -33,6 +33,12 @@ class StoreError(TerminalError):
     """The store cannot be opened or used as asked."""
 
 
+CREATE_HINT = (
+    "`mempipe init` creates an empty one; backfill, import and copy create one as they write"
+)
+"""How a store comes to be, for the errors of commands that need one that exists."""
+
+
 class ArchiveError(TerminalError):
     """An archive path cannot be read at all (as opposed to a bad record inside it)."""
 

@@ -53,3 +53,9 @@ def ingest(
         path=path, format=format, defaults=defaults, run_id=run_id, rejects_file=rejects, **more
     )
     return ingest_file(UnitOfWork(store), request)
+
+
+def noisy_lines(stderr: str) -> str:
+    """What a command that succeeded printed on stderr besides its progress bars: nothing is
+    expected (no traceback, no exception text, no warning of Prefect's)."""
+    return "\n".join(line for line in stderr.splitlines() if line.strip() and "━" not in line)

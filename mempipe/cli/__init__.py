@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 
@@ -18,13 +19,15 @@ from mempipe.cli.extraction_commands import replay, report
 from mempipe.cli.retrieval_commands import evaluate_queries, models, search
 from mempipe.cli.run_commands import recover, runs
 from mempipe.cli.server_commands import server
-from mempipe.cli.store_commands import migrate, stats
+from mempipe.cli.store_commands import init, migrate, stats
 from mempipe.cli.transfer_commands import copy, erase, export, import_command
 
-# A laptop run starts Prefect's temporary local server; it needs no usage telemetry, and on a
-# busy machine it may take longer than Prefect's default 20 s to answer: wait for it rather than
-# fail the command (a server started with `prefect server start` avoids the wait altogether).
+# A laptop run starts a local Prefect server; neither it nor the command sends usage telemetry
+# (offline, Prefect's attempt ends in an error on stderr), and on a busy machine the server may
+# take longer than Prefect's default 20 s to answer: wait for it rather than fail the command (a
+# server started with `prefect server start` avoids the wait altogether).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
@@ -36,9 +39,14 @@ def cli(verbose: bool) -> None:
     if not verbose:
         # Quiet on the terminal only: the runs' logs still reach the Prefect server in full.
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+        # Prefect's client services say they are still sending events as a command ends: not
+        # the user's concern, and they are sent all the same.
+        for service in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(service).setLevel(logging.ERROR)
 
 
 for command in (
+    init,
     migrate,
     backfill,
     promote,

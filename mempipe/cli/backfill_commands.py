@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mempipe.archives.registry import format_names
-from mempipe.cli.flow_runs import starts_flows
+from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
     emit,
     identity_options,
@@ -36,7 +36,13 @@ from mempipe.cli.options import (
     metavar="FIELD=COLUMN",
     help="For CSV and Parquet: the column holding a turn field (repeatable).",
 )
-@click.option("--batch-size", default=5000, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--batch-size",
+    default=5000,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Turns written per transaction (small files share one up to this many).",
+)
 @rejects_dir_option
 @click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
 @click.option(
@@ -59,7 +65,7 @@ from mempipe.cli.options import (
 @store_options
 @json_option
 @reports_errors
-@starts_flows
+@starts_flows_creating_store
 def backfill(
     paths: tuple[str, ...],
     archive_format: str,
@@ -90,7 +96,7 @@ def backfill(
     column_map = pairs(columns, "--column")
     context = load_context(store, config, store_secret)
     expand_paths(paths)
-    context.prepare_store()
+    context.prepare_store(create=True)
     with show_on_terminal():
         summary, incomplete = run_flow(
             backfill_flow,
@@ -158,9 +164,10 @@ def promote(store: str | None, config: str | None, store_secret: str | None, as_
         )
 
     def human() -> None:
+        cuts = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in summary.by_reason.items())
         click.echo(
             f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
-            f"into {summary.snapshots_created} snapshots {summary.by_reason}"
+            f"into {summary.snapshots_created} snapshots" + (f" (cut at: {cuts})" if cuts else "")
         )
 
     emit(summary, as_json, human)

@@ -28,14 +28,26 @@ from mempipe.cli.options import (
     metavar="LIST",
     help="Comma-separated: stm, semantic, episodic, procedural, taxonomic, custom (default all).",
 )
-@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--batch-size",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Records embedded and written per batch.",
+)
 @click.option(
     "--gate",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="Queries JSONL: refuse to switch if recall falls below --min-recall-ratio of the old.",
 )
-@click.option("--min-recall-ratio", default=0.95, show_default=True, type=float)
+@click.option(
+    "--min-recall-ratio",
+    default=0.95,
+    show_default=True,
+    type=float,
+    help="With --gate: the new model's recall over the old one's, at least.",
+)
 @click.option("--incremental", is_flag=True, help="Only embed what the serving model lacks.")
 @click.option(
     "--partitions",
@@ -100,8 +112,8 @@ def reembed(
     def human() -> None:
         for report in summary.collections:
             click.echo(
-                f"{report.collection:<11} {report.vectors}/{report.records} records with a "
-                f"{report.model_id} vector ({report.embedded_now} new, "
+                f"{report.collection:<11} {report.vectors}/{report.records} records with a vector "
+                f"of {report.model_id} ({report.embedded_now} new, "
                 f"{report.unembeddable} unembeddable, {report.failed} failed)"
             )
         if summary.gate is not None:

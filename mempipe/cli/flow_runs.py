@@ -112,12 +112,32 @@ def _new_sessions() -> Iterator[None]:
 
 
 def starts_flows(command: F) -> F:
-    """For a command that calls a flow: SIGTERM and SIGINT ask its work to stop, and its runs
-    have the settings of :func:`reporting_to_prefect`."""
+    """For a command that calls a flow on a store that is there already: SIGTERM and SIGINT ask
+    its work to stop, and its runs have the settings of :func:`reporting_to_prefect`. A store
+    that is not there is refused first, before any Prefect server is reached or started."""
+    return _starting_flows(command, creates_store=False)
 
+
+def starts_flows_creating_store(command: F) -> F:
+    """:func:`starts_flows` for a command that brings data in: it may create its store."""
+    return _starting_flows(command, creates_store=True)
+
+
+def _starting_flows(command: F, *, creates_store: bool) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if click.get_current_context().invoked_subcommand:
+            return command(*args, **kwargs)  # a group's subcommand runs the flows
+        if not creates_store:
+            _require_store(kwargs)
         with stop_on_signals(), reporting_to_prefect():
             return command(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _require_store(options: dict[str, Any]) -> None:
+    from mempipe.bootstrap import load_context
+
+    context = load_context(options["store"], options["config"], options["store_secret"])
+    context.unit_of_work(existing=True).close()

@@ -102,13 +102,29 @@ def counted(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts.items() if n)
 
 
+_IDENTITY = [
+    ("org-id", "org"),
+    ("project-id", "project"),
+    ("user-id", "user"),
+    ("agent-id", "agent"),
+]
+
+
 def identity_options(command: F) -> F:
-    for name, what in reversed(
-        [("org-id", "org"), ("project-id", "project"), ("user-id", "user"), ("agent-id", "agent")]
-    ):
+    """The identity given to the records brought in that carry none of their own."""
+    for name, what in reversed(_IDENTITY):
         command = click.option(
             f"--{name}", default=None, help=f"Default {what} for records that carry none."
         )(command)
+    return command
+
+
+def identity_filters(command: F) -> F:
+    """The identity a search or a selection is limited to."""
+    for name, what in reversed(_IDENTITY):
+        command = click.option(f"--{name}", default=None, help=f"Only this {what}'s records.")(
+            command
+        )
     return command
 
 

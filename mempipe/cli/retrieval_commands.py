@@ -9,7 +9,7 @@ import click
 
 from mempipe.cli.options import (
     emit,
-    identity_options,
+    identity_filters,
     json_option,
     pairs,
     reports_errors,
@@ -31,10 +31,16 @@ from mempipe.schemas.evaluation import EvalResult, Scores
     type=click.Choice(["semantic", "text", "hybrid"]),
     default="hybrid",
     show_default=True,
+    help="semantic: by meaning (vectors); text: by words (BM25); hybrid: both, fused.",
 )
-@identity_options
+@identity_filters
 @click.option("--session-id", default=None, help="Only this session.")
-@click.option("--visibility", type=click.Choice(["private", "org"]), default=None)
+@click.option(
+    "--visibility",
+    type=click.Choice(["private", "org"]),
+    default=None,
+    help="Only memories private to their user, or only those shared with the org.",
+)
 @click.option(
     "--metadata",
     "metadata",
@@ -42,7 +48,9 @@ from mempipe.schemas.evaluation import EvalResult, Scores
     metavar="metadata.KEY=VALUE",
     help="Filter on a declared partition key, by its qualified path (repeatable).",
 )
-@click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option(
+    "--top-k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to print."
+)
 @store_options
 @json_option
 @reports_errors
@@ -117,9 +125,18 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
 
 @click.command("eval")
 @click.argument("queries", type=click.Path(exists=True, dir_okay=False))
-@click.option("--source", default="semantic", show_default=True)
 @click.option(
-    "--mode", type=click.Choice(["semantic", "text", "hybrid"]), default="hybrid", show_default=True
+    "--source",
+    default="semantic",
+    show_default=True,
+    help="What the queries search: stm (the turns), a memory type, or a declared custom type.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["semantic", "text", "hybrid"]),
+    default="hybrid",
+    show_default=True,
+    help="How the queries search (as `mempipe search --mode`).",
 )
 @click.option(
     "--k",

@@ -36,7 +36,13 @@ class Recovery(BaseModel):
 @store_options
 @json_option
 @click.option("--running", is_flag=True, help="Only runs recorded as running.")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--limit",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="The newest this many runs.",
+)
 @reports_errors
 def runs(
     store: str | None,

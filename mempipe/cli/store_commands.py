@@ -1,4 +1,4 @@
-"""Commands on the store itself: migrate, stats."""
+"""Commands on the store itself: init, migrate, stats."""
 
 from __future__ import annotations
 
@@ -16,18 +16,47 @@ from mempipe.cli.options import (
 @click.command()
 @store_options
 @json_option
+@reports_errors
+def init(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
+    """Create an empty store: every migration applied, the project's declarations recorded.
+    A store that is there already is only brought up to date. Every other command that works
+    on a store refuses one that is not there (a typo'd path is an error, never a new store)."""
+    from mempipe import migrations
+    from mempipe.bootstrap import load_context
+
+    context = load_context(store, config, store_secret)
+    with context.unit_of_work() as uow:
+        before = uow.schema.applied_migrations()
+        report = migrations.migrate(uow.schema)
+    context.prepare_store()
+
+    def human() -> None:
+        if before:
+            applied = ", ".join(report.applied) or "nothing (up to date)"
+            click.echo(f"store exists; applied: {applied}")
+        else:
+            click.echo(f"created an empty store ({len(report.applied)} migrations applied)")
+        click.echo(f"store: {report.store}")
+
+    emit(report, as_json, human)
+
+
+@click.command()
+@store_options
+@json_option
 @click.option("--pending", is_flag=True, help="Only list what is not applied; change nothing.")
 @reports_errors
 def migrate(
     store: str | None, config: str | None, store_secret: str | None, as_json: bool, pending: bool
 ) -> None:
-    """Apply the store's pending migrations (idempotent)."""
+    """Apply an existing store's pending migrations (idempotent). A store that is not there is
+    refused; `mempipe init` creates one."""
     from mempipe import migrations
     from mempipe.bootstrap import load_context
     from mempipe.schemas.summaries import MigrationReport
 
     context = load_context(store, config, store_secret)
-    uow = context.unit_of_work()
+    uow = context.unit_of_work(existing=True)
     try:
         if pending:
             report = MigrationReport(

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from mempipe.adapters.llm.registry import extractor_names
-from mempipe.cli.flow_runs import starts_flows
+from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
     counted,
     emit,
@@ -110,7 +110,7 @@ def export(
 @store_options
 @json_option
 @reports_errors
-@starts_flows
+@starts_flows_creating_store
 def import_command(
     paths: tuple[str, ...],
     source_format: str,
@@ -141,7 +141,7 @@ def import_command(
         from mempipe.archives.paths import expand_paths
 
         expand_paths(paths)
-    context.prepare_store()
+    context.prepare_store(create=True)
     common = context.flow_options()
     if source_format == "bundle":
         bundle = import_flow(path=paths[0], rejects_dir=rejects_dir, **common)
@@ -269,7 +269,13 @@ def erase(
     is_flag=True,
     help="The serving models' vectors too, where the target serves the same model (or none).",
 )
-@click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--batch-size",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Records read from the source and written to the target per batch (one checkpoint).",
+)
 @rejects_dir_option
 @store_options
 @json_option
@@ -294,7 +300,7 @@ def copy(
     source = load_context(store, config, store_secret)
     source.unit_of_work(read_only=True).close()
     target = load_context(to, config, to_secret)
-    target.prepare_store()
+    target.prepare_store(create=True)
     summary = copy_flow(
         to=target.store_url,
         with_vectors=with_vectors,

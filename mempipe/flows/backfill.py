@@ -56,7 +56,7 @@ def backfill_flow(
     url, memory = context.store_url, context.config.memory
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     parameters = {"paths": paths, "format": str(format), **defaults.model_dump(exclude_none=True)}
-    with recorded_run(context, "backfill", parameters) as run:
+    with recorded_run(context, "backfill", parameters, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
         ingested = [

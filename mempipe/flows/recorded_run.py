@@ -55,13 +55,16 @@ def recorded_run(
     alive: bool = False,
     lock: str | None = None,
     lock_wait_s: float = 60,
+    creates_store: bool = False,
 ) -> Iterator[RecordedRun]:
     """Prepare the context's store and record the run's start in it; ``alive``: a heartbeat
     keeps the run's leases while the block runs; ``lock``: the block holds the store's lock of
-    that name, waiting up to ``lock_wait_s`` for another live run to let it go."""
+    that name, waiting up to ``lock_wait_s`` for another live run to let it go;
+    ``creates_store``: a job that brings data in may create the store, any other refuses one
+    that is not there."""
     url = context.store_url
     run = RecordedRun(url)
-    prepare_store(url, context.declarations)
+    prepare_store(url, context.declarations, create=creates_store)
     record_run_start(url, run.run_id, flow, parameters)
     with ExitStack() as held:
         if alive or lock:

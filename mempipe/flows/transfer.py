@@ -80,7 +80,9 @@ def import_flow(
 ) -> BundleImportSummary:
     """Idempotent: importing the same bundle again writes nothing."""
     context = load_context(store, config, store_secret)
-    with recorded_run(context, "import", {"path": path, "format": "bundle"}) as run:
+    with recorded_run(
+        context, "import", {"path": path, "format": "bundle"}, creates_store=True
+    ) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects, FileKind.REJECTS)
         summary = read_bundle(context.store_url, path, run.run_id, str(rejects))
@@ -163,7 +165,7 @@ def copy_flow(
     source = load_context(store, config, store_secret)
     target = load_context(to, config, to_secret)
     parameters = {"from": source.store_url}
-    with recorded_run(target, "copy", parameters) as run:
+    with recorded_run(target, "copy", parameters, creates_store=True) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "copy")
         for url in (source.store_url, target.store_url):
             record_written_file(url, str(rejects), FileKind.REJECTS, run.run_id)
@@ -206,7 +208,7 @@ def import_memories_flow(
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     settings = context.replay_settings(extractor)
     parameters = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
-    with recorded_run(context, "import-memories", parameters) as run:
+    with recorded_run(context, "import-memories", parameters, creates_store=True) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects, FileKind.REJECTS, defaults.user_id)
         files = [

@@ -12,5 +12,5 @@ from mempipe.schemas.summaries import MigrationReport
 
 @task(name="apply-migrations", cache_policy=NO_CACHE)
 def apply_migrations(store_url: str) -> MigrationReport:
-    with unit_of_work(store_url) as uow:
+    with unit_of_work(store_url, existing=True) as uow:
         return migrate(uow.schema)

@@ -24,9 +24,12 @@ from mempipe.tasks.policies import retry_if_transient
 
 
 @task(name="prepare-store", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient)
-def prepare_store(store_url: str, declarations: ProjectConfig | None = None) -> None:
-    """Migrations applied and the project's declarations recorded, before any work starts."""
-    bootstrap.prepare_store(store_url, declarations)
+def prepare_store(
+    store_url: str, declarations: ProjectConfig | None = None, *, create: bool = False
+) -> None:
+    """Migrations applied and the project's declarations recorded, before any work starts;
+    ``create`` for the jobs that bring data in."""
+    bootstrap.prepare_store(store_url, declarations, create=create)
 
 
 @task(

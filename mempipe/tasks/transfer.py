@@ -58,8 +58,10 @@ def erase_user(
         )
     logger = get_run_logger()
     logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
-    for file in summary.left:
-        logger.warning("the user's text is left in %s: %s", file.path, file.left)
+    for file in summary.left:  # a dry run answers a question: nothing is wrong yet
+        (logger.info if dry_run else logger.warning)(
+            "the user's text is left in %s: %s", file.path, file.left
+        )
     return summary
 
 

@@ -7,8 +7,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 
 from mempipe.cli import cli
@@ -64,22 +66,25 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     assert counts["runs"] == {"completed": 2}
 
 
-def test_migrate_is_idempotent_and_pending_lists_without_applying(tmp_path) -> None:
-    pending = mempipe("migrate", "--pending", "--json", cwd=tmp_path)
+def test_init_creates_the_store_and_migrate_is_idempotent_on_it(tmp_path) -> None:
     every = [m.id for m in all_migrations()]
-    assert json.loads(pending.stdout)["pending"] == every
-    first = mempipe("migrate", "--json", cwd=tmp_path)
+    first = mempipe("init", "--json", cwd=tmp_path)
     assert json.loads(first.stdout)["applied"] == every
     assert (tmp_path / "mempipe.db").exists(), "the default store is ./mempipe.db"
+    pending = mempipe("migrate", "--pending", "--json", cwd=tmp_path)
+    assert json.loads(pending.stdout)["pending"] == []
     again = mempipe("migrate", "--json", cwd=tmp_path)
     assert json.loads(again.stdout)["applied"] == []
+    assert json.loads(again.stdout)["already_applied"] == every
+    init_again = mempipe("init", cwd=tmp_path)
+    assert init_again.stdout.startswith("store exists; applied: nothing (up to date)")
 
 
 def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
     env_store = f"sqlite:///{tmp_path / 'from-env.db'}"
     os.environ["MEMPIPE_STORE"] = env_store
     try:
-        created = mempipe("migrate", "--json", cwd=tmp_path)
+        created = mempipe("init", "--json", cwd=tmp_path)
         result = mempipe("stats", "--json", cwd=tmp_path)
     finally:
         del os.environ["MEMPIPE_STORE"]
@@ -93,7 +98,7 @@ def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
         (("backfill", "nowhere/*.jsonl"), "matches no archive file"),
         (("backfill", "missing.json"), "no such file or directory"),
         (("stats", "--store", "sqlite:///no/such/dir/m.db"), "no store at"),
-        (("migrate", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
+        (("init", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
         (("stats", "--store", "redis://localhost"), "unsupported store URL scheme"),
     ],
 )
@@ -114,6 +119,31 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path) -> None:
     assert result.returncode == 1
     assert "metadata_partition_keys" in result.stderr
     assert "'Bad'" in result.stderr
+
+
+def every_command(
+    group: click.Group = cli, path: str = "mempipe"
+) -> Iterator[tuple[str, click.Command]]:
+    for name, command in group.commands.items():
+        yield f"{path} {name}", command
+        if isinstance(command, click.Group):
+            yield from every_command(command, f"{path} {name}")
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    for path, command in every_command():
+        for option in command.params:
+            if isinstance(option, click.Option):
+                assert option.help, f"`{path} {option.opts[0]}` has no help text"
+
+
+def test_a_search_s_identity_options_are_filters_and_a_backfill_s_are_defaults() -> None:
+    helps = {
+        path: {option.opts[0]: option.help for option in command.params}
+        for path, command in every_command()
+    }
+    assert helps["mempipe search"]["--user-id"] == "Only this user's records."
+    assert helps["mempipe backfill"]["--user-id"] == "Default user for records that carry none."
 
 
 def test_every_command_is_documented_in_the_readme() -> None:

@@ -71,14 +71,16 @@ def test_a_writing_command_refuses_another_applications_database(tmp_path, fixtu
     with sqlite3.connect(foreign) as conn:
         conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
     before = digest(foreign)
-    result = mempipe("migrate", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    result = mempipe("init", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
     assert "another application's tables" in assert_failed(result, "store")["error"]
+    migrated = mempipe("migrate", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    assert "is not a mempipe store" in assert_failed(migrated, "store")["error"]
     assert digest(foreign) == before
 
 
 @pytest.mark.parametrize("model", ["hashing-0", "openai:text-embedding-3-small:0", "no-such-model"])
 def test_an_unusable_model_is_refused_before_anything_runs(tmp_path, model) -> None:
-    created = mempipe("migrate", "--store", "sqlite:///memory.db", cwd=tmp_path)
+    created = mempipe("init", "--store", "sqlite:///memory.db", cwd=tmp_path)
     assert created.returncode == 0, created.stderr
     result = mempipe(
         "reembed", "--model", model, "--store", "sqlite:///memory.db", "--json", cwd=tmp_path

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.crash_kit import gone, run, start
+from tests.helpers import noisy_lines
 
 ROOT = Path(__file__).parents[2]
 SAMPLE = ROOT / "examples" / "sample-archive"
@@ -141,3 +142,26 @@ def _cmdline(entry: Path) -> bytes:
         return (entry / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+@pytest.mark.parametrize("mode", ["session", "temporary"])
+def test_a_command_that_succeeds_prints_nothing_on_stderr_with_either_server(
+    env, tmp_path, mode
+) -> None:
+    """No traceback, exception text or Prefect warning after a job that did all its work (the
+    cancelled server tasks, the events still being sent as a command ends)."""
+    env = {**env, "MEMPIPE_SERVER_MODE": mode}
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = ("--store", "sqlite:///quiet.db")
+    try:
+        for command in (
+            ["backfill", str(SAMPLE), "--user-id", "maya"],
+            ["replay"],
+            ["report"],
+            ["reembed", "--incremental"],
+        ):
+            done = run([*command, *store], tmp_path, env)
+            assert done.returncode == 0, done.stderr
+            assert noisy_lines(done.stderr) == "", f"{command[0]}: {done.stderr}"
+    finally:
+        run(["server", "stop"], tmp_path, env)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from mempipe.adapters.store.base import Store
 from mempipe.credentials import connect_url, public_url
-from mempipe.errors import StoreError
+from mempipe.errors import CREATE_HINT, StoreError
 
 ENTRY_POINT_GROUP = "mempipe.store_backends"
 Opener = Callable[..., Store]
@@ -44,15 +44,19 @@ def _plugin(scheme: str) -> Opener | None:
     return None if point is None else point.load()
 
 
-def open_store(url: str, *, migrate: bool = False, read_only: bool = False) -> Store:
+def open_store(
+    url: str, *, migrate: bool = False, read_only: bool = False, existing: bool = False
+) -> Store:
     """Open the store named by ``url``: ``sqlite:///path.db`` (a bare path means SQLite),
     ``mongodb://HOST/DB`` or ``mongodb+srv://HOST/DB``; a MongoDB URL's password may be
     ``***``, the one this process keeps for it (:func:`~mempipe.credentials.connect_url`).
 
     Opening changes nothing: migrating is an explicit step (``migrate=True``, which
     :func:`mempipe.bootstrap.prepare_store` asks for: ``mempipe migrate`` and the commands that
-    create a store). ``read_only`` is for commands that only read: the store must already
-    exist and be a mempipe store with every migration applied; nothing is created or changed.
+    create a store). ``existing``: the store must already be there, set up by mempipe (a
+    command that works on a store never creates one: a typo'd path is an error, and nothing is
+    created). ``read_only`` is for commands that only read: the store must already exist and be
+    a mempipe store with every migration applied; nothing is created or changed.
     """
     scheme = urlsplit(url).scheme if "://" in url else "sqlite"
     opener = BUILT_IN.get(scheme) or _plugin(scheme)
@@ -61,25 +65,32 @@ def open_store(url: str, *, migrate: bool = False, read_only: bool = False) -> S
             f"unsupported store URL scheme {scheme!r} in {public_url(url)!r}; "
             f"supported: {', '.join(schemes())}"
         )
-    store = opener(url, read_only=read_only)
-    if read_only:
-        try:
+    store = opener(url, read_only=read_only or existing)
+    try:
+        if read_only:
             require_migrated(store)
-        except StoreError:
-            store.close()
-            raise
+        elif existing:
+            require_store(store)
+    except StoreError:
+        store.close()
+        raise
     return finish_opening(store, migrate=migrate and not read_only)
+
+
+def require_store(store: Store) -> None:
+    """Refuse a store that mempipe never set up, without writing."""
+    if not store.applied_migrations():
+        raise StoreError(
+            f"{store.url} is not a mempipe store (no migrations recorded); nothing was changed. "
+            f"{CREATE_HINT}."
+        )
 
 
 def require_migrated(store: Store) -> None:
     """Refuse a store that mempipe never set up, or one that needs migrations, without writing."""
     from mempipe.migrations import pending
 
-    if not store.applied_migrations():
-        raise StoreError(
-            f"{store.url} is not a mempipe store (no migrations recorded); nothing was changed. "
-            "Commands that write (backfill, migrate) create one."
-        )
+    require_store(store)
     missing = [m.id for m in pending(store)]
     if missing:
         raise StoreError(

@@ -85,7 +85,8 @@ class UnitOfWork:
         self.close()
 
 
-def unit_of_work(url: str, *, read_only: bool = False) -> UnitOfWork:
+def unit_of_work(url: str, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:
     """A unit of work over the store at ``url`` (opened as :func:`open_store` does: nothing is
-    migrated; ``read_only`` for jobs that only read)."""
-    return UnitOfWork(open_store(url, read_only=read_only))
+    migrated; ``existing``: a store that is there already; ``read_only`` for jobs that only
+    read)."""
+    return UnitOfWork(open_store(url, read_only=read_only, existing=existing))

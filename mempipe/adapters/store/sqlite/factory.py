@@ -6,17 +6,17 @@ import os
 
 from mempipe.adapters.store.sqlite.client import SqliteStore
 from mempipe.adapters.store.sqlite.configuration import config_from_url
-from mempipe.errors import StoreError
+from mempipe.errors import CREATE_HINT, StoreError
 
 
 def open_sqlite_store(url: str, *, existing: bool = False) -> SqliteStore:
-    """``existing``: the file must be there already (read-only commands never create one)."""
+    """``existing``: the file must be there already (only the commands that bring data in, and
+    ``mempipe init``, create one)."""
     config = config_from_url(url)
     parent = config.path.parent
     if existing and not config.path.exists():
         raise StoreError(
-            f"{url!r}: no store at {str(config.path)!r}; nothing was created "
-            "(backfill or migrate create a store)"
+            f"{url!r}: no store at {str(config.path)!r}; nothing was created ({CREATE_HINT})"
         )
     if not parent.is_dir():
         raise StoreError(f"{url!r}: directory {str(parent)!r} does not exist")

@@ -1,0 +1,164 @@
+"""The README cannot drift: its console blocks are run, in order, in one fresh directory as a
+new user would type them, and every output they show is compared with the real one.
+
+In a block, a line starting with ``$ `` is a command; the lines after it, up to the next command,
+are what it prints on stdout (progress bars, the lines drawn with ``━``, go to stderr and are
+not compared). ``…`` in a shown output stands for any text, across lines too. Run ids, memory
+ids, durations, times, the host and pid, the directory the example runs in and so the padding
+of columns differ from run to run: they are compared as placeholders. A block preceded by
+``<!-- readme-test: skip (why) -->`` is not run (it needs a server this machine does not have).
+
+``MEMPIPE_README_UPDATE=1 pytest tests/e2e/test_readme.py`` writes what each stale command
+printed into the README in place of what it showed (the directory as ``/home/ops``, the host
+as ``ops-laptop``), for the
+author to review with ``git diff`` and to shorten again with ``…`` where a listing is long."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import noisy_lines
+
+ROOT = Path(__file__).parents[2]
+README = ROOT / "README.md"
+SHOWN_HOME = "/home/ops"  # where the README's outputs say the example ran
+SHOWN_HOST = "ops-laptop"  # and on which machine
+
+_BLOCK = re.compile(r"(<!-- readme-test: skip \(.+?\) -->\n)?```console\n(.*?)```", re.S)
+_VARYING = [
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<run-id>"),
+    (re.compile(r"mem_[0-9a-f]{24}"), "mem_<id>"),
+    (re.compile(r"\b\d+(\.\d+)? s\b"), "<t> s"),
+    (re.compile(r'"seconds": \d+(\.\d+)?'), '"seconds": <t>'),
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00"), "<time>"),
+    (re.compile(rf"{SHOWN_HOST}:\d+"), "<host>:<pid>"),
+    (re.compile(r"  +"), "  "),  # a column's padding follows the widths of what varies
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str
+    shown: str
+    line: int  # of the command in README.md
+
+
+def steps(text: str) -> list[Step]:
+    """Every command of every console block that is run, with the output the README shows."""
+    found = []
+    for block in _BLOCK.finditer(text):
+        if block.group(1):
+            continue
+        first_line = text.count("\n", 0, block.start(2)) + 1
+        command: str | None = None
+        shown: list[str] = []
+        at = first_line
+        for n, line in enumerate(block.group(2).splitlines()):
+            if line.startswith("$ "):
+                if command is not None:
+                    found.append(Step(command, "\n".join(shown), at))
+                command, shown, at = line[2:], [], first_line + n
+            elif "━" not in line:
+                shown.append(line)
+        if command is not None:
+            found.append(Step(command, "\n".join(shown), at))
+    return found
+
+
+def normalised(text: str) -> str:
+    for pattern, placeholder in _VARYING:
+        text = pattern.sub(placeholder, text)
+    return text.rstrip()
+
+
+def as_shown(printed: str, workdir: Path) -> str:
+    """What a command printed in ``workdir`` on this machine, as if run where the README's
+    outputs say."""
+    on_host = re.compile(rf"\b{re.escape(socket.gethostname())}(?=:\d)")
+    return on_host.sub(SHOWN_HOST, printed.replace(str(workdir), SHOWN_HOME))
+
+
+def matches(shown: str, printed: str, workdir: Path) -> bool:
+    """Whether ``printed`` (run in ``workdir``) is what the README shows."""
+    expected = normalised(shown)
+    actual = normalised(as_shown(printed, workdir))
+    pattern = ".*?".join(re.escape(part) for part in expected.split("…"))
+    return re.fullmatch(pattern, actual, re.S) is not None
+
+
+def test_the_quick_start_runs_the_commands_the_worked_example_shows() -> None:
+    """The quick start's one line (after the install) is commands of the worked example, in
+    its order, which the test below runs and compares."""
+    text = README.read_text()
+    [line] = re.findall(
+        r"^python3 -m venv .venv && .* pip install '\.\[local\]' && (.*)$", text, re.M
+    )
+    quick = line.split(" && ")
+    run = iter(s.command for s in steps(text))
+    assert all(command in run for command in quick), "in the same order"
+
+
+def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
+    printed = "audit: 11 rows in 1 file(s) under /x/audit\nfailures: environmental 0, content 0\n"
+    shown = (
+        "audit: 11 rows in 1 file(s) under /home/ops/audit\nfailures: environmental 0, content 0"
+    )
+    assert matches(shown, printed.replace("/x", str(tmp_path)), tmp_path)
+    assert not matches(shown.replace("11 rows", "12 rows"), printed, tmp_path)
+    assert matches("audit: … rows in 1 file(s) under …", printed, tmp_path)
+
+
+@pytest.mark.prefect
+def test_every_console_block_of_the_readme_prints_what_it_shows(prefect_server, tmp_path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    (tmp_path / "exports").mkdir()
+    shutil.copy(
+        ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json", tmp_path / "exports" / "mem0.json"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPIPE_")}
+    env["PREFECT_API_URL"] = prefect_server
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["COLUMNS"] = "100"
+    stale: list[str] = []
+    printed: dict[int, str] = {}
+    for step in steps(README.read_text()):
+        done = subprocess.run(
+            ["bash", "-c", step.command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            stale.append(f"README.md:{step.line}: $ {step.command}\n--- failed:\n{done.stderr}")
+        elif noise := noisy_lines(done.stderr):
+            stale.append(f"README.md:{step.line}: $ {step.command}\n--- stderr:\n{noise}")
+        elif not matches(step.shown, done.stdout, tmp_path):
+            stale.append(f"README.md:{step.line}: $ {step.command}\n--- printed:\n{done.stdout}")
+            printed[step.line] = as_shown(done.stdout, tmp_path)
+    if os.environ.get("MEMPIPE_README_UPDATE"):
+        update(printed)
+    assert not stale, "the README shows other output than its commands print:\n" + "\n".join(stale)
+
+
+def update(printed: dict[int, str]) -> None:
+    """Replace the output each stale command shows (its lines up to the next command or the
+    block's end; progress bars kept) with what it printed, from the bottom up."""
+    lines = README.read_text().split("\n")
+    for line in sorted(printed, reverse=True):
+        end = line  # README lines count from 1: index ``line`` is the one after the command
+        while not lines[end].startswith(("$ ", "```")):
+            end += 1
+        bars = [shown for shown in lines[line:end] if "━" in shown]
+        lines[line:end] = bars + printed[line].rstrip("\n").split("\n")
+    README.write_text("\n".join(lines))

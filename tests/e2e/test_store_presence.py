@@ -1,0 +1,93 @@
+"""A typo'd store is an error, never a new empty store: every command that works on a store
+refuses one that is not there, naming it and saying how to create one, and leaves nothing behind
+(no file, no ``-wal`` / ``-shm``). Only the commands that bring data in, and ``mempipe init``,
+create a store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mempipe.cli import cli
+from tests.e2e.test_cli import ROOT, mempipe
+
+NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
+    "migrate": ("migrate",),
+    "promote": ("promote",),
+    "replay": ("replay",),
+    "report": ("report",),
+    "search": ("search", "window seat"),
+    "reembed": ("reembed", "--model", "hashing-64"),
+    "reembed finalize": ("reembed", "finalize"),
+    "reembed rollback": ("reembed", "rollback"),
+    "models": ("models",),
+    "eval": ("eval", "queries.jsonl"),
+    "rebuild-indexes": ("rebuild-indexes",),
+    "stats": ("stats",),
+    "runs": ("runs",),
+    "recover": ("recover",),
+    "export": ("export", "--out", "bundle"),
+    "erase": ("erase", "--user-id", "maya"),
+    "copy": ("copy", "--to", "sqlite:///copy.db"),
+}
+CREATES_A_STORE = ("init", "backfill", "import", "copy --to")
+NO_STORE = ("server status", "server start", "server stop")
+
+
+def command_paths() -> set[str]:
+    paths = set()
+    for name, command in cli.commands.items():
+        paths.add(name)
+        paths.update(f"{name} {sub}" for sub in getattr(command, "commands", {}))
+    return paths
+
+
+def test_every_command_is_listed_as_needing_or_creating_a_store() -> None:
+    listed = {*NEEDS_A_STORE, *(c.split(" --")[0] for c in CREATES_A_STORE), *NO_STORE}
+    assert command_paths() <= listed | {"server"}, command_paths() - listed
+    assert command_paths() >= listed
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_A_STORE))
+def test_a_command_that_needs_a_store_refuses_a_missing_one_and_creates_nothing(
+    name, tmp_path
+) -> None:
+    (tmp_path / "queries.jsonl").write_text('{"query": "seat", "relevant_ids": ["t1"]}\n')
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = mempipe(*NEEDS_A_STORE[name], "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert "no store at 'typo.db'" in error
+    assert "`mempipe init` creates" in error
+    assert result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing was created"
+
+
+@pytest.mark.prefect
+def test_the_commands_that_bring_data_in_create_their_store(prefect_server, tmp_path) -> None:
+    def ran(*args: str) -> dict:
+        result = mempipe(*args, "--json", cwd=tmp_path, api_url=prefect_server)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    ran("init", "--store", "sqlite:///init.db")
+    sample = ROOT / "examples" / "sample-archive"
+    ran("backfill", str(sample), "--user-id", "maya", "--store", "sqlite:///backfill.db")
+    ran("copy", "--store", "sqlite:///backfill.db", "--to", "sqlite:///copy.db")
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    mem0 = ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json"
+    ran("import", str(mem0), "--format", "mem0", "--store", "sqlite:///import.db")
+    for name in ("init", "backfill", "copy", "import"):
+        stats = ran("stats", "--store", f"sqlite:///{name}.db")
+        assert stats["store"].endswith(f"{name}.db")
+    assert ran("stats", "--store", "sqlite:///copy.db")["turns"] == 20
+
+
+def test_a_missing_store_in_a_missing_directory_is_named(tmp_path: Path) -> None:
+    result = mempipe("promote", "--store", "sqlite:///no/such/dir/m.db", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no store at 'no/such/dir/m.db'" in result.stderr
+    assert not (tmp_path / "no").exists()
