@@ -1,12 +1,13 @@
-"""Runs as the store records them: runs (list, with liveness), recover (close dead runs)."""
+"""Runs as the store records them: runs (list, with liveness), runs show (one run's summary,
+a command's or a deployment's), recover (close dead runs)."""
 
 from __future__ import annotations
 
 import click
 from pydantic import BaseModel, ConfigDict, Field
 
-from mempipe.cli.options import emit, json_option, reports_errors, store_options
-from mempipe.schemas.run import RunRecord
+from mempipe.cli.options import counted, emit, json_option, reports_errors, store_options
+from mempipe.schemas.run import RunRecord, WrittenFile
 from mempipe.services.runs import RecoveredRun
 
 
@@ -25,6 +26,17 @@ class RunList(BaseModel):
     runs: list[RunView]
 
 
+class RunShown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    run: RunRecord
+    dead: str | None = Field(default=None, description="why a run recorded as running is dead")
+    files: list[WrittenFile] = Field(
+        default_factory=list, description="where the run wrote users' text (audit, rejects, ...)"
+    )
+
+
 class Recovery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -32,7 +44,7 @@ class Recovery(BaseModel):
     recovered: list[RecoveredRun]
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @store_options
 @json_option
 @click.option("--running", is_flag=True, help="Only runs recorded as running.")
@@ -43,8 +55,10 @@ class Recovery(BaseModel):
     type=click.IntRange(1, 10_000),
     help="The newest this many runs.",
 )
+@click.pass_context
 @reports_errors
 def runs(
+    ctx: click.Context,
     store: str | None,
     config: str | None,
     store_secret: str | None,
@@ -53,7 +67,10 @@ def runs(
     limit: int,
 ) -> None:
     """Recent runs, newest first: flow, status, host and pid, heartbeat, the locks each holds,
-    and whether a run recorded as running is in fact dead (free it with `mempipe recover`)."""
+    and whether a run recorded as running is in fact dead (free it with `mempipe recover`).
+    `runs show RUN` shows one run's outcome."""
+    if ctx.invoked_subcommand:
+        return
     from datetime import UTC, datetime
 
     from mempipe.bootstrap import load_context
@@ -88,6 +105,48 @@ def runs(
             click.echo(
                 "dead runs hold their locks until `mempipe recover` (or the next job) closes them"
             )
+
+    emit(result, as_json, human)
+
+
+@runs.command("show")
+@click.argument("run_id", metavar="RUN")
+@store_options
+@json_option
+@reports_errors
+def show_run(
+    run_id: str, store: str | None, config: str | None, store_secret: str | None, as_json: bool
+) -> None:
+    """One run's outcome as the store recorded it: flow, status, parameters, counts, error, and
+    the files it wrote (the audit, rejects). RUN is the run id a command prints, which is also
+    the Prefect flow run's id: `prefect deployment run ... --watch`, then this on its id."""
+    from datetime import UTC, datetime
+
+    from mempipe.bootstrap import load_context
+    from mempipe.domain.liveness import death
+    from mempipe.errors import ConfigError
+
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+        run = uow.runs.get_run(run_id)
+        if run is None:
+            raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
+        files = [f for f in uow.files.written_files() if f.run_id == run_id]
+        result = RunShown(store=uow.url, run=run, dead=death(run, datetime.now(UTC)), files=files)
+
+    def human() -> None:
+        ended = run.finished_at.isoformat(timespec="seconds") if run.finished_at else "-"
+        status = f"DEAD ({result.dead})" if result.dead else run.status.value
+        click.echo(f"run {run.run_id}: {run.flow} {status}")
+        click.echo(f"started {run.started_at.isoformat(timespec='seconds')}, ended {ended}")
+        if run.parameters:
+            shown = ", ".join(f"{k}={v}" for k, v in run.parameters.items())
+            click.echo(f"parameters: {shown}")
+        click.echo(f"counts: {counted(run.counts) or 'none'}")
+        if run.error:
+            click.echo(f"error: {run.error}")
+        for file in result.files:
+            click.echo(f"{file.kind.value}: {file.path}")
+        click.echo(f"store: {result.store}")
 
     emit(result, as_json, human)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
@@ -88,6 +89,7 @@ def replay_flow(
         "handlers": enabled,
         "extractor": extractor,
         "force": force,
+        "audit_dir": str(Path(audit_dir).absolute()),
     }
     with recorded_run(context, "replay", parameters, alive=True) as run:
         recover_dead_runs(url)

@@ -207,7 +207,12 @@ def import_memories_flow(
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     settings = context.replay_settings(extractor)
-    parameters = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
+    parameters = {
+        "paths": paths,
+        "format": format.value,
+        **defaults.model_dump(exclude_none=True),
+        "audit_dir": str(Path(audit_dir).absolute()),
+    }
     with recorded_run(context, "import-memories", parameters, creates_store=True) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects, FileKind.REJECTS, defaults.user_id)

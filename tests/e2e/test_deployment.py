@@ -26,6 +26,7 @@ from mempipe.services.audit import scan_audit
 ROOT = Path(__file__).parents[2]
 README = ROOT / "README.md"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
+MEMPIPE = str(Path(sys.executable).with_name("mempipe"))
 
 pytestmark = pytest.mark.prefect
 
@@ -190,6 +191,22 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert sum(stats.memories[t]["active"] for t in stats.memories) > 0
     assert scan_audit(audit).collect().height == audited
     assert scan_audit(report_dir).collect().height == audited
+
+    [replay_run] = set(re.findall(r"UUID: ([0-9a-f-]{36})", runs[1].stdout))
+    shown = subprocess.run(
+        [MEMPIPE, "runs", "show", replay_run, "--store", store],
+        cwd=tmp_path,
+        env=ops_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    summary = shown.stdout.splitlines()
+    assert summary[0] == f"run {replay_run}: replay completed", "the deployment's run, by its id"
+    assert f"audit_dir={audit}" in summary[2], "where the audit went"
+    assert summary[3].startswith("counts: ")
+    assert " added" in summary[3]
 
 
 USERS = 400

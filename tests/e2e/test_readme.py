@@ -107,6 +107,16 @@ def test_the_quick_start_runs_the_commands_the_worked_example_shows() -> None:
     assert all(command in run for command in quick), "in the same order"
 
 
+def test_every_command_of_the_command_reference_is_run_by_a_console_block() -> None:
+    """The table under "## Commands" lists each command; each is run above (but ``server``,
+    whose output names a pid and port: tests/e2e/test_session_server.py compares it)."""
+    text = README.read_text()
+    reference = text[text.index("## Commands") : text.index("### Failures")]
+    listed = set(re.findall(r"^\| `mempipe ([a-z-]+)", reference, re.M))
+    run = {step.command.split()[1] for step in steps(text) if step.command.startswith("mempipe ")}
+    assert listed - run == {"server"}
+
+
 def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
     printed = "audit: 11 rows in 1 file(s) under /x/audit\nfailures: environmental 0, content 0\n"
     shown = (

@@ -27,6 +27,7 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "rebuild-indexes": ("rebuild-indexes",),
     "stats": ("stats",),
     "runs": ("runs",),
+    "runs show": ("runs", "show", "0b9d2c1e-0000-4000-8000-000000000000"),
     "recover": ("recover",),
     "export": ("export", "--out", "bundle"),
     "erase": ("erase", "--user-id", "maya"),
@@ -34,6 +35,11 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
 }
 CREATES_A_STORE = ("init", "backfill", "import", "copy --to")
 NO_STORE = ("server status", "server start", "server stop")
+README_ERROR = next(
+    line
+    for line in (ROOT / "README.md").read_text().splitlines()
+    if line.startswith("error: 'sqlite:///typo.db': no store at")
+)
 
 
 def command_paths() -> set[str]:
@@ -60,6 +66,7 @@ def test_a_command_that_needs_a_store_refuses_a_missing_one_and_creates_nothing(
     assert result.returncode == 1, result.stdout + result.stderr
     error = json.loads(result.stdout)["error"]
     assert "no store at 'typo.db'" in error
+    assert result.stderr.strip() == README_ERROR, "the README shows the error as it is"
     assert "`mempipe init` creates" in error
     assert result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr
