@@ -1,5 +1,6 @@
-"""The audit as one page to look at: what a night of reconciliation did, drawn with plotly and
-written as one self-contained HTML file (the plotting script is inside it: it opens offline).
+"""The audit as one page to look at: what a night of reconciliation did, as tables and
+Vega-Lite charts in one self-contained HTML file (vega-embed's script, from the vl-convert
+package, is inside it: it opens offline; about 0.9 MB).
 
 The page shows memories' text, so it is a file an erase must reach: it carries the figures it
 was drawn from (with each memory's owner) in a JSON block, and :func:`redact_page` draws it
@@ -7,16 +8,18 @@ again with a user's texts replaced. Prefect's artifacts get the same figures wit
 
 from __future__ import annotations
 
+import functools
 import heapq
 import html
+import json
 import re
 from collections import Counter
 from datetime import date
 from pathlib import Path
+from typing import Any
 
-import plotly.graph_objects as go
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection
@@ -58,6 +61,8 @@ class PageFigures(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     title: str = "mempipe audit"
+    subtitle: str = ""
+    by: str = Field(default="applied", description="the audit days: applied or observed")
     actions: list[dict[str, object]]
     failures: list[dict[str, object]]
     reinforced: list[TopMemory]
@@ -70,8 +75,10 @@ def gather(
     frame: pl.LazyFrame | None,
     since: str | None,
     until: str | None,
-    title: str = "mempipe audit",
+    by: str = "applied",
 ) -> PageFigures:
+    """The figures of the audit rows in ``frame`` and of the store's memories, failures and
+    runs; the title names the store and the period."""
     actions = (
         frame.group_by("day", "memory_type", "action")
         .agg(pl.len().alias("count"))
@@ -83,8 +90,12 @@ def gather(
         else []
     )
     reinforced, updated = _top_memories(uow)
+    period = f"{since or 'the first day'} to {until or 'today'}"
     return PageFigures(
-        title=title,
+        title=f"mempipe audit of {uow.url}, {period}",
+        subtitle=f"Audit rows by the day (UTC) the changes were {by}; the runs are the store's "
+        "latest 30.",
+        by=by,
         actions=actions,
         failures=_failures_by_day(uow, since, until),
         reinforced=[_top(kind, m, m.reinforcement_count) for kind, m in reinforced],
@@ -161,47 +172,146 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def figures(data: PageFigures) -> list[go.Figure]:
-    days = {"xaxis": {"type": "category"}}
-    actions = go.Figure(
-        layout={"title": "Actions per memory type per day", "barmode": "stack", **days}
+CHART_WIDTH = 640
+
+
+def charts(data: PageFigures) -> list[Chart]:
+    """The page's charts, in order: each a Vega-Lite spec, or the reason it has nothing to draw."""
+    other = "applied" if data.by == "observed" else "observed"
+    hint = (
+        f"No audit rows in this period by the day they were {data.by}. "
+        f"A backfill of old history is dated by when its turns were observed: "
+        f"try `mempipe report --html ... --by {other}`."
     )
-    for series in sorted({(r["memory_type"], r["action"]) for r in data.actions}):
-        rows = [r for r in data.actions if (r["memory_type"], r["action"]) == series]
-        actions.add_bar(
-            x=[r["day"] for r in rows], y=[r["count"] for r in rows], name=" ".join(series)
-        )
-    failures = go.Figure(
-        layout={"title": "Failures by class over time", "barmode": "stack", **days}
-    )
-    for kind in ("environmental", "content"):
-        rows = [r for r in data.failures if r["failure_class"] == kind]
-        failures.add_bar(x=[r["day"] for r in rows], y=[r["count"] for r in rows], name=kind)
-    reinforced = _top_chart(data.reinforced, "Most reinforced memories")
-    updated = _top_chart(data.updated, "Most updated memories (version)")
-    columns = ["run", "flow", "status", "started", "counts"]
-    runs = go.Figure(
-        go.Table(
-            header={"values": columns},
-            cells={"values": [[r[c] for r in data.runs] for c in columns]},
+    actions = [{**r, "series": f"{r['memory_type']} {r['action']}"} for r in data.actions]
+    return [
+        Chart(
+            title="Actions per memory type per day",
+            spec=_stacked_days(actions, "series", "Memory type and action", "Audit rows"),
+            empty=None if actions else hint,
         ),
-        layout={"title": "Runs"},
+        Chart(
+            title="Failures by class per day",
+            spec=_stacked_days(data.failures, "failure_class", "Failure class", "Failures"),
+            empty=None if data.failures else "No failures recorded in this period.",
+        ),
+        Chart(
+            title="Most reinforced memories",
+            spec=_top_chart(data.reinforced, "Times reinforced"),
+            empty=None if data.reinforced else "No memory has been reinforced yet.",
+        ),
+        Chart(
+            title="Most updated memories",
+            spec=_top_chart(data.updated, "Version"),
+            empty=None if data.updated else "No memory has been updated yet.",
+        ),
+    ]
+
+
+class Chart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    spec: dict[str, Any]
+    empty: str | None = Field(default=None, description="shown instead of an empty chart")
+
+
+def _stacked_days(rows: list[dict[str, Any]], series: str, legend: str, measure: str) -> dict:
+    import altair as alt
+
+    return (
+        alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(
+            x=alt.X("day:O", title="Day (UTC)", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("sum(count):Q", title=measure, axis=_counts_axis(_largest_day(rows))),
+            color=alt.Color(f"{series}:N", title=legend),
+            tooltip=["day:O", f"{series}:N", "sum(count):Q"],
+        )
+        .properties(width=CHART_WIDTH, height=240)
+        .to_dict()
     )
-    return [actions, failures, reinforced, updated, runs]
 
 
-def _top_chart(rows: list[TopMemory], title: str) -> go.Figure:
+def _top_chart(rows: list[TopMemory], measure: str) -> dict:
     """One bar per memory; a redacted one keeps its id, so that two stay two bars."""
-    labels = [
-        f"{r.memory_type} {r.memory_id[:8]}: {r.text}"
-        if r.text == REDACTED
-        else f"{r.memory_type}: {r.text}"
+    import altair as alt
+
+    largest = max((r.count for r in rows), default=0)
+    values = [
+        {
+            "memory": f"{r.memory_type} {r.memory_id[:8]}: {r.text}"
+            if r.text == REDACTED
+            else f"{r.memory_type}: {r.text}",
+            "count": r.count,
+        }
         for r in rows
     ]
-    return go.Figure(
-        go.Bar(x=[r.count for r in rows], y=labels, orientation="h"),
-        layout={"title": title, "yaxis": {"autorange": "reversed"}},
+    return (
+        alt.Chart(alt.Data(values=values))
+        .mark_bar()
+        .encode(
+            x=alt.X("count:Q", title=measure, axis=_counts_axis(largest)),
+            y=alt.Y("memory:N", title=None, sort="-x", axis=alt.Axis(labelLimit=420)),
+            tooltip=["memory:N", "count:Q"],
+        )
+        .properties(width=CHART_WIDTH - 300, height=alt.Step(22))
+        .to_dict()
     )
+
+
+def _largest_day(rows: list[dict[str, Any]]) -> int:
+    days: Counter[object] = Counter()
+    for row in rows:
+        days[row["day"]] += int(row["count"])
+    return max(days.values(), default=0)
+
+
+def _counts_axis(largest: int) -> Any:
+    """Whole numbers only: a small count gets a tick at each, a large one ticks in whole steps."""
+    import altair as alt
+
+    if largest <= 10:
+        return alt.Axis(values=list(range(largest + 1)), format="d")
+    return alt.Axis(tickMinStep=1, format="d")
+
+
+def _table(columns: list[str], rows: list[dict[str, Any]], empty: str) -> str:
+    if not rows:
+        return f"<p class='empty'>{html.escape(empty)}</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _totals(data: PageFigures) -> list[dict[str, Any]]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for row in data.actions:
+        counts[(str(row["memory_type"]), str(row["action"]))] += int(row["count"])  # type: ignore[call-overload]
+    return [
+        {"memory type": kind, "action": action, "rows": n}
+        for (kind, action), n in sorted(counts.items())
+    ]
+
+
+@functools.cache
+def _vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script, from the vl-convert package (no network)."""
+    import vl_convert
+
+    return vl_convert.javascript_bundle()
+
+
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
+    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}"
+    "th{background:#f3f3f3}.empty{color:#555;font-style:italic}"
+    ".period{color:#444}"
+)
 
 
 DATA_BLOCK = re.compile(
@@ -210,19 +320,38 @@ DATA_BLOCK = re.compile(
 
 
 def write_page(data: PageFigures, path: Path) -> Path:
-    """One HTML file: plotly's script once, inline, then every figure, then the figures' data
-    (what :func:`redact_page` reads back). Written beside the path and moved over it."""
-    parts = [
-        figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=f"figure-{index}")
-        for index, figure in enumerate(figures(data))
-    ]
+    """One HTML file: the totals and the runs first, then the charts (drawn by vega-embed from
+    the script inside the page: it opens offline), then the figures' data (what
+    :func:`redact_page` reads back). Written beside the path and moved over it."""
     title = html.escape(data.title)
-    embedded = data.model_dump_json().replace("</", "<\\/")
+    drawn = charts(data)
+    sections = []
+    for index, chart in enumerate(drawn):
+        body = (
+            f"<p class='empty'>{html.escape(chart.empty)}</p>"
+            if chart.empty
+            else f"<div id='figure-{index}' class='chart'></div>"
+        )
+        sections.append(f"<h2>{html.escape(chart.title)}</h2>{body}")
+    specs = {f"figure-{i}": c.spec for i, c in enumerate(drawn) if not c.empty}
+    embed = (
+        f"const specs = {_json(specs)};"
+        "for (const [id, spec] of Object.entries(specs))"
+        " vegaEmbed('#' + id, spec, {renderer: 'svg', actions: false});"
+    )
+    runs = ["run", "flow", "status", "started", "counts"]
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{title}</title></head><body style='font-family: sans-serif'>"
-        f"<h1>{title}</h1>{''.join(parts)}"
-        f'<script type="application/json" id="mempipe-figures">{embedded}</script>'
+        f"<title>{title}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{title}</h1>"
+        f"<p class='period'>{html.escape(data.subtitle)}</p>"
+        "<h2>Totals</h2>"
+        + _table(["memory type", "action", "rows"], _totals(data), "No audit rows.")
+        + "<h2>Runs</h2>"
+        + _table(runs, data.runs, "No runs recorded.")
+        + "".join(sections)
+        + (f"<script>{_vega_bundle()}</script><script>{embed}</script>" if specs else "")
+        + f'<script type="application/json" id="mempipe-figures">{_json(data)}</script>'
         "</body></html>"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,6 +359,12 @@ def write_page(data: PageFigures, path: Path) -> Path:
     aside.write_text(page, encoding="utf-8")
     aside.replace(path)
     return path.resolve()
+
+
+def _json(value: BaseModel | dict[str, Any]) -> str:
+    """JSON that cannot end the script element it is in."""
+    text = value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value)
+    return text.replace("</", "<\\/")
 
 
 def redact_page(path: Path, selection: BundleSelection, *, dry_run: bool) -> int:

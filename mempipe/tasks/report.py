@@ -55,8 +55,7 @@ def render_report_page(
         frame = scan_audit([Path(f) for f in files])
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
-    title = f"mempipe audit {since or 'start'} .. {until or 'now'} ({by.value})"
     with unit_of_work(store_url) as uow:
-        data = gather(uow, frame, since, until, title)
+        data = gather(uow, frame, since, until, by.value)
         record_written(uow, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data

@@ -43,7 +43,7 @@ def test_sqlite_to_mongodb_and_back_is_verified(source, tmp_path) -> None:
     assert there.copied["semantic"] > 0
 
     url = f"sqlite:///{tmp_path / 'back.db'}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     back = open_store(url, migrate=True)
     declared(back)
     home = copy_store(
@@ -70,7 +70,7 @@ def big_store(tmp_path: Path) -> Path:
     """20,000 turns and 20,000 audit rows: a copy in batches of 200 takes a while."""
     path = tmp_path / "big.db"
     url = f"sqlite:///{path}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     store = open_store(url, migrate=True)
     archive = tmp_path / "turns.jsonl"
     archive.write_bytes(

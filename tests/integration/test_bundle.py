@@ -43,7 +43,7 @@ def declared(store) -> None:
 @pytest.fixture
 def source(tmp_path: Path):
     url = f"sqlite:///{tmp_path / 'source.db'}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     store = open_store(url, migrate=True)
     declared(store)
     load(store, tmp_path)
@@ -90,7 +90,7 @@ def target_store(kind: str, tmp_path: Path):
         store = mongomock_store(tmp_path)
     else:
         url = f"sqlite:///{tmp_path / 'target.db'}"
-        prepare_store(url, None)
+        prepare_store(url, None, create=True)
         store = open_store(url, migrate=True)
     declared(store)
     return store
@@ -182,7 +182,7 @@ def test_a_bundle_of_custom_types_the_target_has_not_declared_is_refused_first(
 
     export_bundle(UnitOfWork(source), tmp_path / "bundle", BundleSelection())
     url = f"sqlite:///{tmp_path / 'bare.db'}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     bare = open_store(url, migrate=True)
     with pytest.raises(ConfigError, match="custom types the target has not declared: ticket"):
         import_bundle(

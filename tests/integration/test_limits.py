@@ -12,6 +12,7 @@ import pytest
 
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store import open_store
+from mempipe.bootstrap import prepare_store
 from mempipe.domain.failures import EnvironmentalError, FailureKind
 from mempipe.domain.liveness import machine_id
 from mempipe.errors import ConfigError, JobBusyError
@@ -57,6 +58,7 @@ def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_holder(
         with pytest.raises(JobBusyError):
             reembed_rollback_flow(store=store_url, lock_wait_s=0.5)
         other = f"sqlite:///{tmp_path / 'other.db'}"
+        prepare_store(other, None, create=True)
         assert reembed_flow(model="hashing-32", store=other, lock_wait_s=1).switched
     assert reembed_flow(model="hashing-32", store=store_url, lock_wait_s=1).switched, (
         "free once the first one ended"

@@ -130,7 +130,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
     assert (alone.added, alone.updated) == (2, 0), "no judge: nothing is overwritten on a guess"
 
     url = f"sqlite:///{tmp_path / 'judged.db'}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     store = open_store(url, migrate=True)
     with fake_openai() as (fake, endpoint):
         fake.responder = lambda body: completion("UPDATE")
