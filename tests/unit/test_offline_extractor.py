@@ -65,17 +65,59 @@ def test_procedures_are_named_by_the_question_they_answer() -> None:
     assert procedure.steps == ["revoke the old key", "create a new one", "update the vault"]
 
 
-def test_definitions_and_answers_to_what_is_questions_are_terms() -> None:
+def test_answers_to_what_is_questions_and_the_user_s_own_definitions_are_terms() -> None:
     found = extract(
         MemoryType.TAXONOMIC,
         ("user", "What does SLO stand for?"),
         ("assistant", "Service level objective."),
+        ("user", "What is a canary?"),
         ("assistant", "A canary is a small release watched before the full rollout."),
+        ("user", "At work, 'red-eye' means a deploy that fails overnight."),
+        ("user", "We call the Friday freeze the quiet window."),
     )
     assert {(m.term, m.definition) for m in found} == {
         ("slo", "Service level objective."),
         ("canary", "a small release watched before the full rollout."),
+        ("red-eye", "a deploy that fails overnight."),
+        ("quiet window", "the Friday freeze"),
     }
+
+
+def test_praise_and_unasked_assistant_sentences_are_not_terms() -> None:
+    assert (
+        extract(
+            MemoryType.TAXONOMIC,
+            ("assistant", "Tokyo is a fantastic city for foodies!"),
+            ("assistant", "A potluck is a great way to bring everyone together."),
+            ("user", "What is the best pan?"),
+            ("assistant", "This is a great question!"),
+        )
+        == []
+    )
+
+
+def test_questions_and_reactions_to_suggestions_are_not_facts() -> None:
+    assert (
+        extract(
+            MemoryType.SEMANTIC,
+            ("user", "Are my survey questions unbiased?"),
+            ("user", "I like the idea of a potluck. I love those ideas."),
+            ("user", "If my budget is tight, what should I do."),
+        )
+        == []
+    )
+
+
+def test_plans_are_facts_about_the_user() -> None:
+    found = extract(MemoryType.SEMANTIC, ("user", "I'm planning to visit Kyoto in April."))
+    assert [(m.label, m.text) for m in found] == [
+        ("plans_visit_kyoto_in_april", "User plans to visit Kyoto in April.")
+    ]
+
+
+def test_a_long_markdown_guide_is_not_a_procedure() -> None:
+    guide = "To clean a camera:\n\n1. **Dust**: first brush it, then wipe it.\n2. **Lens**: ..."
+    assert extract(MemoryType.PROCEDURAL, ("assistant", guide)) == []
 
 
 def test_nothing_of_a_kind_is_an_empty_list() -> None:
