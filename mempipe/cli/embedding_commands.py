@@ -156,7 +156,11 @@ def reembed_finalize(
     from mempipe.flows.reembed import reembed_finalize_flow as finalize_flow
 
     dropped = _end_move(finalize_flow, collections, store, config, store_secret)
-    emit(Names(collections=dropped), as_json, lambda: click.echo(f"dropped: {dropped or 'none'}"))
+    emit(
+        Names(collections=dropped),
+        as_json,
+        lambda: click.echo(f"dropped: {', '.join(dropped) or 'none'}"),
+    )
 
 
 @reembed.command("rollback")
@@ -179,7 +183,7 @@ def reembed_rollback(
     emit(
         Names(collections=restored),
         as_json,
-        lambda: click.echo(f"restored: {restored or 'nothing to roll back'}"),
+        lambda: click.echo(f"restored: {', '.join(restored) or 'nothing to roll back'}"),
     )
 
 

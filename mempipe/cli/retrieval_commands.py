@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -17,22 +19,30 @@ from mempipe.cli.options import (
 )
 from mempipe.schemas.evaluation import EvalResult, Scores
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def searched(command: F) -> F:
+    """What is searched and how: a search's and an evaluation's options, the same."""
+    command = click.option(
+        "--mode",
+        type=click.Choice(["semantic", "text", "hybrid"]),
+        default="hybrid",
+        show_default=True,
+        help="semantic: by meaning (vectors); text: by words (BM25); hybrid: both, fused.",
+    )(command)
+    return click.option(
+        "--source",
+        default="semantic",
+        show_default=True,
+        help="stm (the turns), semantic, episodic, procedural, taxonomic, or a declared custom "
+        "type.",
+    )(command)
+
 
 @click.command()
 @click.argument("query")
-@click.option(
-    "--source",
-    default="semantic",
-    show_default=True,
-    help="stm (the turns), semantic, episodic, procedural, taxonomic, or a declared custom type.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["semantic", "text", "hybrid"]),
-    default="hybrid",
-    show_default=True,
-    help="semantic: by meaning (vectors); text: by words (BM25); hybrid: both, fused.",
-)
+@searched
 @identity_filters
 @click.option("--session-id", default=None, help="Only this session.")
 @click.option(
@@ -125,19 +135,7 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
 
 @click.command("eval")
 @click.argument("queries", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--source",
-    default="semantic",
-    show_default=True,
-    help="What the queries search: stm (the turns), a memory type, or a declared custom type.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["semantic", "text", "hybrid"]),
-    default="hybrid",
-    show_default=True,
-    help="How the queries search (as `mempipe search --mode`).",
-)
+@searched
 @click.option(
     "--k",
     "ks",

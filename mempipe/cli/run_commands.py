@@ -139,7 +139,7 @@ def show_run(
         click.echo(f"run {run.run_id}: {run.flow} {status}")
         click.echo(f"started {run.started_at.isoformat(timespec='seconds')}, ended {ended}")
         if run.parameters:
-            shown = ", ".join(f"{k}={v}" for k, v in run.parameters.items())
+            shown = "; ".join(f"{k}: {_plain(v)}" for k, v in run.parameters.items())
             click.echo(f"parameters: {shown}")
         click.echo(f"counts: {counted(run.counts) or 'none'}")
         if run.error:
@@ -149,6 +149,15 @@ def show_run(
         click.echo(f"store: {result.store}")
 
     emit(result, as_json, human)
+
+
+def _plain(value: object) -> str:
+    """A parameter as words: a list as its items, not Python's repr of it."""
+    if isinstance(value, list | tuple):
+        return ", ".join(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    return str(value)
 
 
 @click.command()

@@ -204,7 +204,8 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert shown.returncode == 0, shown.stderr
     summary = shown.stdout.splitlines()
     assert summary[0] == f"run {replay_run}: replay completed", "the deployment's run, by its id"
-    assert f"audit_dir={audit}" in summary[2], "where the audit went"
+    assert f"audit_dir: {audit}" in summary[2], "where the audit went"
+    assert "handlers: semantic, episodic, procedural, taxonomic" in summary[2], "words, not repr"
     assert summary[3].startswith("counts: ")
     assert " added" in summary[3]
 
