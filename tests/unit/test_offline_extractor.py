@@ -96,6 +96,17 @@ def test_praise_and_unasked_assistant_sentences_are_not_terms() -> None:
     )
 
 
+def test_a_clause_that_happens_to_say_means_is_not_a_term() -> None:
+    found = extract(
+        MemoryType.TAXONOMIC,
+        ("user", "But if it means carrying more weight, I'd rather not."),
+        ("user", "P0 means drop everything and fix it now."),
+        ("user", "What is 2 plus 7?"),
+        ("assistant", "2 plus 7 is 9."),
+    )
+    assert [(m.term, m.definition) for m in found] == [("p0", "drop everything and fix it now.")]
+
+
 def test_questions_and_reactions_to_suggestions_are_not_facts() -> None:
     assert (
         extract(
