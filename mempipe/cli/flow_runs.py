@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -60,7 +61,47 @@ def reporting_to_prefect() -> Iterator[None]:
                 updates[PREFECT_API_URL] = _session_server(settings, chosen.idle_seconds)
         if updates:
             stack.enter_context(temporary_settings(updates=updates))
+        context = click.get_current_context(silent=True)
+        if context is None or not context.find_root().params.get("verbose"):
+            stack.enter_context(_without_engine_tracebacks())
         yield
+
+
+class _EngineTraceback(logging.Filter):
+    """The flow and task engines' report of the exception that ended a run. The command says
+    it as its one ``error:`` line; the run's logs on the Prefect server keep it in full."""
+
+    REPORTS = (
+        "Encountered exception during execution",
+        "Task run failed with exception",
+        "Finished in state",
+        "Crash detected",
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        engine = record.name in ("prefect.flow_runs", "prefect.task_runs")
+        reported = str(record.msg).startswith(self.REPORTS)
+        return not (engine and record.levelno >= logging.ERROR and reported)
+
+
+@contextmanager
+def _without_engine_tracebacks() -> Iterator[None]:
+    """On the terminal's handlers only (the root logger's, where the runs' logs propagate),
+    once Prefect has set its logging up (as its first run would)."""
+    from prefect.logging.configuration import ensure_logging_setup
+
+    ensure_logging_setup()
+    quiet = _EngineTraceback()
+    handlers = [
+        h for h in logging.getLogger().handlers if type(h).__name__ == "PrefectConsoleHandler"
+    ]
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
 
 
 def _session_server(settings: Any, idle_seconds: float) -> str:

@@ -86,3 +86,24 @@ def test_an_unusable_model_is_refused_before_anything_runs(tmp_path, model) -> N
         "reembed", "--model", model, "--store", "sqlite:///memory.db", "--json", cwd=tmp_path
     )
     assert "unknown embedding model" in assert_failed(result, "config")["error"]
+
+
+@pytest.mark.prefect
+def test_a_run_that_fails_inside_its_flow_says_so_in_one_line(prefect_server, tmp_path) -> None:
+    """The flow engine's traceback stays on the Prefect server (and on stderr with -v); the
+    terminal gets the command's one ``error:`` line."""
+    sample = Path(__file__).parents[2] / "examples" / "sample-archive"
+    store = ("--store", "sqlite:///memory.db")
+
+    def run(*args: str):
+        return mempipe(*args, *store, cwd=tmp_path, api_url=prefect_server)
+
+    assert run("backfill", str(sample), "--user-id", "maya").returncode == 0
+    assert run("export", "--out", "bundle", "--user-id", "maya").returncode == 0
+    erased = run("erase", "--user-id", "maya", "--yes", "--json")
+    assert "still in 1 file(s)" in assert_failed(erased, "incomplete")["error"]
+    verbose = mempipe(
+        "-v", "erase", "--user-id", "maya", "--yes", *store, cwd=tmp_path, api_url=prefect_server
+    )
+    assert verbose.returncode == 1
+    assert "Traceback" in verbose.stderr, "-v shows the engine's report"
