@@ -49,3 +49,14 @@ def prefect_server() -> Iterator[str]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture(scope="session")
+def secantus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MongoDB wire-protocol server for the session (SecantusDB: a replica set named
+    ``secantus``, transactions, no search), on a free loopback port; yields its base URI."""
+    from secantus import SecantusDBServer
+
+    data = tmp_path_factory.mktemp("secantus")
+    with SecantusDBServer(storage_path=str(data), cache_size="256M") as server:
+        yield server.uri.rstrip("/")

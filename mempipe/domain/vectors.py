@@ -20,6 +20,17 @@ def vector_problem(vector: Sequence[float]) -> str | None:
     return None
 
 
+def cosine_scores(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """The cosine of ``query`` with each of ``vectors`` at once (a vector with no direction
+    scores -1: never nearer than a real one)."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    x = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(x))
+    scores = np.full(len(rows), -1.0)
+    np.divide(rows @ x, norms, out=scores, where=norms > 0)
+    return scores
+
+
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Cosine of two vectors; None when either has no direction."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)

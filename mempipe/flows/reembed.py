@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import load_context
 from mempipe.domain.reembed_switch import decide_switch
 from mempipe.errors import ConfigError
@@ -72,6 +73,8 @@ def reembed_flow(
         raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
     chosen = _collections(collections)
     parameters = {"model": model_id, "collections": chosen, "incremental": incremental}
+    with unit_of_work(url, existing=True) as uow:
+        uow.schema.require_search("reembed")  # its switch needs a queryable vector index
     with recorded_run(
         context, "reembed", parameters, lock="reembed", lock_wait_s=lock_wait_s
     ) as run:

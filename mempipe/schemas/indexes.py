@@ -15,6 +15,8 @@ class IndexState(StrEnum):
     DRIFT = "drift"
     CREATED = "created"
     REBUILT = "rebuilt"
+    PENDING = "pending"
+    """Declared, waiting for a server with search (Atlas, or mongot for MongoDB 8.2+)."""
 
 
 class IndexStatus(BaseModel):

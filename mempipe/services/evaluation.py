@@ -84,6 +84,7 @@ def evaluate(
     """Recall at each k (one search per k: a top-k list is what a user asking for k gets) and
     MRR at the largest k. The recall gate of ``reembed`` calls this too, so its verdict is what
     ``mempipe eval`` prints for the same file."""
+    uow.schema.require_search("eval")
     items = queries.queries
     if mode is not SearchMode.TEXT:
         embedder_for = prefetching(embedder_for, [item.query for item in items])

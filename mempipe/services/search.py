@@ -50,6 +50,7 @@ def search(
     recall gate compares the two)."""
     if not query.strip():
         raise SearchError("the query is empty: give the words or question to search for")
+    uow.schema.require_search("search")
     notes = []
     if not query_words(query):
         if mode is SearchMode.TEXT:

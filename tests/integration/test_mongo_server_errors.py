@@ -21,15 +21,26 @@ from mempipe.schemas.turn import SourceLocation, Turn
 from tests.fakes import atlas
 
 
-def test_a_deployment_without_a_search_engine_is_refused_at_connect_time(monkeypatch) -> None:
+@pytest.mark.parametrize("code", [31082, 115], ids=["SearchNotEnabled", "CommandNotSupported"])
+def test_a_deployment_without_a_search_engine_is_told_by_its_code_and_refuses_search_only(
+    monkeypatch, code
+) -> None:
     client = atlas.client()
 
     def no_search(self, *args, **kwargs):
-        raise OperationFailure("Using Atlas Search requires mongot", code=31082)
+        raise OperationFailure("Using Atlas Search requires additional configuration", code=code)
 
     monkeypatch.setattr(mongomock.Collection, "list_search_indexes", no_search)
-    with pytest.raises(SearchUnavailableError, match="no search engine"):
-        open_mongo_store("mongodb://standalone/db", client=client)
+    store = open_mongo_store("mongodb://community/db", client=client)
+    assert store.capabilities.search is False, "opened: the jobs that need no search can run"
+    with pytest.raises(SearchUnavailableError, match="`mempipe search` needs search indexes"):
+        store.require_search("search")
+
+
+def test_a_deployment_with_search_reports_it() -> None:
+    store = open_mongo_store("mongodb://atlas/db", client=atlas.client())
+    assert store.capabilities.search is True
+    store.require_search("search")
 
 
 def test_search_errors_are_told_by_code_not_by_message_text() -> None:

@@ -296,6 +296,15 @@ class Schema(Protocol):
 
     def stats(self) -> StoreStats: ...
 
+    def record_capabilities(self) -> None:
+        """Record in the store what its server can do (search, vector search), as the store is
+        prepared: a store on a server without search keeps its search indexes pending."""
+        ...
+
+    def require_search(self, job: str) -> None:
+        """Refuse ``job`` before it writes anything when the store's server has no search."""
+        ...
+
     def write_transaction(self) -> AbstractContextManager[None]:
         """A transaction that holds the write lock from its start (reads inside it see no
         concurrent writer): reconciliation runs inside one (``UnitOfWork.transaction``)."""

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pymongo import ReturnDocument
 from pymongo.client_session import ClientSession
 from pymongo.collection import Collection
@@ -22,6 +22,8 @@ from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
 from mempipe.errors import StoreError
 
 REGISTRY = "embedding_registry"
+CAPABILITIES = "capabilities"
+"""What the server could do when the store was last prepared (search, vector search)."""
 TRANSACTION_BUDGET = 500
 """Documents one transaction may write: MongoDB aborts a transaction after 60 s by default and
 advises modifying well under 1,000 documents in one ("Production considerations",
@@ -55,6 +57,10 @@ class MongoCapabilities(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     transactions: bool
+    search: bool = Field(
+        default=True,
+        description="Atlas Search / mongot: text and vector search indexes and queries",
+    )
 
 
 class MongoParts:

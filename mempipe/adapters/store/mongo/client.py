@@ -19,12 +19,12 @@ from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mempipe.adapters.store.mongo.audit import MongoAuditLog
-from mempipe.adapters.store.mongo.base import MongoCapabilities, now
+from mempipe.adapters.store.mongo.base import CAPABILITIES, MongoCapabilities, now
 from mempipe.adapters.store.mongo.configuration import MongoConfig
 from mempipe.adapters.store.mongo.erasure import MongoErasure
 from mempipe.adapters.store.mongo.exceptions import (
+    NO_SEARCH_CODES,
     NO_SEARCH_HINT,
-    SEARCH_NOT_ENABLED,
     SearchUnavailableError,
 )
 from mempipe.adapters.store.mongo.files import MongoFileLog
@@ -89,9 +89,10 @@ EXTRACTION_STATES = [
 ]
 
 
-def detect_capabilities(client: MongoClient) -> MongoCapabilities:
-    """Transactions on replica sets and sharded clusters. A server that cannot be reached fails
-    here, once (after the server-selection timeout), not again at the next question."""
+def detect_capabilities(client: MongoClient, db: Database) -> MongoCapabilities:
+    """Transactions on replica sets and sharded clusters; search where Atlas Search or mongot
+    answers. A server that cannot be reached fails here, once (after the server-selection
+    timeout), not again at the next question."""
     try:
         hello = client.admin.command("hello")
         transactions = "setName" in hello or hello.get("msg") == "isdbgrid"
@@ -99,7 +100,7 @@ def detect_capabilities(client: MongoClient) -> MongoCapabilities:
         raise
     except (PyMongoError, NotImplementedError):
         transactions = False
-    return MongoCapabilities(transactions=transactions)
+    return MongoCapabilities(transactions=transactions, search=has_search(db))
 
 
 def require_transactions(capabilities: MongoCapabilities, where: str) -> None:
@@ -113,18 +114,17 @@ def require_transactions(capabilities: MongoCapabilities, where: str) -> None:
         )
 
 
-def require_search(db: Database) -> None:
-    """Refuse, at connect time, a deployment without a search engine (a standalone server, or
-    a replica set without mongot): every job needs vector search (reconciliation's candidates,
-    re-embedding, search). Told by the error code, not its text."""
+def has_search(db: Database) -> bool:
+    """Whether the deployment answers the search-index API: not a replica set without mongot
+    (SearchNotEnabled; MongoDB before 8.2 and compatible servers answer CommandNotSupported to
+    ``$listSearchIndexes``). Told by the error code, not its text."""
     try:
         list(db["_migrations"].list_search_indexes())
     except OperationFailure as exc:
-        if exc.code == SEARCH_NOT_ENABLED:
-            raise SearchUnavailableError(
-                f"{db.name}: this MongoDB deployment has no search engine (SearchNotEnabled); "
-                f"{NO_SEARCH_HINT}"
-            ) from exc
+        if exc.code in NO_SEARCH_CODES:
+            return False
+        raise
+    return True
 
 
 class MongoStore(
@@ -151,9 +151,8 @@ class MongoStore(
         self._queryable = set()
         self.db = client.get_database(config.database)
         with self._errors("connecting"):
-            self.capabilities = detect_capabilities(client)
+            self.capabilities = detect_capabilities(client, self.db)
             require_transactions(self.capabilities, self.url)
-            require_search(self.db)
         self.search_indexes = SearchIndexes(self.url, config.index_timeout_s, config.index_poll_s)
 
     @contextmanager
@@ -231,6 +230,27 @@ class MongoStore(
     def _count_by(self, collection: str, field: str) -> dict[str, int]:
         pipeline = [{"$group": {"_id": f"${field}", "n": {"$sum": 1}}}]
         return {d["_id"]: d["n"] for d in self.db[collection].aggregate(pipeline)}
+
+    def record_capabilities(self) -> None:
+        with self._errors("capabilities"):
+            self.db[CAPABILITIES].replace_one(
+                {"_id": "server"},
+                {
+                    "_id": "server",
+                    "search": self.capabilities.search,
+                    "vector_search": self.capabilities.search,
+                    "checked_at": now(),
+                },
+                upsert=True,
+            )
+
+    def require_search(self, job: str) -> None:
+        if not self.capabilities.search:
+            raise SearchUnavailableError(
+                f"{self.url}: `mempipe {job}` needs search indexes, which this MongoDB "
+                f"deployment does not have (no Atlas Search, no mongot); nothing was changed: "
+                f"{NO_SEARCH_HINT}"
+            )
 
     def close(self) -> None:
         self._client.close()

@@ -24,6 +24,11 @@ class MongoConfig(BaseModel):
         default=600.0, description="how long to wait for a search index to become queryable"
     )
     index_poll_s: float = Field(default=5.0, description="how often to look while waiting")
+    exact_scan_limit: int = Field(
+        default=20_000,
+        description="on a server without vector search, reconciliation compares an owner's "
+        "memories of a type by exact scan, up to this many",
+    )
     sync_window_s: float = Field(
         default=120.0,
         description="how far behind writes a search index may be: memories written this "
@@ -40,7 +45,9 @@ def config_from_url(url: str) -> MongoConfig:
     """``mongodb://host/DB`` or ``mongodb+srv://host/DB``; without a database in the path,
     ``MEMPIPE_MONGODB_DATABASE`` or ``mempipe``. ``MEMPIPE_MONGODB_INDEX_TIMEOUT`` (seconds)
     bounds every wait for a search index; ``MEMPIPE_MONGODB_SYNC_WINDOW`` (seconds) is how far
-    the search index may lag writes."""
+    the search index may lag writes; ``MEMPIPE_MONGODB_EXACT_SCAN_LIMIT`` how many of an
+    owner's memories reconciliation compares by exact scan on a server without vector
+    search."""
     parts, shown = urlsplit(url), public_url(url)
     if parts.scheme not in SCHEMES:
         raise StoreError(f"{shown!r}: a MongoDB URL starts with mongodb:// or mongodb+srv://")
@@ -56,6 +63,7 @@ def config_from_url(url: str) -> MongoConfig:
         ("MEMPIPE_MONGODB_INDEX_TIMEOUT", "index_timeout_s"),
         ("MEMPIPE_MONGODB_SYNC_WINDOW", "sync_window_s"),
         ("MEMPIPE_MONGODB_INDEX_POLL", "index_poll_s"),
+        ("MEMPIPE_MONGODB_EXACT_SCAN_LIMIT", "exact_scan_limit"),
     ):
         value = os.environ.get(variable)
         try:

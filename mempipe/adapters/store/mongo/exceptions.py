@@ -18,8 +18,11 @@ class SearchUnavailableError(StoreError):
 
 SEARCH_NOT_ENABLED = 31082
 """The deployment has no search engine (``SearchNotEnabled``)."""
+COMMAND_NOT_SUPPORTED = 115
+"""``$listSearchIndexes`` on a deployment that has no search configured (before 8.2)."""
 UNKNOWN_STAGE = 40324
 """A server too old for ``$vectorSearch`` / ``$search`` (``Unrecognized pipeline stage``)."""
+NO_SEARCH_CODES = (SEARCH_NOT_ENABLED, COMMAND_NOT_SUPPORTED, UNKNOWN_STAGE)
 NO_SEARCH_HINT = (
     "vector and text search need MongoDB Atlas or self-managed MongoDB 8.2+ with mongot "
     "(or the mongodb/mongodb-atlas-local image)"

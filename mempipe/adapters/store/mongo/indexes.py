@@ -78,13 +78,39 @@ class MongoIndexAdmin(MongoParts):
         return added
 
     def index_status(self) -> list[IndexStatus]:
+        if not self.capabilities.search:
+            return self._pending()
         statuses = [self._text_status(c) for c in COLLECTIONS]
         statuses.extend(self._vector_status(entry) for entry in self.registry())
+        return statuses
+
+    def _pending(self) -> list[IndexStatus]:
+        """Every declared index, waiting for a server with search: `rebuild-indexes` creates
+        them there."""
+        why = ["this server has no search (Atlas, or mongot for MongoDB 8.2+)"]
+        statuses = [
+            IndexStatus(
+                collection=c,
+                kind="text",
+                name=pipelines.TEXT_INDEX,
+                state=IndexState.PENDING,
+                differences=why,
+            )
+            for c in COLLECTIONS
+        ]
+        statuses.extend(
+            IndexStatus.of_vectors(entry).model_copy(
+                update={"state": IndexState.PENDING, "differences": why}
+            )
+            for entry in self.registry()
+        )
         return statuses
 
     def rebuild_indexes(self, force: bool) -> list[IndexStatus]:
         """Create absent indexes; update drifted ones when ``force`` (a dimension change needs
         a re-embed and is only reported); wait until each one touched is queryable."""
+        if not self.capabilities.search:
+            return self._pending()
         results = []
         for status in self.index_status():
             repaired = self._repair(status, force)
@@ -94,7 +120,10 @@ class MongoIndexAdmin(MongoParts):
         return results
 
     def create_text_indexes(self) -> None:
-        """An Atlas Search index over each collection's text and filter fields, where absent."""
+        """An Atlas Search index over each collection's text and filter fields, where absent
+        (pending on a server without search)."""
+        if not self.capabilities.search:
+            return
         for collection in COLLECTIONS:
             self.search_indexes.ensure(
                 self._collection(collection),

@@ -7,13 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 from pymongo import ReturnDocument
+from pymongo.collection import Collection
 
 from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.adapters.store.mongo.fence import withdraw_fenced
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
-from mempipe.domain.vectors import cosine_similarity
+from mempipe.domain.vectors import cosine_scores, cosine_similarity
 from mempipe.errors import StoreError
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
@@ -42,7 +43,11 @@ class MongoMemories(MongoParts):
                     found[d["id"]] = Candidate(
                         d["id"], key, d["text"], None, tuple(d.get("evidence") or ())
                     )
-            if near is not None:
+            if near is not None and not self.capabilities.search:
+                entry = self._entry(memory_type, near.model_id)
+                for candidate in self._nearest_by_scan(collection, query, fields, entry, near, k):
+                    found.setdefault(candidate.memory_id, candidate)
+            elif near is not None:
                 entry = self._entry(memory_type, near.model_id)
                 stages = [
                     pipelines.vector_search_stage(
@@ -81,6 +86,45 @@ class MongoMemories(MongoParts):
                         ),
                     )
         return list(found.values())
+
+    def _nearest_by_scan(
+        self,
+        collection: Collection,
+        query: dict[str, Any],
+        fields: dict[str, int],
+        entry: dict[str, Any],
+        near: Near,
+        k: int,
+    ) -> list[Candidate]:
+        """The k nearest of the scope by an exact cosine over its vectors, read here: what an
+        exact ``$vectorSearch`` would answer, for a server without vector search. The scope is
+        one owner's memories of one type, which are few; more than
+        ``exact_scan_limit`` is refused rather than scanned."""
+        scoped = {**query, entry["path"]: {"$exists": True}}
+        held = collection.count_documents(scoped, session=self._session)
+        if held > self.config.exact_scan_limit:
+            raise StoreError(
+                f"{self.url}: {held} {collection.name} memories in one owner's scope to compare "
+                f"by exact scan, more than the limit of {self.config.exact_scan_limit} "
+                "(MEMPIPE_MONGODB_EXACT_SCAN_LIMIT); a server with vector search (Atlas, or "
+                "mongot for MongoDB 8.2+) has no such limit"
+            )
+        docs = list(collection.find(scoped, {**fields, entry["path"]: 1}, session=self._session))
+        if not docs:
+            return []
+        key_field = KEY_FIELDS.get(collection.name)
+        scores = cosine_scores(near.vector, [d[entry["path"]] for d in docs])
+        ranked = sorted(zip(scores, range(len(docs)), strict=True), reverse=True)[:k]
+        return [
+            Candidate(
+                docs[i]["id"],
+                docs[i].get(key_field) if key_field else None,
+                docs[i]["text"],
+                float(score),
+                tuple(docs[i].get("evidence") or ()),
+            )
+            for score, i in ranked
+        ]
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None

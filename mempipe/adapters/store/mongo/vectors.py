@@ -46,7 +46,7 @@ class MongoVectors(MongoParts):
             if not serving
             else serving["vector_table"]
         )
-        if (memory_type, name) not in self._queryable:
+        if (memory_type, name) not in self._queryable and self.capabilities.search:
             # Reconciliation searches this index at once: one just created is still building.
             self.search_indexes.wait_queryable(self._collection(memory_type), name)
             self._queryable.add((memory_type, name))
@@ -68,12 +68,15 @@ class MongoVectors(MongoParts):
             return registered["vector_table"]
         name = pipelines.vector_index_name(model_id)
         path = pipelines.vector_path(model_id, first)
-        self.search_indexes.ensure(
-            self._collection(collection),
-            name,
-            "vectorSearch",
-            pipelines.vector_index_definition(collection, path, dimensions, self.partition_keys),
-        )
+        if self.capabilities.search:  # else pending: `rebuild-indexes` creates it later
+            self.search_indexes.ensure(
+                self._collection(collection),
+                name,
+                "vectorSearch",
+                pipelines.vector_index_definition(
+                    collection, path, dimensions, self.partition_keys
+                ),
+            )
         # Workers of one run may register the same model at once: one document wins.
         with self._errors("registry"), suppress(DuplicateKeyError):
             registry.insert_one(

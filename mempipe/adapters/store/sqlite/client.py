@@ -180,5 +180,11 @@ class SqliteStore(
             runs=runs,
         )
 
+    def record_capabilities(self) -> None:
+        """FTS5 and sqlite-vec are part of every SQLite store: nothing to record."""
+
+    def require_search(self, job: str) -> None:
+        """Text and vector search are always there."""
+
     def close(self) -> None:
         self._conn.close()

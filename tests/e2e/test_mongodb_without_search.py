@@ -1,0 +1,107 @@
+"""MongoDB over the wire, on a server without search (SecantusDB, a replica set like MongoDB
+Community without mongot): every job that needs no search works through the real driver, and
+what needs search says so before it writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from mempipe.adapters.store import open_store
+from tests.e2e.test_cli import ROOT, mempipe
+from tests.helpers import noisy_lines
+
+pytestmark = pytest.mark.prefect
+
+
+@pytest.fixture
+def store_url(secantus_uri: str) -> str:
+    return f"{secantus_uri}/mp_{uuid.uuid4().hex[:8]}?replicaSet=secantus"
+
+
+def ran(*args: str, cwd: Path, api_url: str) -> dict:
+    done = mempipe(*args, "--json", cwd=cwd, api_url=api_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert noisy_lines(done.stderr) == "", done.stderr
+    return json.loads(done.stdout)
+
+
+def test_backfill_replay_report_export_erase_and_copy_back_without_search(
+    prefect_server, store_url, tmp_path
+) -> None:
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = ("--store", store_url)
+    sample = ROOT / "examples" / "sample-archive"
+
+    backfill = ran(
+        "backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path, api_url=prefect_server
+    )
+    assert backfill["turns_inserted"] == 20
+    replay = ran("replay", *store, cwd=tmp_path, api_url=prefect_server)
+    assert (replay["added"], replay["updated"], replay["reinforced"]) == (8, 2, 1), (
+        "reconciliation by exact scan finds what the vector index finds on SQLite"
+    )
+    report = ran("report", *store, cwd=tmp_path, api_url=prefect_server)
+    assert report["rows"] == 11
+    exported = ran("export", "--out", "bundle", *store, cwd=tmp_path, api_url=prefect_server)
+    assert exported["counts"]["turns"] == 20
+
+    copied = ran("copy", *store, "--to", "sqlite:///back.db", cwd=tmp_path, api_url=prefect_server)
+    assert copied["verified"] is True, "every collection's count and digest agree"
+    back = ran(
+        "export",
+        "--out",
+        "back-bundle",
+        "--store",
+        "sqlite:///back.db",
+        cwd=tmp_path,
+        api_url=prefect_server,
+    )
+    mine = {k: v for k, v in exported["digests"].items() if k != "runs"}
+    assert {k: v for k, v in back["digests"].items() if k != "runs"} == mine, (
+        "the same records (each store keeps its own runs: the copy is recorded in its target)"
+    )
+
+    shutil.rmtree(tmp_path / "bundle")
+    shutil.rmtree(tmp_path / "back-bundle")
+    erased = ran(
+        "erase", "--user-id", "maya", "--yes", *store, cwd=tmp_path, api_url=prefect_server
+    )
+    assert erased["counts"]["turns"] == 20
+    stats = ran("stats", *store, cwd=tmp_path, api_url=prefect_server)
+    assert stats["turns"] == 0
+
+    indexes = ran("rebuild-indexes", *store, cwd=tmp_path, api_url=prefect_server)
+    assert {i["state"] for i in indexes["indexes"]} == {"pending"}, "created once search exists"
+    with closing(open_store(store_url)) as opened:
+        recorded = opened.db["capabilities"].find_one({"_id": "server"})
+    assert (recorded["search"], recorded["vector_search"]) == (False, False)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("search", "home airport"), ("reembed", "--incremental"), ("eval", "queries.jsonl")],
+)
+def test_what_needs_search_says_so_and_changes_nothing(
+    prefect_server, store_url, tmp_path, command
+) -> None:
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    shutil.copy(ROOT / "examples" / "queries.jsonl", tmp_path / "queries.jsonl")
+    store = ("--store", store_url)
+    sample = ROOT / "examples" / "sample-archive"
+    ran("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path, api_url=prefect_server)
+    before = ran("stats", *store, cwd=tmp_path, api_url=prefect_server)
+
+    refused = mempipe(*command, *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    assert refused.returncode == 1
+    error = json.loads(refused.stdout)
+    assert error["kind"] == "store"
+    assert f"`mempipe {command[0]}` needs search indexes" in error["error"]
+    assert "nothing was changed" in error["error"]
+    assert "MongoDB Atlas or self-managed MongoDB 8.2+ with mongot" in error["error"]
+    assert ran("stats", *store, cwd=tmp_path, api_url=prefect_server) == before
