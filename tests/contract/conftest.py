@@ -1,5 +1,6 @@
 """The store contract suite runs against every backend named in ``MEMPIPE_CONTRACT_BACKENDS``
-(comma-separated; default ``in-memory,sqlite,mongomock,atlas-strict``, plus ``mongodb`` whenever
+(comma-separated; default ``in-memory,sqlite,mongomock,atlas-strict,secantus`` — SecantusDB, a
+wire-protocol server without search — plus ``mongodb`` whenever
 ``MEMPIPE_MONGODB_URI`` points at a server, e.g. the ``mongodb/mongodb-atlas-local`` image).
 A backend adds a factory here and passes the same tests."""
 
@@ -51,6 +52,12 @@ def mongodb_store(tmp_path: Path) -> Store:
     return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}", migrate=True)
 
 
+def secantus_store(uri: str) -> Store:
+    """A fresh database on the session's SecantusDB server: the wire protocol, real sessions
+    and transactions, no search."""
+    return open_store(f"{uri}/contract_{uuid.uuid4().hex[:8]}?replicaSet=secantus", migrate=True)
+
+
 def in_memory_store(tmp_path: Path) -> Store:
     """The in-memory fake the service tests run on: it implements the turns, work, memories
     and audit repositories, and the tests of those run on it too."""
@@ -64,13 +71,18 @@ BACKENDS: dict[str, Callable[[Path], Store]] = {
     "atlas-strict": atlas_strict_store,
     "mongodb": mongodb_store,
 }
-DEFAULT = "in-memory,sqlite,mongomock,atlas-strict" + (",mongodb" if MONGODB_URI else "")
+DEFAULT = "in-memory,sqlite,mongomock,atlas-strict,secantus" + (",mongodb" if MONGODB_URI else "")
 SELECTED = [b.strip() for b in os.environ.get("MEMPIPE_CONTRACT_BACKENDS", DEFAULT).split(",")]
 
 
 IN_MEMORY_REPOSITORIES = {"turns", "work", "memories", "audit"}
 """What the in-memory fake implements: a contract test marked with no more than these runs on
 it as on the real backends."""
+WITHOUT_SEARCH = {"secantus"}
+"""Backends on a server without search: the roles that need it (search; models, whose switch
+waits for a queryable vector index) are what mempipe refuses there, so their tests are not run
+on them."""
+NEED_SEARCH = {"search", "models"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -79,9 +91,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     kept, dropped = [], []
     for item in items:
         marked = item.get_closest_marker("repositories")
-        fits = marked is not None and set(marked.args) <= IN_MEMORY_REPOSITORIES
+        roles = set(marked.args) if marked is not None else set()
+        fits = marked is not None and roles <= IN_MEMORY_REPOSITORIES
         on_fake = "[in-memory" in item.nodeid
-        (dropped if on_fake and not fits else kept).append(item)
+        no_search = any(f"[{b}" in item.nodeid for b in WITHOUT_SEARCH) and roles & NEED_SEARCH
+        (dropped if (on_fake and not fits) or no_search else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -89,6 +103,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(params=SELECTED)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "secantus":
+        store = secantus_store(request.getfixturevalue("secantus_uri"))
+        yield store
+        store._client.drop_database(store.db.name)
+        store.close()
+        return
     if request.param not in BACKENDS:
         pytest.fail(f"no contract factory for backend {request.param!r}")
 
@@ -108,6 +128,8 @@ def searchable(backend: Store) -> Callable[[], None]:
     def wait() -> None:
         if not backend.url.startswith("mongodb") or "mongomock/contract" in backend.url:
             return
+        if not backend.capabilities.search:
+            return  # nothing to wait for: reconciliation compares by exact scan
         for status in backend.index_status():
             backend.search_indexes.wait_queryable(
                 backend._collection(status.collection), status.name

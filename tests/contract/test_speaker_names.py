@@ -104,6 +104,7 @@ def load(store, tmp_path: Path, name: str, write) -> None:
     assert summary.turns_inserted == 1, summary
 
 
+@pytest.mark.repositories("turns", "search")
 @pytest.mark.parametrize("archive", ARCHIVES)
 def test_a_named_speaker_is_kept_returned_matched_and_embedded(
     backend, searchable, tmp_path, archive
@@ -116,6 +117,7 @@ def test_a_named_speaker_is_kept_returned_matched_and_embedded(
     assert embedded(backend) == [f"Caroline: {SAID}"]
 
 
+@pytest.mark.repositories("turns", "search")
 def test_an_archive_without_names_is_read_indexed_and_embedded_as_before(
     backend, searchable, tmp_path
 ) -> None:
