@@ -9,6 +9,7 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.flows.hooks import record_failed_run
@@ -91,6 +92,8 @@ def replay_flow(
         "force": force,
         "audit_dir": str(Path(audit_dir).absolute()),
     }
+    with unit_of_work(url, existing=True) as uow:
+        uow.schema.require_reconcilable(enabled)
     with recorded_run(context, "replay", parameters, alive=True) as run:
         recover_dead_runs(url)
         buckets = select_extraction_work(url, selection, enabled, force, concurrency)

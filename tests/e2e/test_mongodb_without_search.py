@@ -105,3 +105,23 @@ def test_what_needs_search_says_so_and_changes_nothing(
     assert "nothing was changed" in error["error"]
     assert "MongoDB Atlas or self-managed MongoDB 8.2+ with mongot" in error["error"]
     assert ran("stats", *store, cwd=tmp_path, api_url=prefect_server) == before
+
+
+def test_a_replay_over_the_exact_scan_limit_is_refused_before_it_starts(
+    prefect_server, store_url, tmp_path, monkeypatch
+) -> None:
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = ("--store", store_url)
+    sample = ROOT / "examples" / "sample-archive"
+    ran("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path, api_url=prefect_server)
+    ran("replay", *store, cwd=tmp_path, api_url=prefect_server)
+    ran("replay", "--force", *store, cwd=tmp_path, api_url=prefect_server)
+    before = ran("stats", *store, cwd=tmp_path, api_url=prefect_server)
+
+    monkeypatch.setenv("MEMPIPE_MONGODB_EXACT_SCAN_LIMIT", "3")
+    refused = mempipe("replay", "--force", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    assert refused.returncode == 1
+    error = json.loads(refused.stdout)["error"]
+    assert "default/default/maya holds 4 semantic memories, more than the 3" in error
+    assert "nothing was changed" in error
+    assert ran("stats", *store, cwd=tmp_path, api_url=prefect_server) == before

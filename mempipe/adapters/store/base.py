@@ -305,6 +305,11 @@ class Schema(Protocol):
         """Refuse ``job`` before it writes anything when the store's server has no search."""
         ...
 
+    def require_reconcilable(self, memory_types: Sequence[str]) -> None:
+        """Refuse a reconciliation before it starts when an owner's memories of a type are
+        more than it can compare (on a server without vector search, by exact scan)."""
+        ...
+
     def write_transaction(self) -> AbstractContextManager[None]:
         """A transaction that holds the write lock from its start (reads inside it see no
         concurrent writer): reconciliation runs inside one (``UnitOfWork.transaction``)."""

@@ -10,7 +10,7 @@ when the store is opened.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -251,6 +251,33 @@ class MongoStore(
                 f"deployment does not have (no Atlas Search, no mongot); nothing was changed: "
                 f"{NO_SEARCH_HINT}"
             )
+
+    def require_reconcilable(self, memory_types: Sequence[str]) -> None:
+        if self.capabilities.search:
+            return
+        limit = self.config.exact_scan_limit
+        owner = {f: f"${f}" for f in ("org_id", "project_id", "user_id", "agent_id")}
+        for memory_type in memory_types:
+            with self._errors(memory_type):
+                largest = next(
+                    self._collection(memory_type).aggregate(
+                        [
+                            {"$match": {"status": "active"}},
+                            {"$group": {"_id": owner, "n": {"$sum": 1}}},
+                            {"$sort": {"n": -1}},
+                            {"$limit": 1},
+                        ]
+                    ),
+                    None,
+                )
+            if largest is not None and largest["n"] > limit:
+                who = "/".join(str(v) for v in largest["_id"].values() if v is not None)
+                raise StoreError(
+                    f"{self.url}: {who} holds {largest['n']} {memory_type} memories, more than "
+                    f"the {limit} reconciliation compares by exact scan on a server without "
+                    "vector search (MEMPIPE_MONGODB_EXACT_SCAN_LIMIT); nothing was changed: "
+                    f"{NO_SEARCH_HINT}"
+                )
 
     def close(self) -> None:
         self._client.close()

@@ -4,6 +4,7 @@ are mixed in from their modules."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -185,6 +186,9 @@ class SqliteStore(
 
     def require_search(self, job: str) -> None:
         """Text and vector search are always there."""
+
+    def require_reconcilable(self, memory_types: Sequence[str]) -> None:
+        """sqlite-vec answers every owner's nearest memories."""
 
     def close(self) -> None:
         self._conn.close()
