@@ -26,12 +26,11 @@ def init(store: str | None, config: str | None, store_secret: str | None, as_jso
 
     context = load_context(store, config, store_secret)
     with context.unit_of_work() as uow:
-        before = uow.schema.applied_migrations()
         report = migrations.migrate(uow.schema)
-    context.prepare_store()
+    context.prepare_store()  # the declarations and the server's capabilities
 
     def human() -> None:
-        if before:
+        if report.already_applied:
             applied = ", ".join(report.applied) or "nothing (up to date)"
             click.echo(f"store exists; applied: {applied}")
         else:

@@ -110,7 +110,7 @@ class MongoIndexAdmin(MongoParts):
         """Create absent indexes; update drifted ones when ``force`` (a dimension change needs
         a re-embed and is only reported); wait until each one touched is queryable."""
         if not self.capabilities.search:
-            return self._pending()
+            return self.index_status()  # all pending: nothing can be created here
         results = []
         for status in self.index_status():
             repaired = self._repair(status, force)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from pymongo import ReturnDocument
 from pymongo.collection import Collection
 
@@ -100,21 +101,21 @@ class MongoMemories(MongoParts):
         exact ``$vectorSearch`` would answer, for a server without vector search. The scope is
         one owner's memories of one type, which are few; more than
         ``exact_scan_limit`` is refused rather than scanned."""
+        limit = self.config.exact_scan_limit
         scoped = {**query, entry["path"]: {"$exists": True}}
-        held = collection.count_documents(scoped, session=self._session)
-        if held > self.config.exact_scan_limit:
+        projection = {**fields, entry["path"]: 1}
+        docs = list(collection.find(scoped, projection, session=self._session).limit(limit + 1))
+        if len(docs) > limit:
             raise StoreError(
-                f"{self.url}: {held} {collection.name} memories in one owner's scope to compare "
-                f"by exact scan, more than the limit of {self.config.exact_scan_limit} "
-                "(MEMPIPE_MONGODB_EXACT_SCAN_LIMIT); a server with vector search (Atlas, or "
-                "mongot for MongoDB 8.2+) has no such limit"
+                f"{self.url}: more than {limit} {collection.name} memories in one owner's scope "
+                "to compare by exact scan (MEMPIPE_MONGODB_EXACT_SCAN_LIMIT); a server with "
+                "vector search (Atlas, or mongot for MongoDB 8.2+) has no such limit"
             )
-        docs = list(collection.find(scoped, {**fields, entry["path"]: 1}, session=self._session))
         if not docs:
             return []
         key_field = KEY_FIELDS.get(collection.name)
         scores = cosine_scores(near.vector, [d[entry["path"]] for d in docs])
-        ranked = sorted(zip(scores, range(len(docs)), strict=True), reverse=True)[:k]
+        ranked = [(scores[i], int(i)) for i in np.argsort(-scores, kind="stable")[:k]]
         return [
             Candidate(
                 docs[i]["id"],
