@@ -43,6 +43,7 @@ class Settings(BaseSettings):
 class LLMEnvironment(BaseSettings):
     """``MEMPIPE_LLM_BASE_URL``, ``MEMPIPE_LLM_MODEL``, ``MEMPIPE_LLM_API_KEY`` (or
     ``OPENAI_API_KEY``), ``MEMPIPE_LLM_TIMEOUT_SECONDS``, ``MEMPIPE_LLM_REQUESTS_PER_MINUTE``,
+    ``MEMPIPE_LLM_TOKENS_PER_MINUTE``,
     ``MEMPIPE_LLM_RATE_LIMIT`` (the name of a Prefect global rate limit)."""
 
     model_config = SettingsConfigDict(env_prefix="MEMPIPE_LLM_", extra="ignore")
@@ -52,6 +53,7 @@ class LLMEnvironment(BaseSettings):
     api_key: SecretStr | None = None
     timeout_seconds: float = 60.0
     requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
     rate_limit: str | None = None
 
 
@@ -77,6 +79,7 @@ def load_llm_settings() -> LLMSettings:
         api_key=key,
         timeout_seconds=env.timeout_seconds,
         requests_per_minute=env.requests_per_minute,
+        tokens_per_minute=env.tokens_per_minute,
         rate_limit=env.rate_limit,
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import click
 
 from mempipe.archives.registry import format_names
@@ -16,6 +18,8 @@ from mempipe.cli.options import (
     run_flow,
     store_options,
 )
+from mempipe.cli.plans import plan_option
+from mempipe.errors import StoreError
 
 
 @click.command()
@@ -62,6 +66,7 @@ from mempipe.cli.options import (
     is_flag=True,
     help="Take turn times before 1970 or past the future margin as they are.",
 )
+@plan_option
 @store_options
 @json_option
 @reports_errors
@@ -80,6 +85,7 @@ def backfill(
     future_margin: str,
     embed: bool,
     allow_any_time: bool,
+    plan: bool,
     store: str | None,
     config: str | None,
     store_secret: str | None,
@@ -95,7 +101,31 @@ def backfill(
 
     column_map = pairs(columns, "--column")
     context = load_context(store, config, store_secret)
-    expand_paths(paths)
+    found = expand_paths(paths)
+    if plan:
+        from mempipe.cli.plans import emit_plan
+        from mempipe.services.plans import archive_texts, backfill_plan
+        from mempipe.settings import load_llm_settings
+
+        if not embed:
+            raise click.UsageError("--plan counts what --embed would send: give both")
+        defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+        texts = archive_texts(found, archive_format, defaults, column_map)
+        try:
+            uow = context.unit_of_work(read_only=True, existing=True)
+        except StoreError:  # no store yet: the configured model embeds
+            uow = None
+        with uow if uow is not None else nullcontext():
+            estimate = backfill_plan(
+                uow,
+                context.store_url,
+                texts,
+                context.config.memory.embedding.model,
+                context.config.costs,
+                load_llm_settings(),
+            )
+        emit_plan(estimate, as_json)
+        return
     context.prepare_store(create=True)
     with show_on_terminal():
         summary, incomplete = run_flow(

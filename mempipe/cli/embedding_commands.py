@@ -17,6 +17,7 @@ from mempipe.cli.options import (
     split_list,
     store_options,
 )
+from mempipe.cli.plans import plan_option, via_option
 
 
 @click.group(invoke_without_command=True)
@@ -56,6 +57,8 @@ from mempipe.cli.options import (
     type=click.IntRange(1, 256),
     help="Record-id ranges per collection, embedded at once.",
 )
+@via_option
+@plan_option
 @scale_out_options
 @store_options
 @json_option
@@ -72,6 +75,8 @@ def reembed(
     min_recall_ratio: float,
     incremental: bool,
     partitions: int,
+    via: str,
+    plan: bool,
     task_runner: str,
     dask_address: str | None,
     store: str | None,
@@ -92,6 +97,25 @@ def reembed(
     context = load_context(store, config, store_secret)
     if model is not None:
         embedder_for(model)
+    if plan:
+        from mempipe.cli.plans import emit_plan
+        from mempipe.flows.reembed import chosen_collections
+        from mempipe.services.plans import reembed_plan
+        from mempipe.settings import load_llm_settings
+
+        with context.unit_of_work(read_only=True, existing=True) as uow:
+            found = reembed_plan(
+                uow,
+                chosen_collections(split_list(collections)),
+                model or context.config.memory.embedding.model,
+                incremental=incremental,
+                batch_size=batch_size,
+                via=via,  # type: ignore[arg-type]
+                costs=context.config.costs,
+                llm=load_llm_settings(),
+            )
+        emit_plan(found, as_json)
+        return
     context.prepare_store()
     with show_on_terminal():
         summary, incomplete = run_flow(
@@ -104,6 +128,7 @@ def reembed(
             min_recall_ratio=min_recall_ratio,
             incremental=incremental,
             partitions=partitions,
+            via=via,
             task_runner=task_runner,
             dask_address=dask_address,
             **context.flow_options(),

@@ -18,6 +18,8 @@ from mempipe.cli.options import (
     scale_out_options,
     store_options,
 )
+from mempipe.cli.plans import plan_option, via_option
+from mempipe.schemas.selection import SnapshotSelection
 
 
 @click.command()
@@ -51,6 +53,8 @@ from mempipe.cli.options import (
 @scale_out_options
 @click.option("--force", is_flag=True, help="Run extractions already done again.")
 @click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
+@via_option
+@plan_option
 @store_options
 @json_option
 @reports_errors
@@ -70,6 +74,8 @@ def replay(
     dask_address: str | None,
     force: bool,
     audit_dir: str,
+    via: str,
+    plan: bool,
     store: str | None,
     config: str | None,
     store_secret: str | None,
@@ -82,6 +88,37 @@ def replay(
     from mempipe.progress import show_on_terminal
 
     context = load_context(store, config, store_secret)
+    chosen = [h.strip() for h in handlers.split(",")] if handlers else None
+    selection = SnapshotSelection(
+        org_id=org_id,
+        project_id=project_id,
+        user_id=user_id,
+        session_id=session_id,
+        snapshot_ids=list(snapshot_ids) or None,
+        since=since,
+        until=until,
+    )
+    if plan:
+        from mempipe.adapters.llm.registry import extractor_for
+        from mempipe.cli.plans import emit_plan
+        from mempipe.services.plans import replay_plan
+
+        settings = context.replay_settings(extractor)
+        enabled = chosen or [t.value for t in context.config.memory.extraction.enabled]
+        with context.unit_of_work(read_only=True, existing=True) as uow:
+            found = replay_plan(
+                uow,
+                selection,
+                enabled,
+                force=force,
+                extractor=extractor,
+                summaries=extractor_for(extractor, settings.llm).capabilities.summaries,
+                via=via,  # type: ignore[arg-type]
+                costs=context.config.costs,
+                llm=settings.llm,
+            )
+        emit_plan(found, as_json)
+        return
     context.prepare_store()
     with show_on_terminal():
         summary, incomplete = run_flow(
@@ -93,8 +130,9 @@ def replay(
             snapshot_ids=list(snapshot_ids) or None,
             since=since,
             until=until,
-            handlers=[h.strip() for h in handlers.split(",")] if handlers else None,
+            handlers=chosen,
             extractor=extractor,
+            via=via,
             concurrency=concurrency,
             task_runner=task_runner,
             dask_address=dask_address,

@@ -171,6 +171,8 @@ def _starting_flows(command: F, *, creates_store: bool) -> F:
             return command(*args, **kwargs)  # a group's subcommand runs the flows
         if not creates_store:
             _require_store(kwargs)
+        if kwargs.get("plan"):
+            return command(*args, **kwargs)  # a plan only reads: no run, no Prefect
         with stop_on_signals(), reporting_to_prefect():
             return command(*args, **kwargs)
 

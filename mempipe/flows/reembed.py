@@ -71,7 +71,7 @@ def reembed_flow(
     embedder = embedder_for(model_id)
     if dimensions is not None and dimensions != embedder.dimensions:
         raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
-    chosen = _collections(collections)
+    chosen = chosen_collections(collections)
     parameters = {"model": model_id, "collections": chosen, "incremental": incremental}
     with unit_of_work(url, existing=True) as uow:
         uow.schema.require_search("reembed")  # its switch needs a queryable vector index
@@ -128,7 +128,7 @@ def reembed_flow(
     return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
 
 
-def _collections(collections: list[str] | None) -> list[str]:
+def chosen_collections(collections: list[str] | None) -> list[str]:
     chosen = collections or list(COLLECTIONS)
     unknown = set(chosen) - set(COLLECTIONS)
     if unknown:
@@ -170,7 +170,7 @@ def _end_move(
 ) -> list[str]:
     """Finalize or roll back, holding the store's re-embed lock like a re-embed does."""
     context = load_context(store, config, store_secret)
-    chosen = _collections(collections)
+    chosen = chosen_collections(collections)
     with recorded_run(
         context,
         flow_run.flow_name,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
 from mempipe.domain.reconcile import ReconcileThresholds
+from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.memory import MemoryType
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -110,3 +111,4 @@ class ProjectConfig(BaseModel):
     org_id: str | None = None
     project_id: str | None = None
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    costs: CostConfig = Field(default_factory=CostConfig)

@@ -19,6 +19,9 @@ class LLMSettings(BaseModel):
     api_key: SecretStr = SecretStr("")
     timeout_seconds: float = Field(default=60.0, gt=0)
     requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(
+        default=None, gt=0, description="a budget every live request's tokens draw on"
+    )
     rate_limit: str | None = Field(
         default=None,
         description="a Prefect global rate limit every request (chat and embeddings) draws on",

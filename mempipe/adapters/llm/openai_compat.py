@@ -51,6 +51,22 @@ def openai_client(settings: LLMSettings) -> openai.OpenAI:
     )
 
 
+def extraction_messages(snapshot: SnapshotContent, memory_type: MemoryType) -> list[dict[str, str]]:
+    """The chat request of one extraction (its response format aside): what a plan counts and
+    a batch file holds, the same as a live request sends."""
+    return [
+        {"role": "system", "content": f"{COMMON}\n\n{PROMPTS[memory_type]}"},
+        {"role": "user", "content": snapshot.transcript()},
+    ]
+
+
+def summary_messages(snapshot: SnapshotContent) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SUMMARY},
+        {"role": "user", "content": snapshot.transcript()},
+    ]
+
+
 class OpenAIExtractor:
     capabilities = ExtractorCapabilities(summaries=True, judge=True)
 
@@ -63,10 +79,7 @@ class OpenAIExtractor:
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
         model = output_model(memory_type)
-        messages: list[dict[str, str]] = [
-            {"role": "system", "content": f"{COMMON}\n\n{PROMPTS[memory_type]}"},
-            {"role": "user", "content": snapshot.transcript()},
-        ]
+        messages = extraction_messages(snapshot, memory_type)
         answer = self._complete(messages, model)
         try:
             return list(model.model_validate_json(answer).memories)  # type: ignore[attr-defined]
@@ -85,11 +98,7 @@ class OpenAIExtractor:
             ) from second
 
     def summarize(self, snapshot: SnapshotContent) -> str:
-        messages = [
-            {"role": "system", "content": SUMMARY},
-            {"role": "user", "content": snapshot.transcript()},
-        ]
-        summary = self._complete(messages, None).strip()
+        summary = self._complete(summary_messages(snapshot), None).strip()
         if not summary:
             raise ContentError(FailureKind.INVALID_OUTPUT, "the model returned an empty summary")
         return summary

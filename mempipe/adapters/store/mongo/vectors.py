@@ -117,16 +117,21 @@ class MongoVectors(MongoParts):
     def records_missing_vectors(
         self, collection: str, model_id: str, after_id: int, limit: int, until_id: int | None = None
     ) -> list[tuple[int, str]]:
-        """Records (every version, superseded included) without a vector of ``model_id``."""
-        path = self._entry(collection, model_id)["path"]
+        """Records (every version, superseded included) without a vector of ``model_id``:
+        every record, for a model not registered yet."""
+        with self._errors("registry"):
+            entry = self.db[REGISTRY].find_one({"_id": f"{collection}:{model_id}"})
         ids: dict[str, int] = {"$gt": after_id}
         if until_id is not None:
             ids["$lte"] = until_id
+        query: dict[str, Any] = {"_id": ids}
+        if entry is not None:
+            query[entry["path"]] = {"$exists": False}
         with self._errors(collection):
             found = (
                 self._collection(collection)
                 .find(
-                    {"_id": ids, path: {"$exists": False}},
+                    query,
                     dict.fromkeys(("text", "content", "name"), 1),
                 )
                 .sort("_id", 1)

@@ -101,13 +101,18 @@ class SqliteVectors(SqliteParts):
     def records_missing_vectors(
         self, collection: str, model_id: str, after_id: int, limit: int, until_id: int | None = None
     ) -> list[tuple[int, str]]:
-        """Records (every version, superseded included) without a vector of ``model_id``."""
+        """Records (every version, superseded included) without a vector of ``model_id``:
+        every record, for a model not registered yet."""
         source, text = memory_sql.source_table(collection)
         vectors = memory_sql.vector_table(collection, model_id)
+        missing = (
+            f"AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
+            if self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (vectors,))
+            else ""
+        )
         return self._rows(
             f"SELECT s.rowid, {text} FROM {source} s WHERE s.rowid > ? AND s.rowid <= ? "
-            f"AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.memory_rowid = s.rowid) "
-            "ORDER BY s.rowid LIMIT ?",
+            f"{missing}ORDER BY s.rowid LIMIT ?",
             (after_id, until_id if until_id is not None else 2**63 - 1, limit),
         )
 

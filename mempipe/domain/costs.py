@@ -1,0 +1,89 @@
+"""What a plan's figures come to: cost at live and batch prices, duration at the configured
+limits, and how requests are cut into batch files within a provider's limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from mempipe.schemas.costs import ModelPrice, PlanCost, PlanDuration, PlanLine
+
+
+class BatchLimits(BaseModel):
+    """OpenAI's Batch API limits on one input file: requests, bytes, and (for embeddings)
+    inputs across all its requests."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_requests: int = 50_000
+    max_bytes: int = 200 * 1024 * 1024
+    max_embedding_inputs: int = 50_000
+
+
+def price_of(model: str, prices: dict[str, ModelPrice]) -> ModelPrice | None:
+    """A model's price by its name, ``openai:text-embedding-3-small:512`` found as
+    ``text-embedding-3-small``."""
+    name = model.split(":")[1] if model.startswith("openai:") else model
+    return prices.get(name)
+
+
+def plan_cost(lines: Sequence[PlanLine], prices: dict[str, ModelPrice]) -> PlanCost:
+    """Dollars at live and at batch prices; a local line costs nothing, an unpriced one makes
+    the total unknown (and is named)."""
+    live = batch = 0.0
+    unpriced: list[str] = []
+    for line in lines:
+        if not line.provider:
+            continue
+        price = price_of(line.model, prices)
+        if price is None:
+            unpriced.append(line.model)
+            continue
+        dollars = (
+            line.input_tokens * price.input_per_million
+            + line.output_tokens * price.output_per_million
+        ) / 1_000_000
+        live += dollars
+        batch += dollars * price.batch_ratio
+    if unpriced:
+        return PlanCost(live_usd=None, batch_usd=None, unpriced_models=sorted(set(unpriced)))
+    return PlanCost(live_usd=round(live, 6), batch_usd=round(batch, 6))
+
+
+def plan_duration(
+    requests: int, tokens: int, requests_per_minute: float | None, tokens_per_minute: float | None
+) -> PlanDuration:
+    """The longer of the two limits' times; None when neither is set."""
+    minutes = [
+        amount / limit
+        for amount, limit in ((requests, requests_per_minute), (tokens, tokens_per_minute))
+        if limit
+    ]
+    return PlanDuration(
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        live_seconds=round(max(minutes) * 60, 1) if minutes else None,
+    )
+
+
+def cut_into_files(
+    sizes: Sequence[tuple[int, int]], limits: BatchLimits, *, embeddings: bool
+) -> list[int]:
+    """How many requests go in each file, given each request's (bytes, inputs) in order: a file
+    closes before a request that would take it over any limit."""
+    files: list[int] = []
+    count = size = inputs = 0
+    for request_bytes, request_inputs in sizes:
+        over = (
+            count + 1 > limits.max_requests
+            or size + request_bytes > limits.max_bytes
+            or (embeddings and inputs + request_inputs > limits.max_embedding_inputs)
+        )
+        if count and over:
+            files.append(count)
+            count = size = inputs = 0
+        count, size, inputs = count + 1, size + request_bytes, inputs + request_inputs
+    if count:
+        files.append(count)
+    return files
