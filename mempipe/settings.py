@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError
+from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.errors import describe
 from mempipe.schemas.replay import LLMSettings
@@ -68,6 +69,27 @@ class ServerSettings(BaseSettings):
 
     mode: Literal["session", "temporary"] = "session"
     idle_seconds: float = Field(default=900.0, gt=0)
+
+
+class BatchEnvironment(BaseSettings):
+    """``MEMPIPE_BATCH_MAX_REQUESTS``, ``_MAX_BYTES``, ``_MAX_EMBEDDING_INPUTS`` (a file's
+    limits), ``_POLL_FIRST_SECONDS``, ``_POLL_MAX_SECONDS`` (how a run follows its batches)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_BATCH_", extra="ignore")
+
+    max_requests: int | None = None
+    max_bytes: int | None = None
+    max_embedding_inputs: int | None = None
+    poll_first_seconds: float | None = None
+    poll_max_seconds: float | None = None
+
+
+def load_batch_limits() -> BatchLimits:
+    given = BatchEnvironment().model_dump(exclude_none=True)
+    try:
+        return BatchLimits.model_validate(given)
+    except ValidationError as exc:
+        raise ConfigError(f"MEMPIPE_BATCH_*: {describe(exc, with_input=True)}") from exc
 
 
 def load_llm_settings() -> LLMSettings:

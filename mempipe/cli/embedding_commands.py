@@ -101,7 +101,7 @@ def reembed(
         from mempipe.cli.plans import emit_plan
         from mempipe.flows.reembed import chosen_collections
         from mempipe.services.plans import reembed_plan
-        from mempipe.settings import load_llm_settings
+        from mempipe.settings import load_batch_limits, load_llm_settings
 
         with context.unit_of_work(read_only=True, existing=True) as uow:
             found = reembed_plan(
@@ -113,6 +113,7 @@ def reembed(
                 via=via,  # type: ignore[arg-type]
                 costs=context.config.costs,
                 llm=load_llm_settings(),
+                limits=load_batch_limits(),
             )
         emit_plan(found, as_json)
         return

@@ -102,6 +102,7 @@ def replay(
         from mempipe.adapters.llm.registry import extractor_for
         from mempipe.cli.plans import emit_plan
         from mempipe.services.plans import replay_plan
+        from mempipe.settings import load_batch_limits
 
         settings = context.replay_settings(extractor)
         enabled = chosen or [t.value for t in context.config.memory.extraction.enabled]
@@ -116,6 +117,7 @@ def replay(
                 via=via,  # type: ignore[arg-type]
                 costs=context.config.costs,
                 llm=settings.llm,
+                limits=load_batch_limits(),
             )
         emit_plan(found, as_json)
         return

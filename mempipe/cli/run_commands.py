@@ -1,5 +1,6 @@
 """Runs as the store records them: runs (list, with liveness), runs show (one run's summary,
-a command's or a deployment's), recover (close dead runs)."""
+a command's or a deployment's), runs cancel (a run's provider batches), recover (close dead
+runs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import click
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.cli.options import counted, emit, json_option, reports_errors, store_options
+from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.run import RunRecord, WrittenFile
 from mempipe.services.runs import RecoveredRun
 
@@ -35,6 +37,35 @@ class RunShown(BaseModel):
     files: list[WrittenFile] = Field(
         default_factory=list, description="where the run wrote users' text (audit, rejects, ...)"
     )
+    batches: list[BatchShown] = Field(
+        default_factory=list, description="what the run submitted to a provider's Batch API"
+    )
+
+
+class BatchShown(BaseModel):
+    """A provider batch of a run, without its items."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    batch_id: str | None
+    scope: str
+    status: BatchStatus
+    requests: int
+    error: str | None = None
+
+
+def shown_batches(batches: list[ProviderBatch]) -> list[BatchShown]:
+    fields = set(BatchShown.model_fields)
+    return [BatchShown.model_validate(b.model_dump(include=fields)) for b in batches]
+
+
+class Cancelled(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    run_id: str
+    cancelled: list[str] = Field(description="the provider's ids of the batches cancelled")
 
 
 class Recovery(BaseModel):
@@ -131,7 +162,13 @@ def show_run(
         if run is None:
             raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
         files = [f for f in uow.files.written_files() if f.run_id == run_id]
-        result = RunShown(store=uow.url, run=run, dead=death(run, datetime.now(UTC)), files=files)
+        result = RunShown(
+            store=uow.url,
+            run=run,
+            dead=death(run, datetime.now(UTC)),
+            files=files,
+            batches=shown_batches(uow.batches.run_batches(run_id)),
+        )
 
     def human() -> None:
         ended = run.finished_at.isoformat(timespec="seconds") if run.finished_at else "-"
@@ -146,7 +183,43 @@ def show_run(
             click.echo(f"error: {run.error}")
         for file in result.files:
             click.echo(f"{file.kind.value}: {file.path}")
+        for batch in result.batches:
+            click.echo(
+                f"batch {batch.batch_id or batch.key}: {batch.status.value}, "
+                f"{batch.requests} request(s) for {batch.scope}"
+            )
         click.echo(f"store: {result.store}")
+
+    emit(result, as_json, human)
+
+
+@runs.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@store_options
+@json_option
+@reports_errors
+def cancel_run(
+    run_id: str, store: str | None, config: str | None, store_secret: str | None, as_json: bool
+) -> None:
+    """Cancel RUN's open provider batches (``--via batch``). The run, or the next one with the
+    same command, applies what they finished; their other requests are left for a rerun."""
+    from mempipe.adapters.llm.batches import OpenAIBatches
+    from mempipe.bootstrap import load_context
+    from mempipe.errors import ConfigError
+    from mempipe.services.provider_batches import cancel_batches
+    from mempipe.settings import load_llm_settings
+
+    with load_context(store, config, store_secret).unit_of_work(existing=True) as uow:
+        if uow.runs.get_run(run_id) is None:
+            raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
+        done = cancel_batches(uow.batches.run_batches(run_id), OpenAIBatches(load_llm_settings()))
+        result = Cancelled(store=uow.url, run_id=run_id, cancelled=done)
+
+    def human() -> None:
+        click.echo(
+            f"cancelled {len(result.cancelled)} batch(es) of run {run_id}"
+            + (f": {', '.join(result.cancelled)}" if result.cancelled else "")
+        )
 
     emit(result, as_json, human)
 

@@ -5,20 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import ModelPrice, PlanCost, PlanDuration, PlanLine
-
-
-class BatchLimits(BaseModel):
-    """OpenAI's Batch API limits on one input file: requests, bytes, and (for embeddings)
-    inputs across all its requests."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_requests: int = 50_000
-    max_bytes: int = 200 * 1024 * 1024
-    max_embedding_inputs: int = 50_000
 
 
 def price_of(model: str, prices: dict[str, ModelPrice]) -> ModelPrice | None:

@@ -86,6 +86,19 @@ def failure_error(
     return ContentError(kind, message)
 
 
+def status_failure(status_code: int | None, message: str) -> MempipeError:
+    """The failure an HTTP status says (a batch line's, where no exception was raised): the
+    provider's for 408, 429 and 5xx or no status at all (a batch that ended before the line
+    ran), the request's otherwise."""
+    if status_code is None or status_code >= 500 or status_code == 408:
+        return failure_error(FailureKind.SERVER, message)
+    if status_code == 429:
+        return failure_error(FailureKind.RATE_LIMIT, message)
+    if status_code in (401, 403):
+        return failure_error(FailureKind.CREDENTIALS, message)
+    return failure_error(FailureKind.BAD_REQUEST, message)
+
+
 def failure_class(error: BaseException) -> FailureClass:
     """Environmental when retrying could help, content-determined otherwise."""
     return (

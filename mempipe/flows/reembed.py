@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import load_context
 from mempipe.domain.reembed_switch import decide_switch
@@ -18,12 +19,15 @@ from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.embedding import COLLECTIONS, ModelState, ReembedSummary
+from mempipe.schemas.costs import Via
+from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
 from mempipe.settings import load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
+    EmbeddingPlan,
     count_vectors,
     embed_range,
+    embed_via_batch,
     finalize_models,
     plan_embedding,
     probe_model,
@@ -43,6 +47,7 @@ def reembed_flow(
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
     incremental: bool = False,
     partitions: Annotated[int, Field(ge=1, le=256)] = 1,
+    via: Via = "live",
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
@@ -71,8 +76,18 @@ def reembed_flow(
     embedder = embedder_for(model_id)
     if dimensions is not None and dimensions != embedder.dimensions:
         raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
+    if via == "batch" and not isinstance(embedder, OpenAIEmbedder):
+        raise ConfigError(
+            f"{model_id}: --via batch needs an OpenAI-compatible model (openai:<model>); "
+            "a local model has no Batch API"
+        )
     chosen = chosen_collections(collections)
-    parameters = {"model": model_id, "collections": chosen, "incremental": incremental}
+    parameters = {
+        "model": model_id,
+        "collections": chosen,
+        "incremental": incremental,
+        "via": via,
+    }
     with unit_of_work(url, existing=True) as uow:
         uow.schema.require_search("reembed")  # its switch needs a queryable vector index
     with recorded_run(
@@ -80,26 +95,19 @@ def reembed_flow(
     ) as run:
         probe_model(model_id)
         plans = [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
-        ranges = [(plan, id_range) for plan in plans for id_range in plan.ranges]
-        parts = iter(
-            run_partitions(
-                embed_range,
-                [
-                    {
-                        "store_url": url,
-                        "plan": p,
-                        "id_range": r,
-                        "batch_size": batch_size,
-                        "run_id": run.run_id,
-                    }
-                    for p, r in ranges
-                ],
-                task_runner,
-                partitions,
-                dask_address,
+        if via == "batch":
+            reports = run_partitions(
+                embed_via_batch,
+                [{"store_url": url, "plan": p, "run_id": run.run_id} for p in plans],
+                TaskRunnerName.THREADS,
+                len(plans),
+                None,
             )
-        )
-        reports = [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]
+            reports = [count_vectors(url, p, [r]) for p, r in zip(plans, reports, strict=True)]
+        else:
+            reports = _embed_live(
+                url, plans, batch_size, run.run_id, task_runner, partitions, dask_address
+            )
         summary = ReembedSummary(
             run_id=run.run_id,
             store=url,
@@ -126,6 +134,38 @@ def reembed_flow(
         )
     headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
     return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
+
+
+def _embed_live(
+    url: str,
+    plans: list[EmbeddingPlan],
+    batch_size: int,
+    run_id: str,
+    task_runner: TaskRunnerName,
+    partitions: int,
+    dask_address: str | None,
+) -> list[CollectionReport]:
+    """Every plan's id ranges embedded at once, then added up per collection."""
+    ranges = [(plan, id_range) for plan in plans for id_range in plan.ranges]
+    parts = iter(
+        run_partitions(
+            embed_range,
+            [
+                {
+                    "store_url": url,
+                    "plan": p,
+                    "id_range": r,
+                    "batch_size": batch_size,
+                    "run_id": run_id,
+                }
+                for p, r in ranges
+            ],
+            task_runner,
+            partitions,
+            dask_address,
+        )
+    )
+    return [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]
 
 
 def chosen_collections(collections: list[str] | None) -> list[str]:

@@ -16,6 +16,7 @@ from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
+from mempipe.schemas.costs import Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
@@ -57,6 +58,7 @@ def replay_flow(
     until: datetime | None = None,
     handlers: list[MemoryType] | None = None,
     extractor: str = "offline",
+    via: Via = "live",
     concurrency: Annotated[int, Field(ge=1, le=64)] = 4,
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,

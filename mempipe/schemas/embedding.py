@@ -60,6 +60,10 @@ class CollectionReport(BaseModel):
     resumed_after: int | None = Field(
         default=None, description="the record id a crashed run's checkpoint let this run skip to"
     )
+    batches: int = Field(default=0, description="provider batches applied (--via batch)")
+    batches_adopted: int = Field(
+        default=0, description="of those, batches an earlier run submitted and this one applied"
+    )
 
     @property
     def complete(self) -> bool:

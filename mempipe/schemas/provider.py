@@ -32,3 +32,50 @@ class EmbeddingItem(_Answer):
 
 class EmbeddingList(_Answer):
     data: list[EmbeddingItem]
+
+
+class Usage(_Answer):
+    """What the provider counted: ``prompt_tokens`` (chat and embeddings), ``completion_tokens``
+    (chat)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class BatchRequestCounts(_Answer):
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+
+
+class BatchInfo(_Answer):
+    """A batch as the Batch API describes it."""
+
+    id: str
+    status: str
+    input_file_id: str
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    request_counts: BatchRequestCounts | None = None
+
+
+BATCH_RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
+"""Batch API states after which the batch still changes."""
+
+
+class BatchResponse(_Answer):
+    status_code: int
+    body: dict[str, object] = Field(default_factory=dict)
+
+
+class BatchLineError(_Answer):
+    code: str | None = None
+    message: str | None = None
+
+
+class BatchOutputLine(_Answer):
+    """One line of a batch's output or error file."""
+
+    custom_id: str
+    response: BatchResponse | None = None
+    error: BatchLineError | None = None

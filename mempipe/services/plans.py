@@ -21,8 +21,9 @@ from mempipe.adapters.llm.tokens import (
 )
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives.reader import ArchiveReader
-from mempipe.domain.costs import BatchLimits, cut_into_files, plan_cost, plan_duration
+from mempipe.domain.costs import cut_into_files, plan_cost, plan_duration
 from mempipe.domain.spoken import spoken_text
+from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import CostConfig, PlanLine, RunPlan, Via
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import MemoryType
@@ -73,11 +74,11 @@ def reembed_plan(
     via: Via,
     costs: CostConfig,
     llm: LLMSettings,
+    limits: BatchLimits,
 ) -> RunPlan:
     """Every record still without a vector of the model the run fills (the serving one, for an
     incremental run), read in pages; each page cut into requests as the embedder cuts it."""
     lines = [_probe_line(model_id)]
-    limits = BatchLimits()
     files = 0
     for collection in collections:
         target = model_id
@@ -86,7 +87,8 @@ def reembed_plan(
             target = serving[0] if serving is not None else model_id
         counter = embedding_counter(target)
         tally = _Tally(sizes=[] if via == "batch" else None)
-        for page in _missing_texts(uow, collection, target, batch_size):
+        page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
+        for page in _missing_texts(uow, collection, target, page_size):
             for texts in embedding_requests(page, target):
                 tally.add({"model": target, "input": texts}, len(texts), sum(counter.count(texts)))
         if not tally.items:
@@ -181,6 +183,7 @@ def replay_plan(
     via: Via,
     costs: CostConfig,
     llm: LLMSettings,
+    limits: BatchLimits,
 ) -> RunPlan:
     """One chat request per selected extraction, built as the extractor builds it; one summary
     request per snapshot still summarized by rule (with an extractor that summarizes)."""
@@ -201,9 +204,7 @@ def replay_plan(
             for snapshot_id in uow.work.rule_summarized(page):
                 messages = summary_messages(contents[snapshot_id])
                 summarize.add({"messages": messages}, 1, _chat_tokens(counter, messages))
-    files = (
-        len(cut_into_files(extract.sizes, BatchLimits(), embeddings=False)) if extract.sizes else 0
-    )
+    files = len(cut_into_files(extract.sizes, limits, embeddings=False)) if extract.sizes else 0
     model = llm.model if provider else extractor
     lines = [
         PlanLine(

@@ -139,20 +139,27 @@ class _Filler:
             progress.update(self.done)
 
     def _record(self, errors: list[MempipeError]) -> None:
-        """One failure row per batch and class: a provider's failure (retryable: the records
-        are embeddable, the answer was not) apart from texts the provider refused."""
-        first = errors[0]
-        self.uow.audit.add_failure(
-            Failure(
-                run_id=self.run_id,
-                step=f"reembed:{self.collection}",
-                failure_class=failure_class(first),
-                error_type=str(getattr(first, "kind", type(first).__name__)),
-                error=f"{len(errors)} record(s) without a vector: {first}",
-                attempts=getattr(first, "attempts", 1),
-                at=datetime.now(UTC),
-            )
+        record_embedding_failures(self.uow, self.run_id, self.collection, errors)
+
+
+def record_embedding_failures(
+    uow: UnitOfWork, run_id: str, collection: str, errors: list[MempipeError], records: int = 0
+) -> None:
+    """One failure row per batch and class: a provider's failure (retryable: the records are
+    embeddable, the answer was not) apart from texts the provider refused. ``records``: how
+    many records the errors left without a vector, where that is not one each."""
+    first = errors[0]
+    uow.audit.add_failure(
+        Failure(
+            run_id=run_id,
+            step=f"reembed:{collection}",
+            failure_class=failure_class(first),
+            error_type=str(getattr(first, "kind", type(first).__name__)),
+            error=f"{records or len(errors)} record(s) without a vector: {first}",
+            attempts=getattr(first, "attempts", 1),
+            at=datetime.now(UTC),
         )
+    )
 
 
 def recall_gate(

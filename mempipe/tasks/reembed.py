@@ -9,6 +9,8 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
+from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
@@ -16,7 +18,10 @@ from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
 from mempipe.services.evaluation import read_queries
+from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import IdRange, embed_collection, id_ranges, target_state
+from mempipe.services.reembed_batch import embed_collection_via_batch, scope_of
+from mempipe.settings import load_batch_limits, load_llm_settings
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -98,6 +103,41 @@ def embed_range(
         )
 
 
+@task(
+    name="embed-via-batch",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[5, 30],
+    retry_condition_fn=retry_if_transient,
+)
+def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
+    """The collection's missing vectors through the provider's Batch API: the batches an
+    earlier run left open first, then what is still missing. Idempotent like a live range."""
+    embedder = embedder_for(plan.model_id)
+    if not isinstance(embedder, OpenAIEmbedder):
+        raise ConfigError(f"{plan.model_id}: --via batch needs an OpenAI-compatible model")
+    with unit_of_work(store_url) as uow:
+        work = BatchWork(
+            uow,
+            OpenAIBatches(load_llm_settings()),
+            run_id=run_id,
+            job="reembed",
+            scope=scope_of(plan.collection, plan.model_id),
+            endpoint=embedder.endpoint,
+            limits=load_batch_limits(),
+            retry=plan.retry,
+            sleep=interruptible_sleep,
+        )
+        report = embed_collection_via_batch(uow, work, plan.collection, embedder, state=plan.state)
+    get_run_logger().info(
+        "%s: %d batch(es) applied (%d adopted from an earlier run)",
+        plan.collection,
+        report.batches,
+        report.batches_adopted,
+    )
+    return report
+
+
 @task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
 def count_vectors(
     store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
@@ -116,6 +156,8 @@ def count_vectors(
         failed=sum(p.failed for p in parts),
         provider_error=next((p.provider_error for p in parts if p.provider_error), None),
         resumed_after=min(resumed) if resumed else None,
+        batches=sum(p.batches for p in parts),
+        batches_adopted=sum(p.batches_adopted for p in parts),
     )
     get_run_logger().info(
         "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d failed, %d range(s))",

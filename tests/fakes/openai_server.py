@@ -3,6 +3,8 @@ client to talk to. Each request takes the next scripted answer (the last one rep
 
 from __future__ import annotations
 
+import email
+import itertools
 import json
 import threading
 import time
@@ -133,36 +135,197 @@ class FakeOpenAI:
         self.script: list[Answer] = []
         self.responder: Callable[[dict[str, Any]], Answer] | None = None
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
         self.authorizations: list[str] = []
+        self.batches = FakeBatches(self)
         self._lock = threading.Lock()
 
     def next_answer(self, body: dict[str, Any]) -> Answer:
         """The responder's answer to this request where one is set, else the script's next."""
         with self._lock:
             self.requests.append(body)
-            if self.responder is not None:
-                return self.responder(body)
-            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+            self.request_times.append(time.time())
+            return self.answer(body)
+
+    def answer(self, body: dict[str, Any]) -> Answer:
+        if self.responder is not None:
+            return self.responder(body)
+        return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+
+class FakeBatches:
+    """The Files and Batches endpoints: a batch runs its lines through the endpoint's responder
+    once ``delay`` seconds have passed since it was created (seen at the next retrieve), its
+    answers written to an output file (200s) and an error file (the rest). ``failing``: custom
+    ids whose lines fail with a 500; ``expire``: batches end ``expired`` with only the first
+    half of their lines run. ``lines``: every line of every batch created, to count what was
+    submitted."""
+
+    def __init__(self, fake: FakeOpenAI) -> None:
+        self.fake = fake
+        self.delay = 0.2
+        self.failing: set[str] = set()
+        self.expire = False
+        self.files: dict[str, bytes] = {}
+        self.deleted: list[str] = []
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.lines: list[dict[str, Any]] = []
+        self._started: dict[str, float] = {}
+        self._file_ids = itertools.count(1)
+        self._lock = threading.RLock()
+
+    def upload(self, content: bytes, filename: str) -> dict[str, Any]:
+        with self._lock:
+            file_id = f"file-{next(self._file_ids)}"
+            self.files[file_id] = content
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(content),
+            "created_at": int(time.time()),
+            "filename": filename,
+            "purpose": "batch",
+            "status": "processed",
+        }
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            batch_id = f"batch_{len(self.batches) + 1}"
+            requests = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines()]
+            self.lines.extend(requests)
+            self.batches[batch_id] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "errors": None,
+                "input_file_id": body["input_file_id"],
+                "completion_window": body.get("completion_window", "24h"),
+                "status": "in_progress",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(time.time()),
+                "request_counts": {"total": len(requests), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+            }
+            self._started[batch_id] = time.monotonic()
+            return dict(self.batches[batch_id])
+
+    def retrieve(self, batch_id: str) -> dict[str, Any]:
+        with self._lock:
+            batch = self.batches[batch_id]
+            due = time.monotonic() - self._started[batch_id] >= self.delay
+            if batch["status"] == "cancelling" or (batch["status"] == "in_progress" and due):
+                self._run(batch)
+            return dict(batch)
+
+    def cancel(self, batch_id: str) -> dict[str, Any]:
+        with self._lock:
+            batch = self.batches[batch_id]
+            if batch["status"] == "in_progress":
+                batch["status"] = "cancelling"
+            return dict(batch)
+
+    def _run(self, batch: dict[str, Any]) -> None:
+        requests = [json.loads(line) for line in self.files[batch["input_file_id"]].splitlines()]
+        ending = {"cancelling": "cancelled"}.get(batch["status"], "completed")
+        if self.expire:
+            ending = "expired"
+        run = requests if ending == "completed" else requests[: len(requests) // 2]
+        output, errors = [], []
+        for request in run:
+            answer = (
+                error(500, "line failed on purpose")
+                if request["custom_id"] in self.failing
+                else self.fake.answer(request["body"])
+            )
+            line = {
+                "id": f"batch_req_{len(output) + len(errors)}",
+                "custom_id": request["custom_id"],
+                "response": {"status_code": answer.status, "body": answer.body},
+                "error": None,
+            }
+            (output if answer.status == 200 else errors).append(line)
+        for name, lines in (("output_file_id", output), ("error_file_id", errors)):
+            if lines:
+                content = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+                batch[name] = self.upload(content, f"{batch['id']}-{name}.jsonl")["id"]
+        batch["status"] = ending
+        batch["request_counts"] = {
+            "total": len(requests),
+            "completed": len(output),
+            "failed": len(errors),
+        }
+
+    def listing(self) -> dict[str, Any]:
+        with self._lock:
+            data = [dict(b) for b in reversed(list(self.batches.values()))]
+        return {"object": "list", "data": data, "has_more": False}
+
+    def delete(self, file_id: str) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if self.files.pop(file_id, None) is None:
+                return 404, {"error": {"message": "no such file", "type": "invalid_request_error"}}
+            self.deleted.append(file_id)
+        return 200, {"id": file_id, "object": "file", "deleted": True}
+
+
+def _multipart(content_type: str, payload: bytes) -> tuple[bytes, str]:
+    """The ``file`` part of a multipart upload: its bytes and file name."""
+    message = email.message_from_bytes(f"content-type: {content_type}\r\n\r\n".encode() + payload)
+    for part in message.get_payload():
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_payload(decode=True), part.get_filename() or "upload.jsonl"
+    raise ValueError("no file part")
 
 
 @contextmanager
 def fake_openai() -> Iterator[tuple[FakeOpenAI, str]]:
     fake = FakeOpenAI()
+    batches = fake.batches
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             fake.authorizations.append(self.headers.get("authorization", ""))
-            answer = fake.next_answer(json.loads(self.rfile.read(length) or b"{}"))
+            payload = self.rfile.read(length)
+            path = self.path.split("?")[0]
+            if path.endswith("/files"):
+                content, name = _multipart(self.headers["content-type"], payload)
+                return self._json(200, batches.upload(content, name))
+            if path.endswith("/batches"):
+                return self._json(200, batches.create(json.loads(payload)))
+            if path.endswith("/cancel"):
+                return self._json(200, batches.cancel(path.split("/")[-2]))
+            answer = fake.next_answer(json.loads(payload or b"{}"))
             time.sleep(answer.delay)
-            payload = (
-                answer.raw if answer.raw is not None else json.dumps(answer.body or {}).encode()
-            )
+            body = answer.raw if answer.raw is not None else json.dumps(answer.body or {}).encode()
+            self._send(answer.status, body, answer.content_type, answer.headers)
+
+        def do_GET(self) -> None:
+            parts = self.path.split("?")[0].rstrip("/").split("/")
+            if parts[-1] == "content":
+                content = batches.files.get(parts[-2])
+                if content is None:
+                    return self._json(404, {"error": {"message": "no such file"}})
+                return self._send(200, content, "application/octet-stream", {})
+            if parts[-1] == "batches":
+                return self._json(200, batches.listing())
+            return self._json(200, batches.retrieve(parts[-1]))
+
+        def do_DELETE(self) -> None:
+            self._json(*batches.delete(self.path.rstrip("/").split("/")[-1]))
+
+        def _json(self, status: int, body: dict[str, Any]) -> None:
+            self._send(status, json.dumps(body).encode(), "application/json", {})
+
+        def _send(
+            self, status: int, payload: bytes, content_type: str, headers: dict[str, str]
+        ) -> None:
             try:
-                self.send_response(answer.status)
-                self.send_header("content-type", answer.content_type)
+                self.send_response(status)
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(payload)))
-                for name, value in answer.headers.items():
+                for name, value in headers.items():
                     self.send_header(name.replace("_", "-"), value)
                 self.end_headers()
                 self.wfile.write(payload)

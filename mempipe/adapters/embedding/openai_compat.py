@@ -7,13 +7,16 @@ JSON is the provider's failure of that batch (``invalid_response``), never a tex
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import openai
+from pydantic import ValidationError
 
 from mempipe.adapters.embedding.base import Vector
-from mempipe.adapters.llm.answers import embedding_vectors, validated
+from mempipe.adapters.llm.answers import embedding_vectors, invalid_response, validated
 from mempipe.adapters.llm.openai_compat import openai_client, translate
 from mempipe.adapters.llm.ratelimit import limiter
+from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings
 
@@ -40,17 +43,34 @@ class OpenAIEmbedder:
         self._client = client or openai_client(settings)
         self._limiter = limiter(settings, str(self._client.base_url))
 
+    endpoint = "/v1/embeddings"
+
+    def request_body(self, texts: Sequence[str]) -> dict[str, Any]:
+        """One embeddings request, the same live and in a batch file."""
+        body: dict[str, Any] = {"model": self.model, "input": list(texts)}
+        body["encoding_format"] = "float"
+        if self._send_dimensions:
+            body["dimensions"] = self.dimensions
+        return body
+
+    def vectors_from(self, body: object, inputs: int) -> list[Vector]:
+        """The vectors of an answer's body (a batch line's), validated as a live answer is."""
+        try:
+            answer = EmbeddingList.model_validate(body)
+        except ValidationError as exc:
+            raise invalid_response(
+                f"{self.model_id}: the answer is not of the API's shape: {describe(exc)}"
+            ) from exc
+        return embedding_vectors(answer, inputs, self.dimensions, self.model_id)
+
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         vectors: list[Vector | None] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
-            options = {"dimensions": self.dimensions} if self._send_dimensions else {}
             if self._limiter is not None:
                 self._limiter.acquire()
             try:
-                raw = self._client.embeddings.with_raw_response.create(
-                    model=self.model, input=chunk, encoding_format="float", **options
-                )
+                raw = self._client.embeddings.with_raw_response.create(**self.request_body(chunk))
             except openai.APIError as exc:
                 raise translate(exc) from exc
             answer = validated(raw, EmbeddingList, self.model_id)

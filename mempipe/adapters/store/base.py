@@ -15,6 +15,7 @@ from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
 from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
+from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import RegistryEntry
@@ -375,6 +376,21 @@ class FileLog(Protocol):
     def written_files(self) -> list[WrittenFile]: ...
 
 
+class ProviderBatches(Protocol):
+    """What runs submitted to a provider's Batch API, recorded before anything else is done
+    with it."""
+
+    def record_batch(self, batch: ProviderBatch) -> None:
+        """Record a batch, or its new state (by its key)."""
+        ...
+
+    def open_batches(self, job: str, scope: str) -> list[ProviderBatch]:
+        """Batches of any run whose requests may still be answered, oldest first."""
+        ...
+
+    def run_batches(self, run_id: str) -> list[ProviderBatch]: ...
+
+
 class Store(
     Turns,
     WorkQueue,
@@ -390,6 +406,7 @@ class Store(
     Transfer,
     Erasure,
     FileLog,
+    ProviderBatches,
     Protocol,
 ):
     """Every role: what a backend implements, and what jobs that move whole stores take."""

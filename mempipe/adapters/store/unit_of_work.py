@@ -20,6 +20,7 @@ from mempipe.adapters.store.base import (
     IndexAdmin,
     Leases,
     Memories,
+    ProviderBatches,
     Registry,
     RunLog,
     Schema,
@@ -52,6 +53,7 @@ class UnitOfWork:
         self.transfer: Transfer = store
         self.erasure: Erasure = store
         self.files: FileLog = store
+        self.batches: ProviderBatches = store
 
     @property
     def url(self) -> str:

@@ -20,6 +20,7 @@ from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mempipe.adapters.store.mongo.audit import MongoAuditLog
 from mempipe.adapters.store.mongo.base import CAPABILITIES, MongoCapabilities, now
+from mempipe.adapters.store.mongo.batches import MongoProviderBatches
 from mempipe.adapters.store.mongo.configuration import MongoConfig
 from mempipe.adapters.store.mongo.erasure import MongoErasure
 from mempipe.adapters.store.mongo.exceptions import (
@@ -141,6 +142,7 @@ class MongoStore(
     MongoTransfer,
     MongoErasure,
     MongoFileLog,
+    MongoProviderBatches,
 ):
     """One MongoDB database with Atlas Search / mongot vector and text indexes."""
 

@@ -14,6 +14,7 @@ import sqlite_vec
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.audit import SqliteAuditLog
 from mempipe.adapters.store.sqlite.base import now_text
+from mempipe.adapters.store.sqlite.batches import SqliteProviderBatches
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.erasure import SqliteErasure
 from mempipe.adapters.store.sqlite.exceptions import translate
@@ -70,6 +71,7 @@ class SqliteStore(
     SqliteTransfer,
     SqliteErasure,
     SqliteFileLog,
+    SqliteProviderBatches,
 ):
     """One SQLite file, WAL mode, sqlite-vec loaded. Every write runs in a transaction."""
 

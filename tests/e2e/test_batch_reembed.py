@@ -1,0 +1,192 @@
+"""Re-embedding through the Batch API (``reembed --via batch``), by real ``mempipe`` processes
+through the real ``openai`` client against a fake that implements the Files and Batches
+endpoints: the batches complete after a delay, lines fail on purpose, a batch expires, a
+command is killed between submitting and applying. The end state is compared with a live
+re-embed's of the same store."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.crash_kit import (
+    copy_store,
+    environment,
+    kill_when,
+    read,
+    run,
+    start,
+    write_archive,
+    write_config,
+)
+from tests.fakes.openai_server import embeddings, fake_openai
+
+pytestmark = pytest.mark.prefect
+USERS = 100
+MODEL = "openai:fake-embed:16"
+TABLES = {
+    "stm": "vec_stm__openai_fake_embed_16",
+    "semantic": "vec_semantic__openai_fake_embed_16",
+}
+BATCH_ENV = {
+    "OPENAI_API_KEY": "test",
+    "MEMPIPE_BATCH_POLL_FIRST_SECONDS": "0.2",
+    "MEMPIPE_BATCH_POLL_MAX_SECONDS": "0.5",
+    "MEMPIPE_BATCH_MAX_REQUESTS": "4",
+    "MEMPIPE_RETRY_MAX_ATTEMPTS": "2",
+    "MEMPIPE_RETRY_MAX_SECONDS": "5",
+}
+
+
+@pytest.fixture(scope="module")
+def store(prefect_server, tmp_path_factory) -> dict[str, Any]:
+    """A backfilled, replayed store (its turns and memories served by hashing-64)."""
+    folder = tmp_path_factory.mktemp("batch")
+    write_archive(folder / "archive.jsonl", USERS)
+    config = write_config(folder)
+    env = environment(prefect_server)
+    args = ["--store", "sqlite:///base.db", "--config", str(config)]
+    for step in (["backfill", "archive.jsonl"], ["replay"], ["reembed", "--incremental"]):
+        done = run([*step, *args], folder, env)
+        assert done.returncode == 0, done.stderr
+    return {"folder": folder, "config": config}
+
+
+def copy(store: dict[str, Any], tmp_path: Path, name: str = "memory.db") -> tuple[Path, list[str]]:
+    db = tmp_path / name
+    copy_store(store["folder"] / "base.db", db)
+    return db, ["--store", f"sqlite:///{db}", "--config", str(store["config"])]
+
+
+def vectors(db: Path) -> dict[str, dict[int, str]]:
+    return {
+        collection: dict(read(db, f"SELECT memory_rowid, vec_to_json(embedding) FROM {table}"))
+        for collection, table in TABLES.items()
+    }
+
+
+def serving(db: Path) -> dict[str, str]:
+    return dict(
+        read(db, "SELECT collection, model_id FROM embedding_registry WHERE state = 'serving'")
+    )
+
+
+def records(db: Path) -> int:
+    (turns,) = read(db, "SELECT count(*) FROM turns")[0]
+    (semantic,) = read(db, "SELECT count(*) FROM memories_semantic")[0]
+    return turns + semantic
+
+
+def test_a_batch_reembed_killed_between_submit_and_apply_resumes_without_submitting_twice(
+    prefect_server, store, tmp_path
+) -> None:
+    live_db, live_args = copy(store, tmp_path, "live.db")
+    db, args = copy(store, tmp_path)
+    move = ["reembed", "--model", MODEL, "--collections", "stm,semantic", "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        live = run([*move, *live_args], tmp_path, env)
+        assert live.returncode == 0, live.stderr
+
+        fake.batches.delay = 3600
+        planned = json.loads(run([*move, "--via", "batch", "--plan", *args], tmp_path, env).stdout)
+        killed = start([*move, "--via", "batch", *args], tmp_path, env)
+        expected_lines = sum(line["requests"] for line in planned["lines"][1:])
+
+        def all_submitted() -> bool:
+            recorded = read(db, "SELECT count(*) FROM provider_batches WHERE status = 'submitted'")
+            return len(fake.batches.lines) == expected_lines and recorded[0][0] == len(
+                fake.batches.batches
+            )
+
+        kill_when(killed, all_submitted)
+        submitted = Counter(line["custom_id"] for line in fake.batches.lines)
+        assert vectors(db)["semantic"] == {}, "killed before anything was applied"
+
+        fake.batches.delay = 0
+        resumed = run([*move, "--via", "batch", *args], tmp_path, env)
+
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["switched"] is True
+    assert Counter(line["custom_id"] for line in fake.batches.lines) == submitted, (
+        "the resumed run submitted nothing again"
+    )
+    assert max(submitted.values()) == 1
+    assert len(fake.batches.batches) == planned["batch_files"]
+    assert sum(c["batches_adopted"] for c in summary["collections"]) == planned["batch_files"]
+    assert vectors(db) == vectors(live_db), "the same vectors as a live re-embed"
+    assert serving(db) == serving(live_db)
+    assert records(db) == sum(len(v) for v in vectors(db).values()) > 1000
+    statuses = read(db, "SELECT status, count(*) FROM provider_batches GROUP BY status")
+    assert statuses == [("applied", planned["batch_files"])]
+    assert set(fake.batches.files) == set(), "every file deleted at the provider once applied"
+
+
+def test_failed_lines_and_an_expired_batch_leave_their_records_for_a_rerun(
+    prefect_server, store, tmp_path
+) -> None:
+    db, args = copy(store, tmp_path)
+    move = ["reembed", "--model", MODEL, "--collections", "semantic", "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16)
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        first = min(read(db, "SELECT min(rowid) FROM memories_semantic")[0])
+        fake.batches.failing = {f"semantic-{first}-{first + 255}"}
+        failed = run([*move, "--via", "batch", *args], tmp_path, env)
+        assert failed.returncode == 1, failed.stderr
+        document = json.loads(failed.stdout)
+        assert document["switched"] is False
+        [report] = document["collections"]
+        assert report["failed"] == 256
+        assert report["vectors"] == report["records"] - 256
+        failures = read(db, "SELECT step, failure_class, error FROM failures")
+        assert failures
+        assert failures[-1][:2] == ("reembed:semantic", "environmental")
+        assert "256 record(s) without a vector" in failures[-1][2]
+
+        fake.batches.failing, fake.batches.expire = set(), True
+        expired = run([*move, "--via", "batch", *args], tmp_path, env)
+        assert expired.returncode == 1, expired.stderr
+        assert "expired" in json.loads(expired.stdout)["collections"][0]["provider_error"]
+
+        fake.batches.expire = False
+        lines_before = len(fake.batches.lines)
+        rerun = run([*move, "--via", "batch", *args], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["switched"] is True
+    resent = fake.batches.lines[lines_before:]
+    assert 0 < len(resent) < lines_before, "only the unanswered requests went again"
+
+
+def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
+    prefect_server, store, tmp_path
+) -> None:
+    db, args = copy(store, tmp_path)
+    move = ["reembed", "--model", MODEL, "--collections", "semantic", "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16)
+        fake.batches.delay = 3600
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        running = start([*move, "--via", "batch", *args], tmp_path, env)
+        deadline = time.monotonic() + 120
+        while not read(db, "SELECT run_id FROM provider_batches WHERE status = 'submitted'"):
+            assert running.poll() is None, running.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (run_id,) = read(db, "SELECT run_id FROM provider_batches LIMIT 1")[0]
+        cancelled = run(["runs", "cancel", run_id, *args, "--json"], tmp_path, env)
+        assert cancelled.returncode == 0, cancelled.stderr
+        out, err = running.communicate(timeout=120)
+    assert running.returncode == 1, err
+    assert json.loads(out)["switched"] is False
+    assert json.loads(cancelled.stdout)["cancelled"] == [
+        b for b in fake.batches.batches if fake.batches.batches[b]["status"] == "cancelled"
+    ]
+    assert read(db, "SELECT DISTINCT status FROM provider_batches") == [("cancelled",)]
