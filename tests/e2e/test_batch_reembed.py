@@ -190,3 +190,80 @@ def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
         b for b in fake.batches.batches if fake.batches.batches[b]["status"] == "cancelled"
     ]
     assert read(db, "SELECT DISTINCT status FROM provider_batches") == [("cancelled",)]
+
+
+def received_tokens(bodies: list[dict[str, Any]]) -> int:
+    """What the fake endpoint received, counted by OpenAI's own rules: each embedding input's
+    cl100k_base tokens; each chat request's o200k_base tokens of its messages, 3 per message
+    and 3 for the reply."""
+    import bpe_openai
+
+    total = 0
+    for body in bodies:
+        if "input" in body:
+            encoding = bpe_openai.get_encoding("cl100k_base")
+            total += sum(len(encoding.encode_ordinary(text)) for text in body["input"])
+        else:
+            encoding = bpe_openai.get_encoding("o200k_base")
+            messages = body["messages"]
+            total += sum(len(encoding.encode_ordinary(m["content"])) for m in messages)
+            total += 3 * (len(messages) + 1)
+    return total
+
+
+def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
+    prefect_server, store, tmp_path
+) -> None:
+    """Live and batch re-embeds and a live replay: the plan's requests are the requests the
+    fake endpoint receives, its tokens within 2 % of what the fake counts."""
+    from tests.fakes.openai_server import memories as answer_memories
+
+    seen: dict[str, dict[str, int]] = {}
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16) if "input" in body else answer_memories()
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        for via in ("live", "batch"):
+            _, args = copy(store, tmp_path, f"{via}.db")
+            move = ["reembed", "--model", MODEL, "--via", via, *args, "--json"]
+            plan = json.loads(run([*move, "--plan"], tmp_path, env).stdout)
+            live_before, lines_before = len(fake.requests), len(fake.batches.lines)
+            done = run(move, tmp_path, env)
+            assert done.returncode == 0, done.stderr
+            sent = fake.requests[live_before:] + [
+                line["body"] for line in fake.batches.lines[lines_before:]
+            ]
+            seen[f"reembed {via}"] = {
+                "planned requests": plan["requests"],
+                "requests": len(sent),
+                "planned tokens": plan["input_tokens"],
+                "tokens": received_tokens(sent),
+                "planned batch files": plan["batch_files"],
+                "batches": len(fake.batches.batches),
+            }
+        _, args = copy(store, tmp_path, "replay.db")
+        replay = [
+            "replay",
+            "--extractor",
+            "openai",
+            "--force",
+            "--user-id",
+            "user000",
+            *args,
+            "--json",
+        ]
+        plan = json.loads(run([*replay, "--plan"], tmp_path, env).stdout)
+        before = len(fake.requests)
+        done = run(replay, tmp_path, env)
+        assert done.returncode == 0, done.stderr
+        sent = [body for body in fake.requests[before:] if "messages" in body]
+        seen["replay live"] = {
+            "planned requests": plan["requests"],
+            "requests": len(sent),
+            "planned tokens": plan["input_tokens"],
+            "tokens": received_tokens(sent),
+        }
+    print(json.dumps(seen, indent=2))
+    for job, figures in seen.items():
+        assert figures["requests"] == figures["planned requests"], job
+        assert abs(figures["tokens"] - figures["planned tokens"]) <= 0.02 * figures["tokens"], job
+    assert seen["reembed batch"]["batches"] == seen["reembed batch"]["planned batch files"]

@@ -16,6 +16,7 @@ from mempipe.adapters.embedding.base import Vector
 from mempipe.adapters.llm.answers import embedding_vectors, invalid_response, validated
 from mempipe.adapters.llm.openai_compat import openai_client, translate
 from mempipe.adapters.llm.ratelimit import limiter
+from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings
@@ -41,7 +42,10 @@ class OpenAIEmbedder:
         self.model_id = f"openai:{model}:{dimensions}"
         self._send_dimensions = DEFAULT_DIMENSIONS.get(model) != dimensions
         self._client = client or openai_client(settings)
-        self._limiter = limiter(settings, str(self._client.base_url))
+        self._limiter = limiter(
+            settings.model_copy(update={"model": model}), str(self._client.base_url)
+        )
+        self._counter = embedding_counter(self.model_id) if settings.tokens_per_minute else None
 
     endpoint = "/v1/embeddings"
 
@@ -68,7 +72,8 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
             if self._limiter is not None:
-                self._limiter.acquire()
+                tokens = sum(self._counter.count(chunk)) if self._counter is not None else 0
+                self._limiter.acquire(tokens)
             try:
                 raw = self._client.embeddings.with_raw_response.create(**self.request_body(chunk))
             except openai.APIError as exc:

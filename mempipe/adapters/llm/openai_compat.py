@@ -21,6 +21,7 @@ from mempipe.adapters.llm.answers import validated
 from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import limiter
+from mempipe.adapters.llm.tokens import ChatMessage, chat_counter, chat_tokens
 from mempipe.domain.failures import ContentError, FailureKind, failure_error
 from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.errors import MempipeError
@@ -75,6 +76,7 @@ class OpenAIExtractor:
         self.name = f"openai:{settings.model}"
         self._client = client or openai_client(settings)
         self._limiter = limiter(settings, str(self._client.base_url))
+        self._counter = chat_counter(settings.model) if settings.tokens_per_minute else None
         self._schemas_supported = True
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
@@ -112,7 +114,12 @@ class OpenAIExtractor:
 
     def _complete(self, messages: list[dict[str, str]], model: type[BaseModel] | None) -> str:
         if self._limiter is not None:
-            self._limiter.acquire()
+            tokens = (
+                chat_tokens(self._counter, [ChatMessage(**m) for m in messages])
+                if self._counter is not None
+                else 0
+            )
+            self._limiter.acquire(tokens)
         try:
             options: dict[str, Any] = {}
             if model is not None:
