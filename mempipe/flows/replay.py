@@ -12,6 +12,7 @@ from pydantic import Field
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import load_context
 from mempipe.domain.run_outcome import extractions_left
+from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
@@ -26,6 +27,7 @@ from mempipe.tasks.replay import (
     export_audit,
     export_earlier_audit,
     replay_bucket,
+    replay_via_batch,
     select_extraction_work,
 )
 from mempipe.tasks.runs import recover_dead_runs
@@ -92,31 +94,37 @@ def replay_flow(
         "handlers": enabled,
         "extractor": extractor,
         "force": force,
+        "via": via,
         "audit_dir": str(Path(audit_dir).absolute()),
     }
+    if via == "batch" and extractor == "offline":
+        raise ConfigError("--via batch sends the extractions to a provider: --extractor openai")
     with unit_of_work(url, existing=True) as uow:
         uow.schema.require_reconcilable(enabled)
     with recorded_run(context, "replay", parameters, alive=True) as run:
         recover_dead_runs(url)
-        buckets = select_extraction_work(url, selection, enabled, force, concurrency)
-        outcomes = run_partitions(
-            replay_bucket,
-            [
-                {
-                    "store_url": url,
-                    "items": bucket,
-                    "settings": settings,
-                    "run_id": run.run_id,
-                    "force": force,
-                    "selection": selection,
-                    "handlers": enabled,
-                }
-                for bucket in buckets
-            ],
-            task_runner,
-            concurrency,
-            dask_address,
-        )
+        if via == "batch":
+            outcomes = replay_via_batch(url, selection, enabled, settings, run.run_id, force)
+        else:
+            buckets = select_extraction_work(url, selection, enabled, force, concurrency)
+            outcomes = run_partitions(
+                replay_bucket,
+                [
+                    {
+                        "store_url": url,
+                        "items": bucket,
+                        "settings": settings,
+                        "run_id": run.run_id,
+                        "force": force,
+                        "selection": selection,
+                        "handlers": enabled,
+                    }
+                    for bucket in buckets
+                ],
+                task_runner,
+                concurrency,
+                dask_address,
+            )
         files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
         export_earlier_audit(url, audit_dir, run.run_id)
         summary = summarize_replay(run.run_id, url, settings, outcomes, audit_dir, files)

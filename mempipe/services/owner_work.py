@@ -65,7 +65,10 @@ def replay_by_owner(
     *,
     force: bool,
     progress: Callable[[int], object] = lambda _: None,
+    keep: Callable[[WorkItem], bool] | None = None,
 ) -> BucketOutcome:
+    """``keep``: only the owners' work it holds is replayed now (a batch's answered
+    extractions); the rest of their work is left as it is."""
     owners = owners_of(items)
     outcome = BucketOutcome(results=[])
 
@@ -73,6 +76,8 @@ def replay_by_owner(
         work: list[WorkItem] = []
         for owner in held:
             fresh = owner_work(uow, selection, handlers, owner, force)
+            if keep is not None:
+                fresh = [item for item in fresh if keep(item)]
             gone = max(0, len(owners[owner]) - len(fresh))
             if gone and uow.erased_since(*owner, writer_epoch()):
                 outcome.erased_meanwhile += gone

@@ -30,6 +30,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.turn import Turn
+from mempipe.schemas.work import WorkItem
 
 PROBE_TEXT = "mempipe probe"
 """What a re-embed sends first to check the model answers (``tasks.reembed.probe_model``)."""
@@ -190,21 +191,27 @@ def replay_plan(
     items = uow.work.extraction_work(selection, handlers, force=force)
     provider = extractor != "offline"
     counter = chat_counter(llm.model)
-    extract, summarize = _Tally(sizes=[] if via == "batch" else None), _Tally()
-    snapshot_ids = sorted({item.snapshot_id for item in items})
+    sizes: list[tuple[int, int]] | None = [] if via == "batch" else None
+    extract, summarize = _Tally(sizes=sizes), _Tally(sizes=sizes)
+    snapshot_ids = list(dict.fromkeys(item.snapshot_id for item in items))
+    by_snapshot: dict[str, list[WorkItem]] = {}
+    for item in items:
+        by_snapshot.setdefault(item.snapshot_id, []).append(item)
     for start in range(0, len(snapshot_ids), PAGE):
         page = snapshot_ids[start : start + PAGE]
         contents = {s: uow.work.snapshot_content(s) for s in page}
-        for item in (i for i in items if i.snapshot_id in contents):
-            messages = extraction_messages(contents[item.snapshot_id], MemoryType(item.handler))
-            extract.add(
-                {"model": llm.model, "messages": messages}, 1, _chat_tokens(counter, messages)
-            )
         if summaries and provider:
             for snapshot_id in uow.work.rule_summarized(page):
                 messages = summary_messages(contents[snapshot_id])
                 summarize.add({"messages": messages}, 1, _chat_tokens(counter, messages))
-    files = len(cut_into_files(extract.sizes, limits, embeddings=False)) if extract.sizes else 0
+        for snapshot_id in page:
+            for item in by_snapshot[snapshot_id]:
+                memory_type = MemoryType(item.handler)
+                messages = extraction_messages(contents[snapshot_id], memory_type)
+                extract.add(
+                    {"model": llm.model, "messages": messages}, 1, _chat_tokens(counter, messages)
+                )
+    files = len(cut_into_files(sizes, limits, embeddings=False)) if sizes else 0
     model = llm.model if provider else extractor
     lines = [
         PlanLine(

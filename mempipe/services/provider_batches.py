@@ -104,26 +104,29 @@ class BatchWork:
         return submitted
 
     def follow(self, batches: list[ProviderBatch]) -> Iterator[tuple[ProviderBatch, BatchInfo]]:
-        """Each batch with its final state, as each ends: polled, the wait doubling from
-        ``poll_first_seconds`` to ``poll_max_seconds``; a stop request ends the wait
-        (:class:`~mempipe.interrupts.StopRequested`), the batches staying open for the next run."""
+        """Each batch with its final state, in the order given, each as soon as it and those
+        before it have ended (a replay applies an owner's history in time order). Polled, the
+        wait doubling from ``poll_first_seconds`` to ``poll_max_seconds``; a stop request ends
+        the wait (:class:`~mempipe.interrupts.StopRequested`), the batches staying open for the
+        next run."""
         if not batches:
             return
-        waiting = list(batches)
+        ended: dict[str, BatchInfo] = {}
+        done = 0
         wait = self.limits.poll_first_seconds
-        with track("provider batches", max(len(waiting), 1), "batches") as progress:
-            while waiting:
-                still: list[ProviderBatch] = []
-                for batch in waiting:
-                    assert batch.batch_id is not None
-                    info = self._call(lambda b=batch.batch_id: self.client.retrieve(b))
-                    if info.status in BATCH_RUNNING:
-                        still.append(batch)
-                    else:
-                        yield batch, info
-                progress.update(len(batches) - len(still))
-                waiting = still
-                if waiting:
+        with track("provider batches", len(batches), "batches") as progress:
+            while done < len(batches):
+                for batch in batches[done:]:
+                    if batch.key not in ended:
+                        assert batch.batch_id is not None
+                        info = self._call(lambda b=batch.batch_id: self.client.retrieve(b))
+                        if info.status not in BATCH_RUNNING:
+                            ended[batch.key] = info
+                while done < len(batches) and batches[done].key in ended:
+                    yield batches[done], ended[batches[done].key]
+                    done += 1
+                progress.update(done)
+                if done < len(batches):
                     self.sleep(wait)
                     wait = min(wait * 2, self.limits.poll_max_seconds)
 

@@ -8,10 +8,13 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.llm.batches import OpenAIBatches
+from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.partitioning import partition
-from mempipe.interrupts import interruptible_sleep
+from mempipe.errors import ConfigError
+from mempipe.interrupts import interruptible_sleep, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.replay import ReplaySettings
@@ -20,9 +23,17 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
 from mempipe.services.audit import EXPORTED, export_earlier_runs, write_audit, write_observed
 from mempipe.services.owner_work import replay_by_owner
+from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay import ReplayContext
+from mempipe.services.replay_batch import (
+    apply_replay_batches,
+    extraction_key,
+    extraction_requests,
+    replay_scope,
+)
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.services.written_files import record_written
+from mempipe.settings import load_batch_limits
 from mempipe.tasks.policies import retry_if_transient
 
 
@@ -95,6 +106,50 @@ def replay_bucket(
             failure.error,
         )
     return outcome
+
+
+@task(name="replay-via-batch", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+def replay_via_batch(
+    store_url: str,
+    selection: SnapshotSelection,
+    handlers: list[str],
+    settings: ReplaySettings,
+    run_id: str,
+    force: bool,
+) -> list[BucketOutcome]:
+    """The open batches an earlier run of the same scope left first, then the selected work
+    they did not cover, through the provider's Batch API."""
+    context = replay_context(settings, run_id)
+    live = context.extractor
+    if not isinstance(live, OpenAIExtractor):
+        raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
+    with unit_of_work(store_url) as uow:
+        work = BatchWork(
+            uow,
+            OpenAIBatches(settings.llm),
+            run_id=run_id,
+            job="replay",
+            scope=replay_scope(settings.llm.model, force),
+            endpoint=CHAT_ENDPOINT,
+            limits=load_batch_limits(),
+            retry=settings.retry,
+            sleep=interruptible_sleep,
+        )
+        adopted = work.adopt()
+        outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force)
+        if not stop_requested():
+            covered = {key for batch in adopted for key in batch.items}
+            items = [
+                item
+                for item in uow.work.extraction_work(selection, handlers, force=force)
+                if extraction_key(item.handler, item.snapshot_id) not in covered
+            ]
+            submitted = work.submit(extraction_requests(uow, items, live))
+            outcomes += apply_replay_batches(uow, work, submitted, live, context, force=force)
+    get_run_logger().info(
+        "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
+    )
+    return outcomes
 
 
 @task(name="export-audit", cache_policy=NO_CACHE)

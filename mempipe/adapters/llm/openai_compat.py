@@ -17,7 +17,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ValidationError, create_model
 
-from mempipe.adapters.llm.answers import validated
+from mempipe.adapters.llm.answers import invalid_response, validated
 from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import limiter
@@ -32,6 +32,7 @@ from mempipe.schemas.provider import ChatCompletion
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.transcript import SnapshotContent
 
+CHAT_ENDPOINT = "/v1/chat/completions"
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 
 
@@ -80,13 +81,21 @@ class OpenAIExtractor:
         self._schemas_supported = True
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
-        model = output_model(memory_type)
         messages = extraction_messages(snapshot, memory_type)
-        answer = self._complete(messages, model)
+        answer = self._complete(messages, output_model(memory_type))
+        return self.memories_from(messages, answer, memory_type)
+
+    def memories_from(
+        self, messages: list[dict[str, str]], answer: str, memory_type: MemoryType
+    ) -> list[Extracted]:
+        """The memories of an extraction's answer (a live one, or a batch line's); output that
+        does not validate is sent back once for repair, live."""
+        model = output_model(memory_type)
         try:
             return list(model.model_validate_json(answer).memories)  # type: ignore[attr-defined]
         except ValidationError as first:
-            messages += [
+            messages = [
+                *messages,
                 {"role": "assistant", "content": answer},
                 {"role": "user", "content": REPAIR.format(problem=describe(first))},
             ]
@@ -98,6 +107,28 @@ class OpenAIExtractor:
                 FailureKind.INVALID_OUTPUT,
                 f"output does not validate after one repair: {describe(second)}",
             ) from second
+
+    def request_body(
+        self, messages: list[dict[str, str]], model: type[BaseModel] | None
+    ) -> dict[str, Any]:
+        """One chat request, the same live and in a batch file."""
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        body["temperature"] = 0
+        if model is not None:
+            body["response_format"] = self._response_format(model)
+        return body
+
+    def answer_content(self, body: object) -> str:
+        """The text of a chat completion's body (a batch line's), validated as a live answer is;
+        a refusal is the content's failure."""
+        try:
+            completion = ChatCompletion.model_validate(body)
+        except ValidationError as exc:
+            raise invalid_response(
+                f"{self.name} chat completion: the answer is not of the API's shape: "
+                f"{describe(exc)}"
+            ) from exc
+        return _content(completion)
 
     def summarize(self, snapshot: SnapshotContent) -> str:
         summary = self._complete(summary_messages(snapshot), None).strip()
@@ -121,14 +152,8 @@ class OpenAIExtractor:
             )
             self._limiter.acquire(tokens)
         try:
-            options: dict[str, Any] = {}
-            if model is not None:
-                options["response_format"] = self._response_format(model)
             raw = self._client.chat.completions.with_raw_response.create(
-                model=self.settings.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=0,
-                **options,
+                **self.request_body(messages, model)
             )
         except openai.BadRequestError as exc:
             if model is not None and self._schemas_supported and "response_format" in str(exc):
@@ -137,11 +162,7 @@ class OpenAIExtractor:
             raise translate(exc) from exc
         except openai.APIError as exc:
             raise translate(exc) from exc
-        choice = validated(raw, ChatCompletion, f"{self.name} chat completion").choices[0]
-        refusal = choice.message.refusal
-        if refusal or choice.finish_reason == "content_filter":
-            raise ContentError(FailureKind.REFUSAL, f"the model refused: {refusal or 'filtered'}")
-        return choice.message.content or ""
+        return _content(validated(raw, ChatCompletion, f"{self.name} chat completion"))
 
     def _response_format(self, model: type[BaseModel]) -> dict[str, Any]:
         if not self._schemas_supported:
@@ -150,6 +171,14 @@ class OpenAIExtractor:
             "type": "json_schema",
             "json_schema": {"name": model.__name__, "schema": model.model_json_schema()},
         }
+
+
+def _content(completion: ChatCompletion) -> str:
+    choice = completion.choices[0]
+    refusal = choice.message.refusal
+    if refusal or choice.finish_reason == "content_filter":
+        raise ContentError(FailureKind.REFUSAL, f"the model refused: {refusal or 'filtered'}")
+    return choice.message.content or ""
 
 
 def translate(exc: openai.APIError) -> MempipeError:
