@@ -141,6 +141,11 @@ def reembed(
                 f"{report.collection:<11} {report.vectors}/{report.records} records with a vector "
                 f"of {report.model_id} ({report.embedded_now} new, "
                 f"{report.unembeddable} unembeddable, {report.failed} failed)"
+                + (
+                    f"; {report.batches} provider batch(es), {report.batches_adopted} adopted"
+                    if report.batches
+                    else ""
+                )
             )
         if summary.gate is not None:
             click.echo(

@@ -105,4 +105,5 @@ class ReembedSummary(BaseModel):
             "unembeddable": sum(r.unembeddable for r in reports),
             "failed": sum(r.failed for r in reports),
             "switched": int(self.switched),
+            "batches": sum(r.batches for r in reports),
         }

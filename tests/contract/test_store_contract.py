@@ -10,6 +10,7 @@ from mempipe.domain.promotion import cut_snapshots
 from mempipe.domain.scope import scope_of
 from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
+from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
@@ -22,6 +23,7 @@ from mempipe.schemas.turn import SourceLocation, Turn
 from tests.helpers import semantic_memory
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T1 = T0 + timedelta(hours=1)
 
 
 def turn(seq: int, session: str = "s", content: str | None = None, user: str = "u") -> Turn:
@@ -134,6 +136,42 @@ def test_a_crashed_run_leaves_a_checkpoint_to_resume_from(backend) -> None:
     assert backend.resume_point("reembed", "embed:semantic:all-MiniLM-L6-v2", "r3") is None, (
         "after a completed run there is nothing to resume"
     )
+
+
+@pytest.mark.repositories("batches")
+def test_provider_batches_are_found_open_by_scope_until_they_end(backend) -> None:
+    def batch(key: str, scope: str, at: datetime) -> ProviderBatch:
+        return ProviderBatch(
+            key=key,
+            run_id=key.split(":")[0],
+            job="reembed",
+            scope=scope,
+            endpoint="/v1/embeddings",
+            input_file_id=f"file-{key}",
+            requests=2,
+            items={"semantic-1-2": [1, 2], "semantic-3-3": [3]},
+            created_at=at,
+        )
+
+    first, second = batch("r1:0", "reembed:semantic:m", T0), batch("r1:1", "reembed:semantic:m", T1)
+    backend.record_batch(second)
+    backend.record_batch(first)
+    backend.record_batch(batch("r2:0", "reembed:stm:m", T0))
+    assert [b.key for b in backend.open_batches("reembed", "reembed:semantic:m")] == [
+        "r1:0",
+        "r1:1",
+    ], "oldest first, of this scope only"
+    first.batch_id, first.status = "batch_1", BatchStatus.SUBMITTED
+    backend.record_batch(first)
+    second.status = BatchStatus.APPLIED
+    backend.record_batch(second)
+    [still] = backend.open_batches("reembed", "reembed:semantic:m")
+    assert (still.key, still.batch_id, still.items) == ("r1:0", "batch_1", first.items)
+    assert [b.status for b in backend.run_batches("r1")] == [
+        BatchStatus.SUBMITTED,
+        BatchStatus.APPLIED,
+    ]
+    assert backend.open_batches("replay", "reembed:semantic:m") == []
 
 
 @pytest.mark.repositories("turns", "work", "audit")

@@ -28,6 +28,7 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "stats": ("stats",),
     "runs": ("runs",),
     "runs show": ("runs", "show", "0b9d2c1e-0000-4000-8000-000000000000"),
+    "runs cancel": ("runs", "cancel", "0b9d2c1e-0000-4000-8000-000000000000"),
     "recover": ("recover",),
     "export": ("export", "--out", "bundle"),
     "erase": ("erase", "--user-id", "maya"),
