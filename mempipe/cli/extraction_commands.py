@@ -125,13 +125,7 @@ def replay(
     with show_on_terminal():
         summary, incomplete = run_flow(
             replay_flow,
-            org_id=org_id,
-            project_id=project_id,
-            user_id=user_id,
-            session_id=session_id,
-            snapshot_ids=list(snapshot_ids) or None,
-            since=since,
-            until=until,
+            **dict(selection),
             handlers=chosen,
             extractor=extractor,
             via=via,

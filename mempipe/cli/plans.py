@@ -33,7 +33,9 @@ def via_option(command: F) -> F:
 
 
 def _dollars(value: float | None) -> str:
-    return "unpriced" if value is None else f"${value:,.2f}"
+    if value is None:
+        return "unpriced"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def _duration(seconds: float | None) -> str:

@@ -30,7 +30,7 @@ OPEN = (BatchStatus.SUBMITTING, BatchStatus.SUBMITTED)
 class ProviderBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    key: str = Field(description="mempipe's name of it: the run and its position")
+    key: str = Field(description="mempipe's name of it: the run's id and a random part")
     run_id: str
     job: str
     scope: str = Field(description="what its requests fill, e.g. reembed:semantic:<model>")

@@ -30,7 +30,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.turn import Turn
-from mempipe.schemas.work import WorkItem
+from mempipe.services.replay_batch import snapshot_pages
 
 PROBE_TEXT = "mempipe probe"
 """What a re-embed sends first to check the model answers (``tasks.reembed.probe_model``)."""
@@ -96,17 +96,7 @@ def reembed_plan(
             continue
         if tally.sizes is not None:
             files += len(cut_into_files(tally.sizes, limits, embeddings=True))
-        lines.append(
-            PlanLine(
-                purpose=f"embed {collection}",
-                model=target,
-                tokenizer=counter.name,
-                items=tally.items,
-                requests=tally.requests if is_provider_model(target) else 0,
-                input_tokens=tally.tokens,
-                provider=is_provider_model(target),
-            )
-        )
+        lines.append(_embedding_line(f"embed {collection}", target, counter, tally))
     return _plan("reembed", uow.url, via, lines, files, costs, llm, [])
 
 
@@ -135,17 +125,7 @@ def backfill_plan(
     _count_page(tally, page, model_id, counter)
     lines = [_probe_line(model_id)]
     if tally.items:
-        lines.append(
-            PlanLine(
-                purpose="embed stm",
-                model=model_id,
-                tokenizer=counter.name,
-                items=tally.items,
-                requests=tally.requests if is_provider_model(model_id) else 0,
-                input_tokens=tally.tokens,
-                provider=is_provider_model(model_id),
-            )
-        )
+        lines.append(_embedding_line("embed stm", model_id, counter, tally))
     return _plan(
         "backfill",
         store_url,
@@ -166,6 +146,20 @@ def archive_texts(
         for item in ArchiveReader(path, fmt, defaults, columns):
             if isinstance(item, Turn):
                 yield spoken_text(item.name, item.content)
+
+
+def _embedding_line(purpose: str, model_id: str, counter: TokenCounter, tally: _Tally) -> PlanLine:
+    """A line of texts to embed; a local model sends no request and bills nothing."""
+    provider = is_provider_model(model_id)
+    return PlanLine(
+        purpose=purpose,
+        model=model_id,
+        tokenizer=counter.name,
+        items=tally.items,
+        requests=tally.requests if provider else 0,
+        input_tokens=tally.tokens,
+        provider=provider,
+    )
 
 
 def _count_page(tally: _Tally, page: list[str], model_id: str, counter: TokenCounter) -> None:
@@ -193,24 +187,16 @@ def replay_plan(
     counter = chat_counter(llm.model)
     sizes: list[tuple[int, int]] | None = [] if via == "batch" else None
     extract, summarize = _Tally(sizes=sizes), _Tally(sizes=sizes)
-    snapshot_ids = list(dict.fromkeys(item.snapshot_id for item in items))
-    by_snapshot: dict[str, list[WorkItem]] = {}
-    for item in items:
-        by_snapshot.setdefault(item.snapshot_id, []).append(item)
-    for start in range(0, len(snapshot_ids), PAGE):
-        page = snapshot_ids[start : start + PAGE]
-        contents = {s: uow.work.snapshot_content(s) for s in page}
+    for page, contents, work in snapshot_pages(uow, items):
         if summaries and provider:
             for snapshot_id in uow.work.rule_summarized(page):
                 messages = summary_messages(contents[snapshot_id])
                 summarize.add({"messages": messages}, 1, _chat_tokens(counter, messages))
-        for snapshot_id in page:
-            for item in by_snapshot[snapshot_id]:
-                memory_type = MemoryType(item.handler)
-                messages = extraction_messages(contents[snapshot_id], memory_type)
-                extract.add(
-                    {"model": llm.model, "messages": messages}, 1, _chat_tokens(counter, messages)
-                )
+        for item in work:
+            messages = extraction_messages(contents[item.snapshot_id], MemoryType(item.handler))
+            extract.add(
+                {"model": llm.model, "messages": messages}, 1, _chat_tokens(counter, messages)
+            )
     files = len(cut_into_files(sizes, limits, embeddings=False)) if sizes else 0
     model = llm.model if provider else extractor
     lines = [
@@ -279,7 +265,7 @@ def _probe_line(model_id: str) -> PlanLine:
 
 def _plan(
     job: str,
-    store: str,
+    store_url: str,
     via: Via,
     lines: list[PlanLine],
     files: int,
@@ -293,7 +279,7 @@ def _plan(
     tokens_out = sum(line.output_tokens for line in billed)
     return RunPlan(
         job=job,
-        store=store,
+        store=store_url,
         via=via,
         lines=lines,
         requests=requests,

@@ -10,6 +10,7 @@ looked up at the provider by its file id, and created only if no batch was made 
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
@@ -82,7 +83,7 @@ class BatchWork:
         (what was submitted is recorded, and adopted by the next run)."""
         submitted: list[ProviderBatch] = []
         for lines, items in self._files(requests):
-            key = f"{self.run_id}:{len(self.uow.batches.run_batches(self.run_id))}"
+            key = f"{self.run_id}:{uuid.uuid4().hex[:12]}"  # a run's tasks submit at once
             lines.seek(0)
             file_id = self._call(lambda f=lines, k=key: self.client.upload(f, f"{k}.jsonl"))
             lines.close()

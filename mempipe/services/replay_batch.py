@@ -58,6 +58,34 @@ def extraction_requests(
 ) -> Iterator[BatchRequest]:
     """Each item's extraction request, and a summary request for each of their snapshots still
     summarized by rule, the snapshots read a page at a time."""
+    for page, contents, work in snapshot_pages(uow, items):
+        for snapshot_id in uow.work.rule_summarized(page):
+            yield BatchRequest(
+                custom_id=extraction_key(SUMMARY, snapshot_id),
+                body=extractor.request_body(summary_messages(contents[snapshot_id]), None),
+                items=[snapshot_id],
+            )
+        for item in work:
+            memory_type = MemoryType(item.handler)
+            messages = extraction_messages(contents[item.snapshot_id], memory_type)
+            yield BatchRequest(
+                custom_id=extraction_key(item.handler, item.snapshot_id),
+                body=extractor.request_body(messages, output_model(memory_type)),
+                items=[
+                    item.snapshot_id,
+                    item.handler,
+                    item.org_id,
+                    item.project_id,
+                    item.user_id or "",
+                ],
+            )
+
+
+def snapshot_pages(
+    uow: UnitOfWork, items: Sequence[WorkItem]
+) -> Iterator[tuple[list[str], dict[str, SnapshotContent], list[WorkItem]]]:
+    """The items a page of snapshots at a time, in their order: the page's snapshot ids, their
+    content read from the store, and the page's items."""
     snapshot_ids = list(dict.fromkeys(item.snapshot_id for item in items))
     by_snapshot: dict[str, list[WorkItem]] = {}
     for item in items:
@@ -65,27 +93,7 @@ def extraction_requests(
     for start in range(0, len(snapshot_ids), PAGE):
         page = snapshot_ids[start : start + PAGE]
         contents = {s: uow.work.snapshot_content(s) for s in page}
-        for snapshot_id in uow.work.rule_summarized(page):
-            yield BatchRequest(
-                custom_id=extraction_key(SUMMARY, snapshot_id),
-                body=extractor.request_body(summary_messages(contents[snapshot_id]), None),
-                items=[snapshot_id],
-            )
-        for snapshot_id in page:
-            for item in by_snapshot[snapshot_id]:
-                memory_type = MemoryType(item.handler)
-                messages = extraction_messages(contents[snapshot_id], memory_type)
-                yield BatchRequest(
-                    custom_id=extraction_key(item.handler, snapshot_id),
-                    body=extractor.request_body(messages, output_model(memory_type)),
-                    items=[
-                        snapshot_id,
-                        item.handler,
-                        item.org_id,
-                        item.project_id,
-                        item.user_id or "",
-                    ],
-                )
+        yield page, contents, [item for s in page for item in by_snapshot[s]]
 
 
 class BatchAnswers:
