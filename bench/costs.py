@@ -59,9 +59,7 @@ def timed(label: str, run, reference) -> None:
     started = time.perf_counter()
     ref_tokens = reference()
     ref_took = time.perf_counter() - started
-    items = sum(line.items for line in plan.lines[1:] if line.purpose != "probe") or sum(
-        line.items for line in plan.lines
-    )
+    items = sum(line.items for line in plan.lines if line.purpose != "probe")
     print(
         f"{label}: {items:,} items, {plan.input_tokens:,} tokens in {took:.2f} s "
         f"({items / took:,.0f} items/s, {plan.input_tokens / took:,.0f} tokens/s); "

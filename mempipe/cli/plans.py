@@ -35,6 +35,8 @@ def via_option(command: F) -> F:
 def _dollars(value: float | None) -> str:
     if value is None:
         return "unpriced"
+    if 0 < value < 0.0001:
+        return "under $0.0001"
     return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
