@@ -4,6 +4,7 @@ draw on a named Prefect rate limit."""
 
 from __future__ import annotations
 
+import math
 import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -128,3 +129,36 @@ def test_a_rate_limit_slot_that_does_not_come_within_the_call_timeout_is_a_rate_
     assert caught.value.kind is FailureKind.RATE_LIMIT
     assert time.monotonic() - started < 10, "no wait without end"
     assert len(fake.requests) == 1
+
+
+def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_server) -> None:
+    """Under a tokens-per-minute budget on the Prefect server, an embeddings request answered
+    429 and its retry each take their tokens from the server's token limit: the retry does not
+    race the budget."""
+    from prefect import get_client
+
+    from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
+    from mempipe.adapters.llm.ratelimit import budget_names
+    from mempipe.adapters.llm.tokens import embedding_counter
+    from mempipe.domain.failures import RetryPolicy
+    from tests.fakes.openai_server import embeddings, error
+
+    texts = ["my home airport is Lisbon", "I prefer aisle seats on short flights"]
+    tokens = sum(embedding_counter("openai:budget-embed:8").count(texts))
+    with fake_openai() as (fake, url):
+        fake.script = [error(429, "slow down", retry_after="0"), embeddings({"input": texts}, 8)]
+        settings = LLMSettings(base_url=url, api_key="k", tokens_per_minute=600)
+        embedder = OpenAIEmbedder("budget-embed", 8, settings)
+        started = time.monotonic()
+        policy = RetryPolicy(max_attempts=2, max_seconds=10, rate_limit_default=0)
+        vectors = policy.run(lambda: embedder.embed(texts))
+        assert len(vectors) == 2
+        assert len(fake.requests) == 2
+    _, token_limit = budget_names(str(embedder._client.base_url), "budget-embed")
+    with get_client(sync_client=True) as client:
+        limit = client.read_global_concurrency_limit_by_name(token_limit)
+    refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
+    assert limit.limit == 60, "a tenth of the minute's budget at once"
+    assert limit.slot_decay_per_second == pytest.approx(540 / 60)
+    assert 2 * tokens - refilled > tokens, "the check below tells one attempt from two"
+    assert limit.active_slots >= 2 * tokens - refilled, "both attempts paid for their tokens"
