@@ -68,7 +68,11 @@ def reembed_flow(
     that had no model yet is built the same way and switched at the end. Complete means a
     vector of the declared dimension, finite, for every record whose text the model did not
     refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
-    and the run fails naming the cause (run it again: it resumes)."""
+    and the run fails naming the cause (run it again: it resumes).
+
+    ``via="batch"`` sends the requests through the provider's Batch API instead, one task per
+    collection (``partitions`` and the task runner do not apply): a run adopts the batches a
+    killed one left open before it submits anything (:mod:`mempipe.services.reembed_batch`)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     url, retry = context.store_url, load_retry_policy()

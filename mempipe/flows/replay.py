@@ -73,7 +73,12 @@ def replay_flow(
     """Resumable: a run killed and started again finishes the rest and redoes nothing done.
     The work is cut into ``concurrency`` partitions (by project, then owner-id ranges) run on
     threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
-    ``concurrency`` processes, or the scheduler at ``dask_address``)."""
+    ``concurrency`` processes, or the scheduler at ``dask_address``).
+
+    ``via="batch"`` sends the extractions through the provider's Batch API instead (the
+    ``openai`` extractor; ``concurrency`` and the task runner do not apply): the batches are
+    applied in the order they were submitted, each owner's history in time order
+    (:mod:`mempipe.services.replay_batch`)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     memory = context.config.memory

@@ -46,7 +46,7 @@ class OpenAIBatches:
         recording its id left only the file's id)."""
         for batch in self._call(lambda: self._client.batches.list(limit=100)):
             if batch.input_file_id == input_file_id:
-                return BatchInfo.model_validate(batch.model_dump())
+                return _described(batch)
         return None
 
     def retrieve(self, batch_id: str) -> BatchInfo:
@@ -85,7 +85,7 @@ class OpenAIBatches:
             raise translate(exc) from exc
 
     def _info(self, call: Any) -> BatchInfo:
-        return BatchInfo.model_validate(self._call(call).model_dump())
+        return _described(self._call(call))
 
     @staticmethod
     def _call(call: Any) -> Any:
@@ -93,3 +93,12 @@ class OpenAIBatches:
             return call()
         except openai.APIError as exc:
             raise translate(exc) from exc
+
+
+def _described(batch: Any) -> BatchInfo:
+    """The client's batch object as mempipe reads it; one that lacks what mempipe needs is the
+    provider's failure (``invalid_response``)."""
+    try:
+        return BatchInfo.model_validate(batch.model_dump())
+    except ValidationError as exc:
+        raise invalid_response(f"a batch that is not of the API's shape: {describe(exc)}") from exc
