@@ -35,7 +35,7 @@ DATA = Path(__file__).parents[1].parent / "shared" / "data" / "longmemeval-dev" 
 EMBEDDING = "openai:text-embedding-3-small"
 CHAT = "gpt-4o-mini"
 BUDGETS = {EMBEDDING: (3_000, 1_000_000), CHAT: (500, 200_000)}
-"""Example budgets (requests, tokens per minute): OpenAI's first usage tier for each model."""
+"""Example budgets (requests, tokens per minute) the live durations are timed at."""
 
 
 def mempipe(*args: str, cwd: Path) -> None:

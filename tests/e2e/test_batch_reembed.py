@@ -7,6 +7,7 @@ re-embed's of the same store."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -267,3 +268,38 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
         assert figures["requests"] == figures["planned requests"], job
         assert abs(figures["tokens"] - figures["planned tokens"]) <= 0.02 * figures["tokens"], job
     assert seen["reembed batch"]["batches"] == seen["reembed batch"]["planned batch files"]
+
+
+def test_a_sigterm_while_batches_run_leaves_them_for_the_next_run(
+    prefect_server, store, tmp_path
+) -> None:
+    db, args = copy(store, tmp_path)
+    move = ["reembed", "--model", MODEL, "--collections", "semantic", "--json"]
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 16)
+        fake.batches.delay = 3600
+        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        waiting = start([*move, "--via", "batch", *args], tmp_path, env)
+        deadline = time.monotonic() + 120
+        while len(read(db, "SELECT key FROM provider_batches WHERE status = 'submitted'")) < 2:
+            assert waiting.poll() is None, waiting.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        lines = len(fake.batches.lines)
+        waiting.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 143, err
+        assert time.monotonic() - started < 10
+        assert json.loads(out)["kind"] == "interrupted"
+        [(status,)] = read(
+            db, "SELECT status FROM runs WHERE flow = 'reembed' ORDER BY started_at DESC LIMIT 1"
+        )
+        assert status == "interrupted"
+        assert read(db, "SELECT DISTINCT status FROM provider_batches") == [("submitted",)]
+
+        fake.batches.delay = 0
+        rerun = run([*move, "--via", "batch", *args], tmp_path, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["switched"] is True
+    assert len(fake.batches.lines) == lines, "the rerun applied them and sent nothing again"
