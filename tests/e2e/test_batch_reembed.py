@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -75,6 +76,16 @@ def serving(db: Path) -> dict[str, str]:
     return dict(
         read(db, "SELECT collection, model_id FROM embedding_registry WHERE state = 'serving'")
     )
+
+
+def wait_until_submitted(process: subprocess.Popen, db: Path, batches: int) -> None:
+    """Until the store records ``batches`` batches submitted (the command still running)."""
+    deadline = time.monotonic() + 120
+    query = "SELECT count(*) FROM provider_batches WHERE status = 'submitted'"
+    while read(db, query)[0][0] < batches:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
 
 
 def records(db: Path) -> int:
@@ -176,11 +187,7 @@ def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
         fake.batches.delay = 3600
         env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
         running = start([*move, "--via", "batch", *args], tmp_path, env)
-        deadline = time.monotonic() + 120
-        while not read(db, "SELECT run_id FROM provider_batches WHERE status = 'submitted'"):
-            assert running.poll() is None, running.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_until_submitted(running, db, 1)
         (run_id,) = read(db, "SELECT run_id FROM provider_batches LIMIT 1")[0]
         cancelled = run(["runs", "cancel", run_id, *args, "--json"], tmp_path, env)
         assert cancelled.returncode == 0, cancelled.stderr
@@ -280,11 +287,7 @@ def test_a_sigterm_while_batches_run_leaves_them_for_the_next_run(
         fake.batches.delay = 3600
         env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
         waiting = start([*move, "--via", "batch", *args], tmp_path, env)
-        deadline = time.monotonic() + 120
-        while len(read(db, "SELECT key FROM provider_batches WHERE status = 'submitted'")) < 2:
-            assert waiting.poll() is None, waiting.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_until_submitted(waiting, db, 2)
         lines = len(fake.batches.lines)
         waiting.send_signal(signal.SIGTERM)
         started = time.monotonic()
