@@ -30,11 +30,12 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.turn import Turn
+from mempipe.services.reembed import PROBE_TEXT
 from mempipe.services.replay_batch import snapshot_pages
 
-PROBE_TEXT = "mempipe probe"
-"""What a re-embed sends first to check the model answers (``tasks.reembed.probe_model``)."""
 PAGE = 1000
+LINE_OVERHEAD = 96
+"""Bytes a batch file's line holds beside its request's body (custom id, method, URL)."""
 
 
 @dataclass
@@ -51,15 +52,16 @@ class _Tally:
         self.requests += 1
         self.tokens += tokens
         if self.sizes is not None:
-            self.sizes.append((len(orjson.dumps(body)) + 96, inputs))
+            self.sizes.append((len(orjson.dumps(body)) + LINE_OVERHEAD, inputs))
 
 
 def is_provider_model(model_id: str) -> bool:
-    """Whether an embedding model is reached over HTTP (billed), not computed here."""
+    """Whether an embedding model is reached over HTTP (billed), not computed here: the
+    built-in OpenAI-compatible provider's (a plug-in's models are planned as local)."""
     return model_id.startswith("openai:")
 
 
-def embedding_requests(texts: Sequence[str], model: str) -> Iterator[list[str]]:
+def request_chunks(texts: Sequence[str]) -> Iterator[list[str]]:
     """The texts of each embeddings request, as the embedder cuts them."""
     for start in range(0, len(texts), EMBEDDING_REQUEST_TEXTS):
         yield list(texts[start : start + EMBEDDING_REQUEST_TEXTS])
@@ -90,7 +92,7 @@ def reembed_plan(
         tally = _Tally(sizes=[] if via == "batch" else None)
         page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
         for page in _missing_texts(uow, collection, target, page_size):
-            for texts in embedding_requests(page, target):
+            for texts in request_chunks(page):
                 tally.add({"model": target, "input": texts}, len(texts), sum(counter.count(texts)))
         if not tally.items:
             continue
@@ -163,7 +165,7 @@ def _embedding_line(purpose: str, model_id: str, counter: TokenCounter, tally: _
 
 
 def _count_page(tally: _Tally, page: list[str], model_id: str, counter: TokenCounter) -> None:
-    for texts in embedding_requests(page, model_id):
+    for texts in request_chunks(page):
         tally.add({"input": texts}, len(texts), sum(counter.count(texts)))
 
 

@@ -27,6 +27,8 @@ from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import evaluate
 
+PROBE_TEXT = "mempipe probe"
+"""What a re-embed embeds first, before anything is registered, to check the model answers."""
 FAILED_BATCHES_IN_A_ROW = 3
 """A range stops after this many batches in a row that the provider failed (each after its
 retries): the provider is down, and the records left are counted as not embedded."""

@@ -19,7 +19,13 @@ from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
 from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.reembed import IdRange, embed_collection, id_ranges, target_state
+from mempipe.services.reembed import (
+    PROBE_TEXT,
+    IdRange,
+    embed_collection,
+    id_ranges,
+    target_state,
+)
 from mempipe.services.reembed_batch import embed_collection_via_batch, scope_of
 from mempipe.settings import load_batch_limits, load_llm_settings
 from mempipe.tasks.policies import retry_if_transient
@@ -46,7 +52,7 @@ def probe_model(model: str) -> int:
     connection or rejected credentials fail here, naming the cause. Returns the dimensions."""
     embedder = embedder_for(model)
     try:
-        (vector,) = PROBE_RETRY.run(lambda: embedder.embed(["mempipe probe"]))
+        (vector,) = PROBE_RETRY.run(lambda: embedder.embed([PROBE_TEXT]))
     except MempipeError as exc:
         raise ConfigError(f"{model} cannot embed, so nothing was changed: {exc}") from exc
     if vector is None or len(vector) != embedder.dimensions:
