@@ -4,6 +4,7 @@ limits, and how requests are cut into batch files within a provider's limits."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import ModelPrice, PlanCost, PlanDuration, PlanLine
@@ -55,23 +56,43 @@ def plan_duration(
     )
 
 
+@dataclass
+class FileFill:
+    """How full the batch file being written is: the one rule by which both a plan and a run
+    cut requests into files (a file closes before a request that would take it over any
+    limit; embedding inputs count only for an embeddings file)."""
+
+    limits: BatchLimits
+    embeddings: bool
+    requests: int = 0
+    size: int = 0
+    inputs: int = 0
+
+    def closes_before(self, request_bytes: int, request_inputs: int) -> bool:
+        limits = self.limits
+        return self.requests > 0 and (
+            self.requests + 1 > limits.max_requests
+            or self.size + request_bytes > limits.max_bytes
+            or (self.embeddings and self.inputs + request_inputs > limits.max_embedding_inputs)
+        )
+
+    def add(self, request_bytes: int, request_inputs: int) -> None:
+        self.requests += 1
+        self.size += request_bytes
+        self.inputs += request_inputs
+
+
 def cut_into_files(
     sizes: Sequence[tuple[int, int]], limits: BatchLimits, *, embeddings: bool
 ) -> list[int]:
-    """How many requests go in each file, given each request's (bytes, inputs) in order: a file
-    closes before a request that would take it over any limit."""
+    """How many requests go in each file, given each request's (bytes, inputs) in order."""
     files: list[int] = []
-    count = size = inputs = 0
+    fill = FileFill(limits, embeddings)
     for request_bytes, request_inputs in sizes:
-        over = (
-            count + 1 > limits.max_requests
-            or size + request_bytes > limits.max_bytes
-            or (embeddings and inputs + request_inputs > limits.max_embedding_inputs)
-        )
-        if count and over:
-            files.append(count)
-            count = size = inputs = 0
-        count, size, inputs = count + 1, size + request_bytes, inputs + request_inputs
-    if count:
-        files.append(count)
+        if fill.closes_before(request_bytes, request_inputs):
+            files.append(fill.requests)
+            fill = FileFill(limits, embeddings)
+        fill.add(request_bytes, request_inputs)
+    if fill.requests:
+        files.append(fill.requests)
     return files

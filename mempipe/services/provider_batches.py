@@ -18,6 +18,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.domain.costs import FileFill
 from mempipe.domain.failures import RetryPolicy, status_failure
 from mempipe.errors import MempipeError
 from mempipe.interrupts import stop_requested
@@ -183,10 +184,10 @@ class BatchWork:
     ) -> Iterator[tuple[IO[bytes], dict[str, list[int | str]]]]:
         """JSONL files within the limits, each in an unnamed temporary file (gone with the
         process, whatever ends it), with the items of each of its requests."""
-        limits = self.limits
+        embeddings = self.endpoint.endswith("/embeddings")
+        fill = FileFill(self.limits, embeddings)
         spool: IO[bytes] | None = None
         items: dict[str, list[int | str]] = {}
-        size = inputs = 0
         for request in requests:
             line = orjson.dumps(
                 {
@@ -196,19 +197,14 @@ class BatchWork:
                     "body": request.body,
                 }
             )
-            full = spool is not None and (
-                len(items) + 1 > limits.max_requests
-                or size + len(line) + 1 > limits.max_bytes
-                or inputs + request.inputs > limits.max_embedding_inputs
-            )
-            if spool is not None and full:
+            if spool is not None and fill.closes_before(len(line) + 1, request.inputs):
                 yield spool, items
-                spool, items, size, inputs = None, {}, 0, 0
+                spool, items, fill = None, {}, FileFill(self.limits, embeddings)
             if spool is None:
                 spool = tempfile.TemporaryFile()  # noqa: SIM115 - submit closes it once uploaded
             spool.write(line + b"\n")
             items[request.custom_id] = request.items
-            size, inputs = size + len(line) + 1, inputs + request.inputs
+            fill.add(len(line) + 1, request.inputs)
         if spool is not None:
             yield spool, items
 

@@ -53,6 +53,11 @@ def extraction_key(handler: str, snapshot_id: str) -> str:
     return f"{handler}:{snapshot_id}"
 
 
+def is_summary(key: str) -> bool:
+    """A summary request's key; an extraction's carries the work item (its owner too)."""
+    return key.startswith(f"{SUMMARY}:")
+
+
 def extraction_requests(
     uow: UnitOfWork, items: Sequence[WorkItem], extractor: OpenAIExtractor
 ) -> Iterator[BatchRequest]:
@@ -177,9 +182,10 @@ def apply_batch(
         ended = status_failure(None, f"batch {batch.batch_id} ended {info.status}: not run")
         answers.update(dict.fromkeys(unanswered, ended))
         first_error = first_error or str(ended)
+    extractions = [value for key, value in batch.items.items() if not is_summary(key)]
     items = [
         WorkItem(snapshot_id=s, handler=h, org_id=o, project_id=p, user_id=u or None)
-        for s, h, o, p, u in (v for v in batch.items.values() if len(v) == 5)  # type: ignore[misc]
+        for s, h, o, p, u in extractions  # type: ignore[misc]
     ]
     extractions = {extraction_key(item.handler, item.snapshot_id) for item in items}
     outcome = replay_by_owner(

@@ -112,8 +112,11 @@ class OpenAIExtractor:
         self, messages: list[dict[str, str]], model: type[BaseModel] | None
     ) -> dict[str, Any]:
         """One chat request, the same live and in a batch file."""
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
-        body["temperature"] = 0
+        body: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "temperature": 0,
+        }
         if model is not None:
             body["response_format"] = self._response_format(model)
         return body
