@@ -20,12 +20,7 @@ from urllib.parse import quote, unquote
 from pydantic import AfterValidator
 
 from mempipe.errors import ConfigError
-
-REDACTED = "***"
-PASSWORD_ENV = "MEMPIPE_STORE_PASSWORD"
-KEPT_PREFIX = "MEMPIPE_STORE_PASSWORD_"
-SECRET_ENVS = ("MEMPIPE_LLM_API_KEY", "OPENAI_API_KEY", PASSWORD_ENV)
-"""Variables whose values are credentials: :func:`scrub` removes them from any text."""
+from mempipe.redaction import KEPT_PREFIX, PASSWORD_ENV, REDACTED, scrub
 
 _USERINFO = re.compile(
     r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@?#]+)(?::(?P<pw>[^@/?#]*))?@"
@@ -82,14 +77,6 @@ def connect_url(url: str) -> str:
     return url
 
 
-def scrub(text: str) -> str:
-    """``text`` without any credential this process knows (store passwords, API keys), and
-    without the password of any URL in it."""
-    for secret in _known_secrets():
-        text = text.replace(secret, REDACTED)
-    return re.sub(r"://([^:/@\s]+):(?!\*\*\*@)[^@/\s]*@", rf"://\1:{REDACTED}@", text)
-
-
 def load_store_secret(name: str, store: str | None) -> str:
     """The store's public URL, its password read from the Prefect Secret block ``name`` at run
     time (never templated into a deployment, where Prefect would store the value)."""
@@ -105,13 +92,6 @@ def load_store_secret(name: str, store: str | None) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"Secret block {name!r} holds no text: a store URL or a password")
     return remember_secret(value, store, name)
-
-
-def _known_secrets() -> list[str]:
-    names = (*SECRET_ENVS, *(n for n in os.environ if n.startswith(KEPT_PREFIX)))
-    values = {os.environ[n] for n in names if os.environ.get(n)}
-    forms = {form for value in values for form in (value, quote(value, safe=""))}
-    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
 
 
 def _key(url: str) -> str:

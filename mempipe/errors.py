@@ -6,11 +6,18 @@ marker and never on message strings. Adapters translate driver and HTTP errors i
 
 from __future__ import annotations
 
+from mempipe.redaction import scrub
+
 
 class MempipeError(Exception):
-    """Root of every error mempipe raises on purpose."""
+    """Root of every error mempipe raises on purpose. Its message is scrubbed of every
+    credential the process knows as it is made (``mempipe.redaction``): whatever records or
+    prints it later (the store, Prefect's state, a log, the CLI) never sees one."""
 
     retryable: bool = False
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
 class TransientError(MempipeError):

@@ -112,7 +112,7 @@ RETRY_ENV_PREFIX = "MEMPIPE_RETRY_"
 def load_retry_policy() -> RetryPolicy:
     """The provider retry policy, each bound from ``MEMPIPE_RETRY_<FIELD>`` where set
     (``MEMPIPE_RETRY_MAX_ATTEMPTS``, ``_MAX_SECONDS``, ``_RETRY_AFTER_CAP``, ``_NETWORK_BASE``,
-    ``_NETWORK_CAP``, ``_RATE_LIMIT_DEFAULT``, ``_CREDENTIALS_BASE``); an unknown one is an
+    ``_NETWORK_CAP``, ``_RATE_LIMIT_DEFAULT``, ``_BREAKER_FAILURES``); an unknown one is an
     error, not a silent default."""
     given = {
         name.removeprefix(RETRY_ENV_PREFIX).lower(): value

@@ -4,8 +4,10 @@ One question sorts a failed step: can the condition change without the request c
 Environmental failures (network, timeouts, 5xx, rate limits, rotating credentials, a provider
 answer that is not what the API promises, a full disk) can: they are retried with a backoff
 fitted to the kind (seconds with jitter for the network, the server's Retry-After for rate
-limits up to a ceiling, slower for credentials, which people rotate), bounded in attempts and in
-total time: no wait starts that would end past the deadline. Content-determined failures (bad
+limits up to a ceiling), bounded in attempts and in total time: no wait starts that would end
+past the deadline. Rejected credentials are environmental (the key is rotated, then a rerun
+succeeds) but not retried within the run: no wait heals a revoked key, and the provider's
+breaker stops the run from sending at once (``CircuitBreaker``). Content-determined failures (bad
 request, context too long, refusal, output that does not validate) cannot: retrying would give
 the same answer, so they are not retried. Both end recorded as failures, never as an empty result.
 """
@@ -13,6 +15,7 @@ the same answer, so they are not retried. Both end recorded as failures, never a
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -44,6 +47,7 @@ class FailureKind(StrEnum):
     REFUSAL = "refusal"
     INVALID_OUTPUT = "invalid_output"
     INVALID_RESPONSE = "invalid_response"
+    PROVIDER_DOWN = "provider_down"
     RESOURCE = "resource"
 
 
@@ -55,9 +59,19 @@ PROVIDER_KINDS = frozenset(
         FailureKind.RATE_LIMIT,
         FailureKind.CREDENTIALS,
         FailureKind.INVALID_RESPONSE,
+        FailureKind.PROVIDER_DOWN,
     }
 )
 """The provider's own failures: whatever the text, the call did not give a usable answer."""
+
+NOT_RETRIED_IN_RUN = frozenset({FailureKind.CREDENTIALS, FailureKind.PROVIDER_DOWN})
+"""Retryable by a later run, never within this one: a rejected key (401 / 403) does not heal
+between two attempts, and a provider the breaker stopped is not sent to again."""
+BREAKER_COUNTS = frozenset(
+    {FailureKind.NETWORK, FailureKind.TIMEOUT, FailureKind.SERVER, FailureKind.INVALID_RESPONSE}
+)
+"""The failures that say a provider is down. A 429 says it is busy (its Retry-After is obeyed),
+a bad request or a refusal says it answered: neither trips the breaker."""
 
 
 ENVIRONMENTAL = PROVIDER_KINDS | {FailureKind.RESOURCE}
@@ -121,7 +135,11 @@ class RetryPolicy(BaseModel):
     retry_after_cap: float = Field(
         default=60.0, ge=0, description="the longest a server's Retry-After is obeyed"
     )
-    credentials_base: float = Field(default=15.0, ge=0, description="doubles per attempt")
+    breaker_failures: int = Field(
+        default=5,
+        ge=1,
+        description="consecutive provider failures (any task of a run) that stop sending to it",
+    )
 
     def wait_for(self, error: BaseException | None, attempt: int) -> float:
         kind = getattr(error, "kind", FailureKind.NETWORK)
@@ -129,8 +147,6 @@ class RetryPolicy(BaseModel):
             retry_after = getattr(error, "retry_after", None)
             wait = retry_after if retry_after is not None else self.rate_limit_default
             return min(wait, self.retry_after_cap)
-        if kind is FailureKind.CREDENTIALS:
-            return self.credentials_base * 2 ** (attempt - 1)
         ceiling = min(self.network_cap, self.network_base * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)
 
@@ -149,7 +165,7 @@ class RetryPolicy(BaseModel):
             return self.wait_for(error, state.attempt_number)
 
         retrying = Retrying(
-            retry=retry_if_exception(lambda e: getattr(e, "retryable", False)),
+            retry=retry_if_exception(retried_in_run),
             stop=stop_after_attempt(self.max_attempts) | stop_before_delay(self.max_seconds),
             wait=wait,
             sleep=sleep,
@@ -160,3 +176,53 @@ class RetryPolicy(BaseModel):
         except MempipeError as exc:
             exc.attempts = attempts  # type: ignore[attr-defined]
             raise
+
+
+def retried_in_run(error: BaseException) -> bool:
+    return getattr(error, "retryable", False) and getattr(error, "kind", None) not in (
+        NOT_RETRIED_IN_RUN
+    )
+
+
+class CircuitBreaker:
+    """One provider (endpoint and model) as a run sees it: after ``threshold`` consecutive
+    failures that say it is down, or at once when it rejects the credentials, it is *open* and
+    every later call fails at once with the cause, so the run records the rest of its work as
+    retryable and ends within seconds instead of paying every timeout again. A success closes
+    the count; an open breaker stays open for the rest of the run (the next run tries again)."""
+
+    def __init__(self, name: str, threshold: int) -> None:
+        self.name, self.threshold = name, threshold
+        self._failures = 0
+        self._cause: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        return self._cause is not None
+
+    def check(self) -> None:
+        """Raise the breaker's error when it is open: nothing is sent."""
+        if self._cause is not None:
+            raise EnvironmentalError(
+                FailureKind.PROVIDER_DOWN,
+                f"nothing more is sent to {self.name} in this run: {self._cause}",
+            )
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._failures = 0
+
+    def failed(self, error: BaseException) -> None:
+        kind = getattr(error, "kind", None)
+        with self._lock:
+            if self._cause is not None:
+                return
+            if kind is FailureKind.CREDENTIALS:
+                self._cause = f"it rejected the credentials ({error})"
+            elif kind in BREAKER_COUNTS:
+                self._failures += 1
+                if self._failures >= self.threshold:
+                    self._cause = f"{self._failures} failures in a row, the last: {error}"
+            else:
+                self._failures = 0

@@ -23,9 +23,7 @@ SNAPSHOT = SnapshotContent(
     turns=[TurnLine(role="user", content="My home airport is LIS now.")],
 )
 FACT = {"text": "User's home airport is LIS.", "label": "home_airport"}
-POLICY = RetryPolicy(
-    max_attempts=4, max_seconds=60, network_base=0.5, credentials_base=10, rate_limit_default=3
-)
+POLICY = RetryPolicy(max_attempts=4, max_seconds=60, network_base=0.5, rate_limit_default=3)
 
 
 class Sleeps(list):
@@ -99,10 +97,12 @@ def test_a_503_that_persists_is_retried_up_to_the_bound_then_fails_environmental
     assert len(out.sleeps) == POLICY.max_attempts - 1
 
 
-def test_401_is_environmental_and_retried_slower() -> None:
-    out = run([error(401, "key rotated"), error(401, "key rotated"), memories(FACT)])
-    assert out.failure is None
-    assert out.sleeps == [10.0, 20.0], "credentials back off from credentials_base, doubling"
+def test_401_is_environmental_for_a_later_run_and_not_retried_in_this_one() -> None:
+    out = run([error(401, "key revoked"), memories(FACT)])
+    assert isinstance(out.failure, EnvironmentalError), "a rerun with a rotated key succeeds"
+    assert out.failure.kind is FailureKind.CREDENTIALS
+    assert len(out.requests) == 1, "no wait heals a revoked key: sent once"
+    assert out.sleeps == []
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 from collections.abc import Iterator
 
 import pytest
 
-from mempipe import credentials
+from mempipe import redaction
 from mempipe.credentials import connect_url, public_url, remember, remember_secret, scrub
+from mempipe.domain.failures import FailureKind, failure_error
 from mempipe.errors import ConfigError
 from mempipe.schemas.failure import Failure
 
@@ -17,10 +20,10 @@ from mempipe.schemas.failure import Failure
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The passwords a test keeps go with it."""
     for name in list(os.environ):
-        if name.startswith(credentials.KEPT_PREFIX) or name in credentials.SECRET_ENVS:
+        if name.startswith(redaction.KEPT_PREFIX) or name in redaction.SECRET_ENVS:
             monkeypatch.delenv(name)
     yield
-    for name in [n for n in os.environ if n.startswith(credentials.KEPT_PREFIX)]:
+    for name in [n for n in os.environ if n.startswith(redaction.KEPT_PREFIX)]:
         del os.environ[name]
 
 
@@ -89,3 +92,46 @@ def test_a_recorded_failure_never_holds_a_credential(monkeypatch) -> None:
         }
     )
     assert failure.error == "Incorrect API key provided: ***."
+
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def test_every_mempipe_error_is_made_without_the_credentials_the_process_knows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMPIPE_LLM_API_KEY", KEY)
+    error = failure_error(FailureKind.CREDENTIALS, f"401: Incorrect API key provided: {KEY}.")
+    assert KEY not in str(error)
+    assert "***" in str(error)
+    assert KEY not in str(ConfigError(f"cannot embed: {error}"))
+
+
+def test_a_secret_registered_by_value_is_scrubbed_too() -> None:
+    redaction.remember_secret("block-value-42")
+    assert scrub("the block said block-value-42") == "the block said ***"
+
+
+def test_every_log_record_is_scrubbed_message_and_traceback_with_its_causes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The process-wide gate: whatever handler writes a record (stderr, Prefect's API), it gets
+    the record scrubbed, the foreign exception a mempipe error was raised from included."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("mempipe.test.scrub")
+    logger.addHandler(handler)
+    try:
+        try:
+            try:
+                raise RuntimeError(f"the provider echoed {KEY}")
+            except RuntimeError as cause:
+                raise ConfigError("cannot embed") from cause
+        except ConfigError:
+            logger.exception("probe failed with %s", KEY)
+    finally:
+        logger.removeHandler(handler)
+    written = stream.getvalue()
+    assert "RuntimeError: the provider echoed ***" in written, "the cause's traceback is there"
+    assert KEY not in written

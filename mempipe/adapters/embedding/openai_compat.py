@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from mempipe.adapters.embedding.base import Vector
 from mempipe.adapters.llm.answers import embedding_vectors, invalid_response, validated
-from mempipe.adapters.llm.openai_compat import openai_client, translate
+from mempipe.adapters.llm.guard import ProviderGuard
+from mempipe.adapters.llm.openai_compat import openai_client
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.schemas.errors import describe
@@ -42,8 +43,10 @@ class OpenAIEmbedder:
         self.model_id = f"openai:{model}:{dimensions}"
         self._send_dimensions = DEFAULT_DIMENSIONS.get(model) != dimensions
         self._client = client or openai_client(settings)
-        self._limiter = limiter(
-            settings.model_copy(update={"model": model}), str(self._client.base_url)
+        self._guard = ProviderGuard(
+            str(self._client.base_url),
+            model,
+            limiter(settings.model_copy(update={"model": model}), str(self._client.base_url)),
         )
         self._counter = embedding_counter(self.model_id) if settings.tokens_per_minute else None
 
@@ -71,13 +74,11 @@ class OpenAIEmbedder:
         vectors: list[Vector | None] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
-            if self._limiter is not None:
-                tokens = sum(self._counter.count(chunk)) if self._counter is not None else 0
-                self._limiter.acquire(tokens)
-            try:
-                raw = self._client.embeddings.with_raw_response.create(**self.request_body(chunk))
-            except openai.APIError as exc:
-                raise translate(exc) from exc
-            answer = validated(raw, EmbeddingList, self.model_id)
-            vectors.extend(embedding_vectors(answer, len(chunk), self.dimensions, self.model_id))
+            tokens = sum(self._counter.count(chunk)) if self._counter is not None else 0
+            vectors.extend(self._guard.send(lambda chunk=chunk: self._send(chunk), tokens))
         return vectors
+
+    def _send(self, chunk: list[str]) -> list[Vector]:
+        raw = self._client.embeddings.with_raw_response.create(**self.request_body(chunk))
+        answer = validated(raw, EmbeddingList, self.model_id)
+        return embedding_vectors(answer, len(chunk), self.dimensions, self.model_id)

@@ -14,7 +14,8 @@ import openai
 from pydantic import ValidationError
 
 from mempipe.adapters.llm.answers import invalid_response
-from mempipe.adapters.llm.openai_compat import openai_client, translate
+from mempipe.adapters.llm.guard import ProviderGuard, translate
+from mempipe.adapters.llm.openai_compat import openai_client
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import BatchInfo, BatchOutputLine
 from mempipe.schemas.replay import LLMSettings
@@ -26,6 +27,7 @@ DOWNLOAD_CHUNK = 1 << 20
 class OpenAIBatches:
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
         self._client = client or openai_client(settings)
+        self._guard = ProviderGuard(str(self._client.base_url), "the Batch API")
 
     def upload(self, file: IO[bytes], name: str) -> str:
         """The uploaded file's id."""
@@ -87,12 +89,8 @@ class OpenAIBatches:
     def _info(self, call: Any) -> BatchInfo:
         return _described(self._call(call))
 
-    @staticmethod
-    def _call(call: Any) -> Any:
-        try:
-            return call()
-        except openai.APIError as exc:
-            raise translate(exc) from exc
+    def _call(self, call: Any) -> Any:
+        return self._guard.send(call)
 
 
 def _described(batch: Any) -> BatchInfo:

@@ -10,8 +10,6 @@ retry policy (domain/failures.py) decides.
 
 from __future__ import annotations
 
-import email.utils
-from datetime import UTC, datetime
 from typing import Any
 
 import openai
@@ -19,12 +17,12 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from mempipe.adapters.llm.answers import invalid_response, validated
 from mempipe.adapters.llm.base import ExtractorCapabilities
+from mempipe.adapters.llm.guard import ProviderGuard
 from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import ChatMessage, chat_counter, chat_tokens
-from mempipe.domain.failures import ContentError, FailureKind, failure_error
+from mempipe.domain.failures import ContentError, FailureKind
 from mempipe.domain.reconcile import Candidate, Verdict
-from mempipe.errors import MempipeError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
 from mempipe.schemas.memory import MemoryType
@@ -33,7 +31,6 @@ from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.transcript import SnapshotContent
 
 CHAT_ENDPOINT = "/v1/chat/completions"
-CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 
 
 def output_model(memory_type: MemoryType) -> type[BaseModel]:
@@ -76,7 +73,11 @@ class OpenAIExtractor:
         self.settings = settings
         self.name = f"openai:{settings.model}"
         self._client = client or openai_client(settings)
-        self._limiter = limiter(settings, str(self._client.base_url))
+        self._guard = ProviderGuard(
+            str(self._client.base_url),
+            settings.model,
+            limiter(settings, str(self._client.base_url)),
+        )
         self._counter = chat_counter(settings.model) if settings.tokens_per_minute else None
         self._schemas_supported = True
 
@@ -147,25 +148,26 @@ class OpenAIExtractor:
         return Verdict(answer) if answer in set(Verdict) else Verdict.ADD
 
     def _complete(self, messages: list[dict[str, str]], model: type[BaseModel] | None) -> str:
-        if self._limiter is not None:
-            tokens = (
-                chat_tokens(self._counter, [ChatMessage(**m) for m in messages])
-                if self._counter is not None
-                else 0
-            )
-            self._limiter.acquire(tokens)
-        try:
+        tokens = (
+            chat_tokens(self._counter, [ChatMessage(**m) for m in messages])
+            if self._counter is not None
+            else 0
+        )
+
+        def send() -> str:
             raw = self._client.chat.completions.with_raw_response.create(
                 **self.request_body(messages, model)
             )
-        except openai.BadRequestError as exc:
-            if model is not None and self._schemas_supported and "response_format" in str(exc):
+            return _content(validated(raw, ChatCompletion, f"{self.name} chat completion"))
+
+        try:
+            return self._guard.send(send, tokens)
+        except ContentError as exc:
+            unsupported = exc.kind is FailureKind.BAD_REQUEST and "response_format" in str(exc)
+            if model is not None and self._schemas_supported and unsupported:
                 self._schemas_supported = False
                 return self._complete(messages, model)
-            raise translate(exc) from exc
-        except openai.APIError as exc:
-            raise translate(exc) from exc
-        return _content(validated(raw, ChatCompletion, f"{self.name} chat completion"))
+            raise
 
     def _response_format(self, model: type[BaseModel]) -> dict[str, Any]:
         if not self._schemas_supported:
@@ -182,49 +184,3 @@ def _content(completion: ChatCompletion) -> str:
     if refusal or choice.finish_reason == "content_filter":
         raise ContentError(FailureKind.REFUSAL, f"the model refused: {refusal or 'filtered'}")
     return choice.message.content or ""
-
-
-def translate(exc: openai.APIError) -> MempipeError:
-    """An ``openai`` error as a mempipe failure of the right kind, naming its root cause (the
-    client says only "Connection error."; the cause says "Connection refused")."""
-    message = f"{type(exc).__name__}: {exc}"
-    root: BaseException = exc
-    while root.__cause__ is not None:
-        root = root.__cause__
-    if root is not exc and str(root) and str(root) not in message:
-        message = f"{message} ({root})"
-    if isinstance(exc, openai.APITimeoutError):
-        return failure_error(FailureKind.TIMEOUT, message)
-    if isinstance(exc, openai.APIConnectionError):
-        return failure_error(FailureKind.NETWORK, message)
-    if isinstance(exc, openai.RateLimitError):
-        return failure_error(FailureKind.RATE_LIMIT, message, retry_after(exc.response))
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return failure_error(FailureKind.CREDENTIALS, message)
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code >= 500 or exc.status_code == 408:
-            return failure_error(FailureKind.SERVER, message)
-        text = f"{exc} {getattr(exc, 'code', '')}".lower()
-        if any(marker in text for marker in CONTEXT_MARKERS):
-            return failure_error(FailureKind.CONTEXT_TOO_LONG, message)
-        return failure_error(FailureKind.BAD_REQUEST, message)
-    return failure_error(FailureKind.NETWORK, message)
-
-
-def retry_after(response: Any) -> float | None:
-    """Seconds from a Retry-After header (a number, or an HTTP date); None when it says
-    neither. The retry policy caps what it is given (``retry_after_cap``)."""
-    value = response.headers.get("retry-after") if response is not None else None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
