@@ -30,6 +30,22 @@ def unread_files(failed_files: Sequence[str], rejects_path: str | None = None) -
     )
 
 
+def vectors_left(provider_failed: int, provider_error: str | None) -> str | None:
+    """Records stored without a vector because the provider failed (not because of their
+    text): stored all the same, searched by text, and embedded by the next re-embed."""
+    if not provider_failed:
+        return None
+    return (
+        f"{provider_failed} record(s) stored without a vector because the provider failed "
+        f"({provider_error}); `mempipe reembed --incremental` embeds them once it answers"
+    )
+
+
+def first_undone(*undone: str | None) -> str | None:
+    """Everything a run left undone, in one message (None when nothing)."""
+    return "; ".join(u for u in undone if u) or None
+
+
 def extractions_left(summary: ReplaySummary) -> str | None:
     """What a replay leaves undone: the extractions that failed, and how to retry them."""
     if not summary.failed_retryable and not summary.failed_content:

@@ -11,7 +11,7 @@ from prefect import flow
 from pydantic import Field
 
 from mempipe.bootstrap import load_context
-from mempipe.domain.run_outcome import unread_files
+from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.recorded_run import concluded, recorded_run
@@ -234,7 +234,10 @@ def import_memories_flow(
         summary = MemoryImportSummary.of_files(run.run_id, format, files)
         summary.rejects_path = str(rejects) if summary.rejected else None
         summary.seconds = round(time.monotonic() - started, 3)
-        failed = unread_files(summary.failed_files)
+        failed = first_undone(
+            unread_files(summary.failed_files),
+            vectors_left(summary.provider_failed, summary.provider_error),
+        )
         summary.audit_files = export_audit(
             context.store_url, audit_dir, run_id=run.run_id, mark_exported=True
         )

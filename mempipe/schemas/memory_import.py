@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.credentials import NoCredentials
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.identity import IdentityDefaults, IdStr
 from mempipe.schemas.memory import MemoryType
@@ -70,6 +71,12 @@ class MemoryImportSummary(BaseModel):
     rejected: int = 0
     rejects_path: str | None = None
     without_vector: int = 0
+    provider_failed: int = Field(
+        default=0, description="of those without a vector, the ones the provider failed (retryable)"
+    )
+    provider_error: NoCredentials | None = Field(
+        default=None, description="why the provider failed, where it did"
+    )
     failed_files: list[str] = Field(default_factory=list)
     audit_files: list[str] = Field(
         default_factory=list, description="the Parquet audit files of the import's run"
@@ -84,6 +91,7 @@ class MemoryImportSummary(BaseModel):
         "duplicates_skipped",
         "rejected",
         "without_vector",
+        "provider_failed",
     )
     """The counts summed over an import's files and recorded with its run."""
 
@@ -97,6 +105,7 @@ class MemoryImportSummary(BaseModel):
             for count in cls.COUNTED:
                 setattr(summary, count, getattr(summary, count) + getattr(part, count))
             summary.failed_files += part.failed_files
+            summary.provider_error = summary.provider_error or part.provider_error
         return summary
 
     def run_counts(self) -> dict[str, int]:

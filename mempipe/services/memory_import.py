@@ -16,6 +16,7 @@ from mempipe.archives.memories import MemoryArchiveReader
 from mempipe.domain.ids import stable_id
 from mempipe.domain.memories import build_record, searchable_text
 from mempipe.domain.reconcile import normalize
+from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
@@ -70,12 +71,16 @@ def import_memory_file(
             memories = [m for m in batch if isinstance(m, ImportedMemory)]
             rejects = [r for r in batch if isinstance(r, Reject)]
             try:
-                vectors = _embed(uow, context, memories)
+                vectors, errors = _embed(uow, context, memories)
             except StopRequested:
                 break
             summary.records_read += len(batch)
             summary.rejected += append_rejects(rejects_file, rejects)
             summary.without_vector += sum(v is None for v in vectors)
+            provider = [error for _, error in errors if error.retryable]
+            summary.provider_failed += len(provider)
+            if provider and summary.provider_error is None:
+                summary.provider_error = str(provider[0])
             write = _verbatim if request.verbatim else _reconciled
             rows = write(uow, context, memories, vectors)
             summary.duplicates_skipped += len(memories) - len(rows)
@@ -103,15 +108,15 @@ def _batches(
 
 def _embed(
     uow: UnitOfWork, context: ReplayContext, memories: list[ImportedMemory]
-) -> list[Vector | None]:
+) -> tuple[list[Vector | None], list[tuple[int, MempipeError]]]:
     if not memories:
-        return []
+        return [], []
     embedder = context.embedder
     texts = [searchable_text(m.memory) for m in memories]
-    vectors, _ = embed_texts(embedder, texts, context.retry, context.sleep)
+    vectors, errors = embed_texts(embedder, texts, context.retry, context.sleep)
     for kind in {m.memory_type for m, v in zip(memories, vectors, strict=True) if v is not None}:
         uow.memories.ensure_vector_table(kind.value, embedder.model_id, embedder.dimensions)
-    return vectors
+    return vectors, errors
 
 
 def _reconciled(

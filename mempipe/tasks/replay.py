@@ -36,6 +36,10 @@ from mempipe.services.written_files import record_written
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.policies import retry_if_transient
 
+FAILURES_LOGGED = 10
+"""A bucket logs its first failures one by one, then their count: a dead provider fails every
+extraction the same way, and 100,000 lines of it help nobody."""
+
 
 def replay_context(settings: ReplaySettings, run_id: str) -> ReplayContext:
     """The extractor, embedder and rules a replay (or a memory import) runs with, made in the
@@ -97,13 +101,19 @@ def replay_bucket(
         len(failed),
         elsewhere,
     )
-    for failure in failed:
+    for failure in failed[:FAILURES_LOGGED]:
         logger.warning(
             "%s/%s failed (%s): %s",
             failure.snapshot_id,
             failure.handler,
             failure.failure_class,
             failure.error,
+        )
+    if len(failed) > FAILURES_LOGGED:
+        logger.warning(
+            "and %d more failed extraction(s): `mempipe report --run-id %s` lists them all",
+            len(failed) - FAILURES_LOGGED,
+            run_id,
         )
     return outcome
 

@@ -1,0 +1,181 @@
+"""A dead provider on an ops day (issue 38): a revoked key that the endpoint echoes back in its
+401, and an endpoint that stops answering. Real ``mempipe`` processes, the real ``openai``
+client, a real Prefect server.
+
+- Every job that calls a provider (backfill's embedding, re-embed to a model and incremental,
+  replay, an import, a batch re-embed) exits 1 within seconds of a 401, sends no retry of it,
+  and the key is nowhere: not in the store file, not in Prefect's database (states, logs,
+  events), not in any file under the folder or Prefect's home, not in any line printed (``-v``).
+- A replay whose provider hangs after a few answers stops sending once the breaker opens, exits
+  1 in seconds rather than a timeout per snapshot, leaves every unfinished extraction retryable,
+  and a rerun against a healthy endpoint ends as an uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.crash_kit import environment, read, run
+from tests.e2e.test_deployment import ops_env  # noqa: F401 (the Prefect server fixture)
+from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
+from tests.leaks import hits_in_database, hits_in_files, hits_in_text
+
+pytestmark = pytest.mark.prefect
+
+SESSIONS = 200
+QUICK = 30.0
+"""Seconds within which a job meeting a dead provider has exited (the breaker, not timeouts)."""
+
+
+def write_archive(path: Path, sessions: int = SESSIONS) -> None:
+    lines = [
+        {
+            "session_id": f"s{s}",
+            "turn_seq": t,
+            "role": "user",
+            "content": f"I prefer window seats on flight {s}. My home airport is {s % 7}.",
+            "created_at": f"2024-01-{1 + s // 100:02d}T{(s % 100) // 60:02d}:{s % 60:02d}:0{t}Z",
+        }
+        for s in range(sessions)
+        for t in range(2)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def write_config(folder: Path, model: str) -> None:
+    (folder / "project-config.yaml").write_text(
+        "org_id: acme\nproject_id: travel\nmemory:\n  extraction:\n    enabled: [semantic]\n"
+        f"  embedding:\n    model: {model}\n"
+    )
+
+
+def healthy(body: dict[str, Any]) -> Answer:
+    if "input" in body:
+        return embeddings(body, 64)
+    return memories({"text": "User prefers window seats.", "label": "seat"})
+
+
+def test_a_revoked_key_stops_every_job_at_once_and_is_echoed_nowhere(
+    ops_env,  # noqa: F811
+    tmp_path,
+) -> None:
+    key = f"sk-test-{secrets.token_hex(12)}"
+    home = Path(ops_env["PREFECT_HOME"])
+    write_archive(tmp_path / "archive.jsonl", sessions=40)
+    write_config(tmp_path, "openai:fake-embed:64")
+    (tmp_path / "mem0.json").write_text(
+        json.dumps({"results": [{"id": "m1", "memory": "Prefers window seats."}]})
+    )
+    outputs: list[str] = []
+    with fake_openai() as (fake, url):
+        env = environment(
+            ops_env["PREFECT_API_URL"],
+            PREFECT_HOME=str(home),
+            MEMPIPE_LLM_BASE_URL=url,
+            MEMPIPE_LLM_API_KEY=key,
+            MEMPIPE_RETRY_MAX_ATTEMPTS="4",
+        )
+
+        def mempipe(*args: str, expect: int = 1) -> float:
+            started = time.monotonic()
+            done = run(["-v", *args], tmp_path, env)
+            took = time.monotonic() - started
+            outputs.append(f"$ mempipe {' '.join(args)}\n{done.stdout}\n{done.stderr}")
+            assert done.returncode == expect, outputs[-1]
+            return took
+
+        fake.responder = lambda body: error(401, f"Incorrect API key provided: {key}.")
+        for job in (
+            ("backfill", "archive.jsonl", "--user-id", "zoe", "--embed"),
+            ("reembed", "--incremental"),
+            ("reembed", "--model", "openai:fake-other:64"),
+            ("replay", "--extractor", "openai"),
+            ("import", "--format", "mem0", "mem0.json", "--user-id", "zoe"),
+            ("reembed", "--model", "openai:fake-other:64", "--via", "batch"),
+        ):
+            sent = len(fake.requests)
+            took = mempipe(*job, "--json")
+            assert took < QUICK, f"{job} took {took:.0f} s against a revoked key"
+            retried = len(fake.requests) - sent
+            assert retried <= 4, f"{job} sent {retried} requests with a key rejected at the first"
+
+    assert fake.authorizations, "the provider was called"
+    everywhere = [
+        *hits_in_database(home / "prefect.db", [key]),
+        *hits_in_files(tmp_path, [key]),
+        *hits_in_files(home, [key]),
+        *(hit for text in outputs for hit in hits_in_text("output", text, [key])),
+    ]
+    assert everywhere == []
+    errors = [e for (e,) in read(tmp_path / "mempipe.db", "SELECT error FROM runs") if e]
+    assert any("***" in e for e in errors), "the runs record the provider's message, scrubbed"
+
+
+def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
+    ops_env,  # noqa: F811
+    tmp_path,
+) -> None:
+    home = Path(ops_env["PREFECT_HOME"])
+    write_archive(tmp_path / "archive.jsonl")
+    write_config(tmp_path, "hashing-64")
+    answered = itertools.count()
+
+    def hangs_after_ten(body: dict[str, Any]) -> Answer:
+        if next(answered) >= 10:
+            return Answer(status=500, body={}, delay=20)
+        return healthy(body)
+
+    with fake_openai() as (fake, url):
+        env = environment(
+            ops_env["PREFECT_API_URL"],
+            PREFECT_HOME=str(home),
+            MEMPIPE_LLM_BASE_URL=url,
+            MEMPIPE_LLM_API_KEY="sk-test",
+            MEMPIPE_LLM_TIMEOUT_SECONDS="1",
+            MEMPIPE_RETRY_MAX_ATTEMPTS="2",
+        )
+        assert run(["backfill", "archive.jsonl"], tmp_path, env).returncode == 0
+        copy = tmp_path / "uninterrupted"
+        copy.mkdir()
+        for name in ("archive.jsonl", "project-config.yaml"):
+            (copy / name).write_bytes((tmp_path / name).read_bytes())
+        assert run(["backfill", "archive.jsonl"], copy, env).returncode == 0
+
+        fake.responder = hangs_after_ten
+        started = time.monotonic()
+        hung = run(["replay", "--extractor", "openai", "--json"], tmp_path, env)
+        took = time.monotonic() - started
+        assert hung.returncode == 1, hung.stderr
+        assert took < 60, f"a hung provider held the replay {took:.0f} s"
+        assert len(fake.requests) < 40, "the breaker stopped the sending, not each snapshot"
+        assert "nothing more is sent to" in hung.stderr
+        states = dict(
+            read(
+                tmp_path / "mempipe.db",
+                "SELECT status, count(*) FROM snapshot_extractions GROUP BY status",
+            )
+        )
+        assert set(states) <= {"done", "failed_retryable"}, states
+        assert states["failed_retryable"] >= SESSIONS - 10
+
+        fake.responder = healthy
+        rerun = run(["replay", "--extractor", "openai", "--json"], tmp_path, env)
+        assert rerun.returncode == 0, rerun.stderr
+        clean = run(["replay", "--extractor", "openai", "--json"], copy, env)
+        assert clean.returncode == 0, clean.stderr
+
+    query = "SELECT text, status, reinforcement_count FROM memories_semantic ORDER BY text, status"
+    assert read(tmp_path / "mempipe.db", query) == read(copy / "mempipe.db", query)
+    done = "SELECT status, count(*) FROM snapshot_extractions GROUP BY status"
+    assert (
+        read(tmp_path / "mempipe.db", done)
+        == read(copy / "mempipe.db", done)
+        == [("done", SESSIONS)]
+    )
