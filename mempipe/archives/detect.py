@@ -1,4 +1,6 @@
-"""Tell an archive's format from its suffix (tables) or its first record (JSON)."""
+"""Tell an archive's format from its suffix (tables) or its first records (JSON): the first of
+them that a format claims decides, so a few broken or foreign records at the top of a file
+cost only themselves."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from mempipe.archives.registry import TABLE_FORMATS, classify
 from mempipe.archives.streams import binary_head, open_stream
 
 RECORDS_TO_SNIFF = 50
-BINARY = "binary data (NUL bytes in its first 8 KiB), not a text archive"
+BINARY = "binary data (NUL bytes throughout its first 8 KiB), not a text archive"
 
 
 class UnknownFormatError(ValueError):
@@ -27,6 +29,8 @@ def detect_format(path: Path) -> str:
         records = iter_json_records(
             archive.stream, lines=suffix in LINE_SUFFIXES, tell=lambda: archive.bytes_read
         )
+        first: str | None = None
+        looked = 0
         for seen, record in enumerate(records):
             if seen >= RECORDS_TO_SNIFF:
                 break
@@ -36,8 +40,17 @@ def detect_format(path: Path) -> str:
                 found = classify(record.value)
                 if found is not None:
                     return found
-                keys = sorted(record.value)[:12] if isinstance(record.value, dict) else None
-                raise UnknownFormatError(
-                    f"cannot tell the format: the first record has keys {keys}; pass --format"
-                )
+                first = first or _described(record.value)
+                looked += 1
+    if first is not None:
+        raise UnknownFormatError(
+            f"cannot tell the format: no format claims any of its first {looked} record(s) "
+            f"(the first {first}); pass --format"
+        )
     raise UnknownFormatError("cannot tell the format: no readable JSON record; pass --format")
+
+
+def _described(value: object) -> str:
+    if isinstance(value, dict):
+        return f"has keys {sorted(value)[:12]}"
+    return f"is a JSON {type(value).__name__}, not an object"

@@ -4,13 +4,16 @@ item), or a single JSON document."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, NamedTuple
 
 import ijson
+import numpy as np
 import orjson
 
+from mempipe.archives.limits import ArchiveLimits, RecordLimitError, archive_limits
 from mempipe.archives.streams import PrependedStream
 
 _WHITESPACE = b" \t\r\n\xef\xbb\xbf"
@@ -48,36 +51,46 @@ class BrokenRecord:
 
 
 def iter_json_records(
-    stream: BinaryIO, *, lines: bool = False, tell: Callable[[], int] | None = None
+    stream: BinaryIO,
+    *,
+    lines: bool = False,
+    tell: Callable[[], int] | None = None,
+    limits: ArchiveLimits | None = None,
 ) -> Iterator[JsonRecord | BrokenRecord]:
     """``lines`` forces JSON Lines (a ``.jsonl`` file is read line by line whatever its first
-    lines hold); ``tell`` gives the byte offset reached in the file, for messages."""
+    lines hold); ``tell`` gives the byte offset reached in the file, for messages; ``limits``
+    bound every record (the process's ``MEMPIPE_ARCHIVE_*`` when not given)."""
+    limits = limits or archive_limits()
     head = _skip_whitespace(stream)
     if lines:
-        yield from _lines(_replay(head, stream))
+        yield from _lines(_replay(head, stream), limits)
         return
     if head == b"[":
-        yield from _array_items(_replay(head, stream), tell)
+        yield from _array_items(_replay(head, stream), tell, limits)
         return
-    first_line = head + stream.readline()
+    first_line = head + stream.readline(limits.max_line_bytes)
     if _parses(first_line):
-        yield from _lines(_replay(first_line, stream))
+        yield from _lines(_replay(first_line, stream), limits)
         return
     # Either JSON Lines whose first lines are broken, or one pretty-printed document. A JSON
     # Lines record starts at column 0 and is an object on its own; inside a pretty-printed
-    # document only its opening and closing braces stand at column 0.
+    # document only its opening and closing braces stand at column 0. The lines looked at are
+    # bounded like any other: a document with one huge line is read as a document.
     consumed = [first_line]
     is_lines = False
+    budget = limits.max_line_bytes
     for _ in range(LOOKAHEAD_LINES):
-        line = stream.readline()
-        if not line:
+        line = stream.readline(budget)
+        budget -= len(line)
+        if not line or budget <= 0:
+            consumed.append(line)
             break
         consumed.append(line)
         if line[:1] == b"{" and _is_object(line):
             is_lines = True
             break
     replay = _replay(b"".join(consumed), stream)
-    yield from _lines(replay) if is_lines else _single_document(replay, tell)
+    yield from _lines(replay, limits) if is_lines else _single_document(replay, tell, limits)
 
 
 def _replay(head: bytes, rest: BinaryIO) -> BinaryIO:
@@ -106,9 +119,18 @@ def _skip_whitespace(stream: BinaryIO) -> bytes:
             return byte
 
 
-def _lines(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
-    for number, text in enumerate(stream, start=1):
+def _lines(stream: BinaryIO, limits: ArchiveLimits) -> Iterator[JsonRecord | BrokenRecord]:
+    longest = limits.max_line_bytes
+    for number, text in enumerate(iter(lambda: stream.readline(longest + 1), b""), start=1):
+        if len(text) > longest and not text.endswith(b"\n"):
+            while (rest := stream.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass  # the rest of the line, read away in pieces: constant memory
+            yield BrokenRecord(number, None, limits.line_reason(), _preview(text))
+            continue
         if not text.strip():
+            continue
+        if text.count(b"[") + text.count(b"{") > limits.max_depth and too_deep(text, limits):
+            yield BrokenRecord(number, None, limits.depth_reason(), _preview(text))
             continue
         try:
             yield JsonRecord(orjson.loads(text), line=number, index=None, text=text)
@@ -117,25 +139,175 @@ def _lines(stream: BinaryIO) -> Iterator[JsonRecord | BrokenRecord]:
             yield BrokenRecord(number, None, f"not valid JSON: {exc}", raw)
 
 
+PREVIEW_BYTES = 200
+"""How much of a record past a limit its reject keeps: enough to find it, not the record."""
+
+
+def _preview(text: bytes) -> str:
+    return text[:PREVIEW_BYTES].decode("utf-8", errors="replace").rstrip("\r\n") + " …"
+
+
+def too_deep(text: bytes, limits: ArchiveLimits) -> bool:
+    guard = StructureGuard(io.BytesIO(text), limits, record_depth=0)
+    try:
+        guard.scan(text)
+    except RecordLimitError:
+        return True
+    return False
+
+
 def _array_items(
-    stream: BinaryIO, tell: Callable[[], int] | None
+    stream: BinaryIO, tell: Callable[[], int] | None, limits: ArchiveLimits
 ) -> Iterator[JsonRecord | BrokenRecord]:
     index = -1
+    guarded = _guarded(stream, limits, record_depth=1)
     try:
-        for index, value in enumerate(ijson.items(stream, "item", use_float=True)):
+        for index, value in enumerate(ijson.items(guarded, "item", use_float=True)):
             yield JsonRecord(value, line=None, index=index)
     except ijson.JSONError as exc:
-        yield _stopped(stream, tell, index + 1, "the JSON array", exc)
+        yield _stopped(guarded, tell, index + 1, "the JSON array", exc)
+    except RecordLimitError as exc:
+        yield _past_limit(tell, index + 1, "the JSON array", exc)
 
 
 def _single_document(
-    stream: BinaryIO, tell: Callable[[], int] | None
+    stream: BinaryIO, tell: Callable[[], int] | None, limits: ArchiveLimits
 ) -> Iterator[JsonRecord | BrokenRecord]:
+    guarded = _guarded(stream, limits, record_depth=0)
     try:
-        for value in ijson.items(stream, "", use_float=True):
+        for value in ijson.items(guarded, "", use_float=True):
             yield JsonRecord(value, line=None, index=0)
     except ijson.JSONError as exc:
-        yield _stopped(stream, tell, 0, "the JSON document", exc)
+        yield _stopped(guarded, tell, 0, "the JSON document", exc)
+    except RecordLimitError as exc:
+        yield _past_limit(tell, 0, "the JSON document", exc)
+
+
+def _guarded(stream: BinaryIO, limits: ArchiveLimits, record_depth: int) -> BinaryIO:
+    return StructureGuard(stream, limits, record_depth)  # type: ignore[return-value]
+
+
+def _past_limit(
+    tell: Callable[[], int] | None, index: int, what: str, exc: RecordLimitError
+) -> BrokenRecord:
+    """A record past a limit ends what can be read of an array or document (its end cannot be
+    found without reading it): the records before it are kept, the file is named failed."""
+    offset = tell() if tell is not None else None
+    where = f" at byte {offset}" if offset is not None else ""
+    reason = f"record {index} of {what}{where} is {exc}; nothing after it was read"
+    return BrokenRecord(None, index, reason, "", fatal=True, offset=offset)
+
+
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+"', re.DOTALL)
+"""A whole string; the rest of a string begun in an earlier chunk, up to its closing quote."""
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+class StructureGuard:
+    """A JSON stream whose nesting depth and record sizes are checked as it is read, before
+    any parser builds anything of it: strings are skipped by a regular expression and the
+    brackets left counted with numpy, so a record 200,000 levels deep costs one chunk's read.
+    A record is what opens at ``record_depth`` (1: an array's items; 0: a whole document)."""
+
+    def __init__(self, stream: BinaryIO, limits: ArchiveLimits, record_depth: int) -> None:
+        self._stream = stream
+        self._limits = limits
+        self._record_depth = record_depth
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+        self._open_bytes = 0
+        self._failed: RecordLimitError | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        """The next bytes (one read of the stream below: a parser sees each chunk as soon as
+        it is checked); past a limit, the bytes before the offending bracket first, so the
+        parser yields every record before it, then the error at the next read."""
+        if self._failed is not None:
+            raise self._failed
+        if size == 0:
+            return b""  # a parser's probe of what the stream yields
+        data = self._stream.read(size if size > 0 else 1 << 16)
+        if data:
+            depth, in_string, escaped = self._depth, self._in_string, self._escaped
+            try:
+                self.scan(data)
+            except RecordLimitError as exc:
+                if self._depth <= self._limits.max_depth:
+                    raise  # a record too large: what came before it was handed over already
+                self._failed = exc
+                data = data[: _deepest_at(data, depth, in_string, escaped, self._limits.max_depth)]
+                if not data:
+                    raise
+        return data
+
+    def scan(self, data: bytes) -> None:
+        """Follow ``data``, the next bytes of the stream; raise past a limit."""
+        start = 0
+        if self._in_string:
+            if self._escaped:
+                start, self._escaped = 1, False
+            rest = _STRING_REST.match(data, start)
+            if rest is None:
+                self._escaped = _odd_backslashes(data, start)
+                self._count_open(len(data), touched=False)
+                return
+            start, self._in_string = rest.end(), False
+        outside = _STRING.sub(b"", data[start:] if start else data)
+        quote = outside.find(b'"')
+        if quote >= 0:  # a string that goes on in the next chunk
+            self._in_string = True
+            self._escaped = _odd_backslashes(data, data.rfind(b'"') + 1)
+            outside = outside[:quote]
+        brackets = outside.translate(None, _NOT_BRACKETS)
+        touched = self._depth <= self._record_depth
+        if brackets:
+            depths = self._depth + np.cumsum(_STEP[np.frombuffer(brackets, np.uint8)])
+            if int(depths.max()) > self._limits.max_depth:
+                self._depth = int(depths.max())
+                raise RecordLimitError(self._limits.depth_reason())
+            self._depth = int(depths[-1])
+            touched = touched or bool((depths <= self._record_depth).any())
+        self._count_open(len(data), touched)
+
+    def _count_open(self, size: int, touched: bool) -> None:
+        """Bytes since a record last closed (to a chunk's precision: 64 KiB in 64 MiB)."""
+        self._open_bytes = 0 if touched else self._open_bytes + size
+        if self._open_bytes > self._limits.max_record_bytes:
+            raise RecordLimitError(self._limits.record_reason())
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}"]', re.DOTALL)
+
+
+def _deepest_at(data: bytes, depth: int, in_string: bool, escaped: bool, limit: int) -> int:
+    """Where in ``data`` the depth first passes ``limit``, from the state before it: the slow,
+    exact walk, taken once, for the chunk that holds the offending record."""
+    start = 0
+    if in_string:
+        rest = _STRING_REST.match(data, 1 if escaped else 0)
+        start = rest.end() if rest is not None else len(data)
+    for token in _TOKEN.finditer(data, start):
+        mark = token.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return token.start()
+        elif mark in (b"]", b"}"):
+            depth -= 1
+        elif mark == b'"':
+            break
+    return len(data)
+
+
+def _odd_backslashes(data: bytes, start: int) -> bool:
+    """The chunk ends inside a string with an escape begun: its next byte is escaped."""
+    tail = data[start:]
+    return (len(tail) - len(tail.rstrip(b"\\"))) % 2 == 1
 
 
 def _stopped(

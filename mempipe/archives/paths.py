@@ -49,6 +49,11 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
                     raise ArchiveError(f"{text}: the directory holds no archive file")
             elif path.is_file():
                 files = [path]
+            elif path.exists():
+                raise ArchiveError(
+                    f"{text}: not a regular file (a FIFO, socket or device); "
+                    "mempipe reads archive files and directories of them"
+                )
             else:
                 raise ArchiveError(f"{text}: no such file or directory")
         for file in files:

@@ -1,8 +1,10 @@
-"""Open an archive file as a decompressed binary stream, detecting gzip and zstd by their magic
-bytes, and report how much of the file has been read (for progress)."""
+"""Open an archive file as a decompressed binary stream of UTF-8, detecting gzip and zstd by
+their magic bytes and UTF-16 / UTF-32 text by its byte-order mark or its pattern of NUL bytes,
+and report how much of the file has been read (for progress)."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import zlib
 from collections.abc import Iterator
@@ -47,18 +49,80 @@ def open_stream(path: Path) -> Iterator[ArchiveStream]:
             stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
         else:
             stream = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[arg-type]
+        encoding = text_encoding(stream.peek(4)[:4])
+        if encoding is not None:
+            stream = io.BufferedReader(Utf8Stream(stream, encoding), buffer_size=1 << 16)  # type: ignore[arg-type]
         yield ArchiveStream(stream=stream, raw=raw, size=path.stat().st_size)
 
 
 SNIFF_BYTES = 8192
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def text_encoding(head: bytes) -> str | None:
+    """UTF-16 or UTF-32 by the byte-order mark, else by the NUL bytes around the first
+    character (JSON and CSV begin with an ASCII one); None for UTF-8 (and anything else)."""
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if len(head) < 4 or (head[0] and head[1] and head[2]):
+        return None
+    zeros = tuple(byte == 0 for byte in head)
+    return {
+        (False, True, True, True): "utf-32-le",
+        (True, True, True, False): "utf-32-be",
+        (False, True, False, True): "utf-16-le",
+        (True, False, True, False): "utf-16-be",
+    }.get(zeros)  # type: ignore[arg-type]
+
+
+class Utf8Stream(io.RawIOBase):
+    """A UTF-16 / UTF-32 stream as UTF-8, decoded as it is read (a character that does not
+    decode becomes U+FFFD, as a bad byte of UTF-8 would)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, stream: BinaryIO, encoding: str) -> None:
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = b""
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending and not self._ended:
+            chunk = self._stream.read(self.CHUNK)
+            self._ended = not chunk
+            self._pending = self._decoder.decode(chunk, final=self._ended).encode("utf-8")
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
 
 
 def binary_head(stream: BinaryIO) -> bool:
-    """The decompressed stream starts with a NUL byte somewhere in its first 8 KiB: binary data,
-    not a text archive (JSON and CSV never hold one). Reads nothing away (a peek)."""
+    """The decompressed stream's first 8 KiB are binary data, not a text archive: NUL bytes in
+    more than one byte of a hundred, or NUL bytes in what is not UTF-8. One stray NUL in a text
+    file costs only the record that holds it. Reads nothing away (a peek)."""
     peek = getattr(stream, "peek", None)
     head = peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
-    return b"\x00" in head
+    nuls = head.count(b"\x00")
+    if not nuls:
+        return False
+    if nuls * 100 > len(head):
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 3  # not a character cut at the end of the peek
+    return False
 
 
 class GzipStream(io.RawIOBase):
