@@ -197,8 +197,8 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
 @click.option(
     "--audit-dir",
     default=None,
-    help="An audit folder to redact besides those the store recorded (it must exist; "
-    "default: ./audit where there is one).",
+    help="An audit folder to redact whole, besides the files the store recorded as its own "
+    "(it must exist).",
 )
 @store_options
 @json_option

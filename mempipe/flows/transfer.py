@@ -112,14 +112,14 @@ def erase_flow(
 ) -> EraseSummary:
     """Irreversible unless ``dry_run``; never scheduled. The run record (who, scope, counts,
     when) stays in the store: it holds no content. Every audit folder, rejects file and bundle
-    the store recorded is reached, and ``audit_dir`` too (it must exist; without it, ./audit
-    where there is one). The run fails, naming each, while any still holds the user's text."""
+    the store recorded is reached (of an audit folder, the files this store wrote), and
+    ``audit_dir`` too, whole (it must exist); nothing else. The run fails, naming each, while
+    any still holds the user's text."""
     context = load_context(store, config, store_secret)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
     if audit_dir is not None and not Path(audit_dir).is_dir():
         raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
-    found = ["audit"] if Path("audit").is_dir() else []
-    audit_dirs = [audit_dir] if audit_dir else found
+    audit_dirs = [audit_dir] if audit_dir else []
     if dry_run:
         summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
         left = None

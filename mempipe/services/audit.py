@@ -31,14 +31,19 @@ from mempipe.schemas.run import RunStatus
 
 CHUNK = 50_000
 FILE_SCHEMA = arrow_schema(AuditRow).remove(arrow_schema(AuditRow).get_field_index("day"))
+STORE_KEY = b"mempipe.store_id"
+"""The Parquet key-value metadata naming the store that wrote a file: an erase of another store
+leaves the file alone, whatever folder they share."""
 
 
 def audit_file(out_dir: Path, day: str, run_id: str) -> Path:
     return out_dir / f"day={day}" / f"run-{run_id}.parquet"
 
 
-def write_audit(rows: Iterable[AuditRow], out_dir: Path) -> list[Path]:
-    """Write ``rows`` (streamed in chunks) into the audit layout; returns the files written."""
+def write_audit(rows: Iterable[AuditRow], out_dir: Path, store_id: str) -> list[Path]:
+    """Write ``rows`` (streamed in chunks) into the audit layout, each file marked as
+    ``store_id``'s; returns the files written."""
+    schema = FILE_SCHEMA.with_metadata({STORE_KEY: store_id.encode()})
     writers: dict[Path, pq.ParquetWriter] = {}
     try:
         for chunk in _chunks(rows):
@@ -50,8 +55,8 @@ def write_audit(rows: Iterable[AuditRow], out_dir: Path) -> list[Path]:
                 path = audit_file(out_dir, day, run_id)
                 if path not in writers:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    writers[path] = pq.ParquetWriter(_aside(path), FILE_SCHEMA)
-                writers[path].write_table(part)
+                    writers[path] = pq.ParquetWriter(_aside(path), schema)
+                writers[path].write_table(part.replace_schema_metadata(schema.metadata))
     finally:
         for writer in writers.values():
             writer.close()
@@ -73,7 +78,9 @@ def write_observed(
     files: list[Path] = []
     for run_id, day in sorted(partitions):
         files += write_audit(
-            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=day, until=day)), out_dir
+            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=day, until=day)),
+            out_dir,
+            uow.files.store_id(),
         )
     return sorted(set(files))
 
@@ -95,7 +102,9 @@ def export_earlier_runs(uow: UnitOfWork, out_dir: Path, *, current: str) -> list
             or EXPORTED in run.checkpoints
         ):
             continue
-        write_audit(uow.audit.audit_rows(AuditSelection(run_id=run.run_id)), out_dir)
+        write_audit(
+            uow.audit.audit_rows(AuditSelection(run_id=run.run_id)), out_dir, uow.files.store_id()
+        )
         uow.runs.set_checkpoint(run.run_id, EXPORTED, True)
         done.append(run.run_id)
     return done

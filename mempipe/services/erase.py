@@ -3,13 +3,18 @@ file mempipe wrote outside it: the Parquet audit folders, rejects files and HTML
 the store recorded (and any audit folder named), redacted in place; bundles, which are copies
 of the store, are named as left until deleted or exported again. The audit keeps its rows, so
 it still counts what happened. An erase that leaves the user's text anywhere says where, and
-fails."""
+fails.
+
+Nothing else is reached: in a recorded audit folder, only the files this store wrote (their
+Parquet metadata names it; a file from before that mark, one of its own runs), so two stores
+sharing a folder, or a copy and its source, never redact each other's files. A folder named
+(``--audit-dir``) is the user's explicit word and is redacted whole."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import orjson
@@ -20,6 +25,7 @@ import pyarrow.parquet as pq
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
 from mempipe.schemas.run import FileKind
+from mempipe.services.audit import STORE_KEY
 from mempipe.services.report_page import redact_page
 
 
@@ -32,10 +38,17 @@ def erase_user(
 ) -> EraseSummary:
     started = time.perf_counter()
     counts = uow.erasure.erase_user(selection, dry_run=dry_run)
+    own = _own_audit_file(uow)
+    named = {folder.absolute() for folder in audit_dirs}
     files = [
         found
         for path, kind, owner in _targets(uow, audit_dirs)
-        if (found := _erase_file(path, kind, owner, selection, dry_run=dry_run)) is not None
+        if (
+            found := _erase_file(
+                path, kind, owner, selection, dry_run=dry_run, own=None if path in named else own
+            )
+        )
+        is not None
     ]
     audit = [f for f in files if f.kind == FileKind.AUDIT.value]
     return EraseSummary(
@@ -61,16 +74,37 @@ def _targets(
     return [(path, kind, owner) for path, (kind, owner) in sorted(targets.items())]
 
 
+def _own_audit_file(uow: UnitOfWork) -> Callable[[Path], bool]:
+    """Whether an audit file is this store's: marked with its id, or, unmarked (written before
+    the mark), named after one of its runs."""
+    store_id = uow.files.store_id().encode()
+
+    def own(path: Path) -> bool:
+        marked = (pq.read_schema(path).metadata or {}).get(STORE_KEY)
+        if marked is not None:
+            return marked == store_id
+        return uow.runs.get_run(path.stem.removeprefix("run-")) is not None
+
+    return own
+
+
 def _erase_file(
-    path: Path, kind: FileKind, owner: str | None, selection: BundleSelection, *, dry_run: bool
+    path: Path,
+    kind: FileKind,
+    owner: str | None,
+    selection: BundleSelection,
+    *,
+    dry_run: bool,
+    own: Callable[[Path], bool] | None,
 ) -> ErasedFile | None:
-    """The file's part in the erase; None when it holds nothing of the user (or is gone)."""
+    """The file's part in the erase; None when it holds nothing of the user (or is gone).
+    ``own``: which files of an audit folder are the store's (None: all of them)."""
     if not path.exists():
         return None
     parts, left = 1, None
     try:
         if kind is FileKind.AUDIT:
-            parts, rows = redact_audit_files(path, selection, dry_run=dry_run)
+            parts, rows = redact_audit_files(path, selection, dry_run=dry_run, own=own)
         elif kind is FileKind.REJECTS:
             rows = redact_rejects(path, selection, owner, dry_run=dry_run)
         elif kind is FileKind.REPORT:
@@ -86,12 +120,19 @@ def _erase_file(
 
 
 def redact_audit_files(
-    audit_dir: Path, selection: BundleSelection, *, dry_run: bool
+    audit_dir: Path,
+    selection: BundleSelection,
+    *,
+    dry_run: bool,
+    own: Callable[[Path], bool] | None = None,
 ) -> tuple[int, int]:
-    """Files and rows of the Parquet audit that hold the user's text; each such file is
-    rewritten beside itself and moved over it (a reader sees the old file or the new)."""
+    """Files and rows of the Parquet audit that hold the user's text (of the files ``own``
+    accepts); each such file is rewritten beside itself, its metadata kept, and moved over it
+    (a reader sees the old file or the new)."""
     files = rows = 0
     for path in sorted(audit_dir.rglob("*.parquet")):
+        if own is not None and not own(path):
+            continue
         table = pq.read_table(path, partitioning=None)
         if "text" not in table.column_names:
             continue

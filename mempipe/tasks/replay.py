@@ -181,6 +181,7 @@ def export_audit(
             files = write_audit(
                 uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
                 Path(out_dir),
+                uow.files.store_id(),
             )
         if mark_exported and run_id is not None:
             uow.runs.set_checkpoint(run_id, EXPORTED, True)

@@ -79,3 +79,54 @@ def test_an_erase_redacts_every_recorded_file_and_fails_while_a_bundle_holds_the
     again = run(["erase", "--user-id", "maya", "--yes", *args, "--json"], tmp_path, env)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["files"] == [], "nothing of maya is left anywhere"
+
+
+def file_bytes(folder: Path, skip: tuple[str, ...]) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith(skip)
+    }
+
+
+def test_an_erase_reaches_only_its_own_stores_files_in_a_folder_two_stores_share(
+    prefect_server, tmp_path
+) -> None:
+    """Two stores in one directory, both writing ./audit and ./mempipe-rejects, and a copy of
+    one: an erase in any of them leaves every file of the others byte-identical."""
+    env = environment(prefect_server)
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+
+    stores = ("a.db", "b.db", "c.db")
+    own: dict[str, set[str]] = {store: set() for store in stores}
+
+    def mempipe(*args: str, store: str) -> None:
+        """Run a command on ``store``; the files it adds or changes are that store's."""
+        before = file_bytes(tmp_path, stores)
+        done = run([*args, "--store", f"sqlite:///{store}"], tmp_path, env)
+        assert done.returncode == 0, (args, done.stderr)
+        after = file_bytes(tmp_path, stores)
+        own[store] |= {name for name in after if before.get(name) != after[name]}
+
+    for store in ("a.db", "b.db"):
+        mempipe("backfill", str(SAMPLE), "--user-id", "maya", store=store)
+        mempipe("replay", store=store)
+        mempipe("report", "--out", f"report-{store}", "--html", f"page-{store}.html", store=store)
+    mempipe("copy", "--to", "sqlite:///c.db", store="a.db")
+    own["c.db"] = set()
+    mempipe("report", "--out", "report-c.db", "--html", "page-c.db.html", store="c.db")
+    before = file_bytes(tmp_path, stores)
+    assert any(name.startswith("audit/") for name in own["a.db"] & set(before))
+    assert any(name.startswith("audit/") for name in own["b.db"] & set(before))
+    assert any(name.startswith("mempipe-rejects/") for name in own["b.db"])
+
+    for erased in ("b.db", "c.db", "a.db"):
+        done = run(
+            ["erase", "--user-id", "maya", "--yes", "--store", f"sqlite:///{erased}"], tmp_path, env
+        )
+        assert done.returncode == 0, done.stderr
+        after = file_bytes(tmp_path, stores)
+        changed = {name for name in before if after.get(name) != before[name]}
+        assert changed, f"the erase in {erased} redacted its own files"
+        assert changed <= own[erased], f"the erase in {erased} changed {changed - own[erased]}"
+        before = after

@@ -73,7 +73,7 @@ def test_after_an_erase_nothing_of_the_user_is_found_and_others_are_untouched(
     store, tmp_path
 ) -> None:
     audit_dir = tmp_path / "audit"
-    write_audit(store.audit_rows(), audit_dir)
+    write_audit(store.audit_rows(), audit_dir, store.store_id())
     before_bob, before_maya = digests(store, BOB), digests(store, MAYA)
     audit_rows = pl.read_parquet(audit_dir / "**" / "*.parquet").height
     assert found_of_maya(store), "maya's data is found before"

@@ -183,8 +183,8 @@ def test_the_audit_export_writes_every_row_once(tmp_path: Path) -> None:
     replay(store)
     rows = list(store.audit_rows(AuditSelection(run_id="run")))
 
-    files = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit")
-    again = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit")
+    files = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit", "fake")
+    again = write_audit(store.audit_rows(AuditSelection(run_id="run")), tmp_path / "audit", "fake")
 
     frame = scan_audit(tmp_path / "audit").collect()
     assert files == again

@@ -375,6 +375,10 @@ class FileLog(Protocol):
 
     def written_files(self) -> list[WrittenFile]: ...
 
+    def store_id(self) -> str:
+        """The store's own id, which the files it writes carry (the audit's metadata)."""
+        ...
+
 
 class ProviderBatches(Protocol):
     """What runs submitted to a provider's Batch API, recorded before anything else is done

@@ -17,3 +17,8 @@ class MongoFileLog(MongoParts):
             WrittenFile(path=d.pop("_id"), **d)
             for d in self.db["written_files"].find().sort("_id", 1)
         ]
+
+    def store_id(self) -> str:
+        with self._errors("store_identity"):
+            found = self.db["store_identity"].find_one({"_id": "store"})
+        return str(found["id"]) if found else ""

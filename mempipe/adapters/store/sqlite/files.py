@@ -24,3 +24,6 @@ class SqliteFileLog(SqliteParts):
                 "SELECT path, kind, run_id, user_id, written_at FROM written_files ORDER BY path"
             )
         ]
+
+    def store_id(self) -> str:
+        return str(self._rows("SELECT id FROM store_identity")[0][0])
