@@ -40,6 +40,18 @@ class StoreError(TerminalError):
     """The store cannot be opened or used as asked."""
 
 
+class StoreDamagedError(StoreError):
+    """The store's file does not hold what its format promises (a damaged page): named, with
+    the way out, before anything more is written to it."""
+
+    def __init__(self, where: str, detail: str) -> None:
+        super().__init__(
+            f"{where}: the store file is damaged ({detail}); nothing more was written to it. "
+            "`mempipe stats --check` lists what SQLite finds; restore the file from a backup, "
+            "or salvage what is readable into a new file with the sqlite3 shell's `.recover`"
+        )
+
+
 CREATE_HINT = (
     "`mempipe init` creates an empty one; backfill, import and copy create one as they write"
 )

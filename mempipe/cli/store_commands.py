@@ -79,18 +79,28 @@ def migrate(
 
 
 @click.command()
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Run the store's full integrity check first (SQLite's integrity_check); "
+    "exit 1 naming what it finds.",
+)
 @store_options
 @json_option
 @reports_errors
-def stats(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
+def stats(
+    check: bool, store: str | None, config: str | None, store_secret: str | None, as_json: bool
+) -> None:
     """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
     from mempipe.bootstrap import load_context
+    from mempipe.errors import StoreDamagedError
 
-    uow = load_context(store, config, store_secret).unit_of_work(read_only=True)
-    try:
+    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+        problems = uow.schema.check_integrity(full=True) if check else None
+        if problems:
+            raise StoreDamagedError(uow.url, "; ".join(problems[:5]))
         result = uow.schema.stats()
-    finally:
-        uow.close()
+        result.integrity = problems
 
     def human() -> None:
         click.echo(f"store: {result.store}")
@@ -110,5 +120,7 @@ def stats(store: str | None, config: str | None, store_secret: str | None, as_js
         )
         click.echo(f"failures: {counts_text(result.failures)}")
         click.echo(f"runs: {counts_text(result.runs) or 'none'}")
+        if result.integrity is not None:
+            click.echo("integrity: ok (SQLite's integrity_check found nothing wrong)")
 
     emit(result, as_json, human)

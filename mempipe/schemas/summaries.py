@@ -105,3 +105,7 @@ class StoreStats(BaseModel):
     )
     failures: dict[str, int] = Field(default_factory=dict, description="failure class -> count")
     runs: dict[str, int] = Field(default_factory=dict, description="run status -> count")
+    integrity: list[str] | None = Field(
+        default=None,
+        description="with --check: what the store's full integrity check found ([] when sound)",
+    )

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from mempipe.adapters.store.base import Store
 from mempipe.credentials import connect_url, public_url
-from mempipe.errors import CREATE_HINT, StoreError
+from mempipe.errors import CREATE_HINT, StoreDamagedError, StoreError
 
 ENTRY_POINT_GROUP = "mempipe.store_backends"
 Opener = Callable[..., Store]
@@ -99,9 +99,15 @@ def require_migrated(store: Store) -> None:
 
 
 def finish_opening(store: Store, *, migrate: bool = True) -> Store:
-    """Apply pending migrations (unless told not to) and load the store's declarations."""
+    """Apply pending migrations (unless told not to) and load the store's declarations. A store
+    opened to be written (migrated) is checked first: a damaged one is refused, unchanged."""
     if migrate:
         from mempipe.migrations import migrate as run_migrations
+
+        problems = store.check_integrity()
+        if problems:
+            store.close()
+            raise StoreDamagedError(store.url, "; ".join(problems[:3]))
 
         run_migrations(store)
     store.load_declarations()

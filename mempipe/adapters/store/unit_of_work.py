@@ -32,6 +32,7 @@ from mempipe.adapters.store.base import (
     WorkQueue,
 )
 from mempipe.adapters.store.factory import open_store
+from mempipe.errors import StoreDamagedError
 
 
 class UnitOfWork:
@@ -85,6 +86,8 @@ class UnitOfWork:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+        if isinstance(error, UnicodeDecodeError):
+            raise StoreDamagedError(self.url, f"a text that is not UTF-8: {error}") from error
 
 
 def unit_of_work(url: str, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:

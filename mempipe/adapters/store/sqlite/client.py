@@ -53,6 +53,20 @@ def _on_read_only_medium(path: Path) -> bool:
     return path.is_file() and not os.access(path.parent, os.W_OK)
 
 
+_SOUND: set[tuple[Path, int]] = set()
+"""Files (and their size) this process found sound: a command and the flow it starts prepare
+the same store, and one check is enough."""
+
+
+def check_max_bytes() -> int:
+    return int(os.environ.get("MEMPIPE_SQLITE_CHECK_MAX_BYTES", 512 << 20))
+
+
+def _file_size(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return sum(p.stat().st_size for p in (path, wal) if p.exists())
+
+
 def _has_tables(conn: apsw.Connection) -> bool:
     return bool(conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall())
 
@@ -114,6 +128,32 @@ class SqliteStore(
         except apsw.Error as exc:
             raise translate(exc, where) from exc
         return conn
+
+    def check_integrity(self, *, full: bool = False) -> list[str]:
+        """SQLite's ``integrity_check`` (``full``), else its ``quick_check`` where the file is
+        no larger than ``MEMPIPE_SQLITE_CHECK_MAX_BYTES`` (a larger one is met page by page:
+        a damaged page a command reads is its store error). Problems found, none when sound;
+        a check that passed is not repeated in this process for the same file."""
+        size = _file_size(self.config.path)
+        if not full and (size > check_max_bytes() or (self.config.path, size) in _SOUND):
+            return []
+        found: list[str] = []
+        for pragma in ("integrity_check", "quick_check")[0 if full else 1 :]:
+            try:
+                found = [str(row[0]) for row in self._conn.execute(f"PRAGMA {pragma}(20)")]
+                break
+            except apsw.Error as exc:  # the thorough check can stop at the damage: go on
+                found = [f"{type(exc).__name__}: {exc}"]
+        found = [
+            line
+            for text in found
+            for line in text.splitlines()
+            if line.strip() and not line.startswith("*** in database")
+        ]
+        problems = [] if found == ["ok"] else found
+        if not problems:
+            _SOUND.add((self.config.path, size))
+        return problems
 
     def applied_migrations(self) -> list[str]:
         exists = self._rows(

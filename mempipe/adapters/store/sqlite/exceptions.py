@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import apsw
 
-from mempipe.errors import MempipeError, ResourceError, StoreError, TransientError
+from mempipe.errors import (
+    MempipeError,
+    ResourceError,
+    StoreDamagedError,
+    StoreError,
+    TransientError,
+)
 
 
 class StoreBusyError(TransientError):
     """Another writer held the database for longer than the busy timeout."""
 
 
+DAMAGE_SIGNS = ("malformed", "vectors blob", "corrupt")
+"""How SQLite and sqlite-vec say a page of the file does not hold what it should."""
+
+
 def translate(exc: apsw.Error, where: str) -> MempipeError:
+    if isinstance(exc, apsw.CorruptError) or any(s in str(exc) for s in DAMAGE_SIGNS):
+        return StoreDamagedError(where, f"{type(exc).__name__}: {exc}")
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StoreBusyError(f"{where}: database is busy: {exc}")
     if isinstance(exc, apsw.FullError):
