@@ -40,8 +40,10 @@ class Tracker:
     def __init__(self, sinks: list[ProgressSink]) -> None:
         self._sinks = sinks
         self._last = 0.0
+        self.completed = 0.0
 
     def update(self, completed: float, *, force: bool = False) -> None:
+        self.completed = completed
         now = time.monotonic()
         if not force and now - self._last < UPDATE_EVERY_SECONDS:
             return
@@ -61,8 +63,8 @@ def track(label: str, total: float, unit: str) -> Iterator[Tracker]:
     tracker = Tracker(sinks)
     try:
         yield tracker
-        tracker.update(total, force=True)
     finally:
+        tracker.update(tracker.completed, force=True)  # where the work got, not the total
         for sink in sinks:
             sink.close()
 
@@ -162,7 +164,7 @@ class TerminalBar:
         self._progress.update(self._task, completed=completed)
 
     def close(self) -> None:
-        self._progress.update(self._task, completed=self._progress.tasks[self._task].total)
+        return None
 
 
 @contextmanager

@@ -152,6 +152,7 @@ def backfill(
             f"{summary.turns_inserted} turns inserted, "
             f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected, "
             f"{summary.skipped_empty} empty messages skipped"
+            + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
         )
         for path in summary.failed_files:
             click.echo(f"failed: {path}")

@@ -4,12 +4,14 @@ runs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.cli.options import counted, emit, json_option, reports_errors, store_options
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
-from mempipe.schemas.run import RunRecord, WrittenFile
+from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.services.runs import RecoveredRun
 
 
@@ -36,6 +38,10 @@ class RunShown(BaseModel):
     dead: str | None = Field(default=None, description="why a run recorded as running is dead")
     files: list[WrittenFile] = Field(
         default_factory=list, description="where the run wrote users' text (audit, rejects, ...)"
+    )
+    never_written: list[str] = Field(
+        default_factory=list,
+        description="of those, the paths recorded before writing that were never written",
     )
     batches: list[BatchShown] = Field(
         default_factory=list, description="what the run submitted to a provider's Batch API"
@@ -167,6 +173,7 @@ def show_run(
             run=run,
             dead=death(run, datetime.now(UTC)),
             files=files,
+            never_written=[f.path for f in files if not Path(f.path).exists()],
             batches=shown_batches(uow.batches.run_batches(run_id)),
         )
 
@@ -178,11 +185,18 @@ def show_run(
         if run.parameters:
             shown = "; ".join(f"{k}: {_plain(v)}" for k, v in run.parameters.items())
             click.echo(f"parameters: {shown}")
-        click.echo(f"counts: {counted(run.counts) or 'none'}")
+        counts = counted(run.counts) or (
+            "none recorded (the run failed before it counted its work; what it committed stays "
+            "in the store: `mempipe stats`)"
+            if run.status is RunStatus.FAILED
+            else "none"
+        )
+        click.echo(f"counts: {counts}")
         if run.error:
             click.echo(f"error: {run.error}")
         for file in result.files:
-            click.echo(f"{file.kind.value}: {file.path}")
+            written = " (never written)" if file.path in result.never_written else ""
+            click.echo(f"{file.kind.value}: {file.path}{written}")
         for batch in result.batches:
             click.echo(
                 f"batch {batch.batch_id or batch.key}: {batch.status.value}, "

@@ -166,6 +166,8 @@ def import_command(
             f"read {summary.records_read}: {summary.added} added, {summary.updated} updated, "
             f"{summary.reinforced} reinforced, {summary.duplicates_skipped} already held, "
             f"{summary.rejected} rejected"
+            + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
+            + (f", {summary.without_vector} without a vector" if summary.without_vector else "")
         )
         if summary.rejects_path:
             click.echo(f"rejects: {summary.rejects_path}")

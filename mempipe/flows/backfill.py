@@ -89,7 +89,7 @@ def backfill_flow(
         )
         if isinstance(embedded, ReembedSummary):
             (turns,) = embedded.collections
-            summary.embedded, summary.embedding_model = turns.embedded_now, embedded.model
+            summary.embedded, summary.embedding_model = turns.embedded_now, turns.model_id
         failed = (
             "; ".join(
                 f

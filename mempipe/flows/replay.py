@@ -123,8 +123,9 @@ def replay_flow(
                         "force": force,
                         "selection": selection,
                         "handlers": enabled,
+                        "part": f"{number}/{len(buckets)}",
                     }
-                    for bucket in buckets
+                    for number, bucket in enumerate(buckets, start=1)
                 ],
                 task_runner,
                 concurrency,

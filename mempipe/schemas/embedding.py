@@ -52,7 +52,8 @@ class CollectionReport(BaseModel):
     failed: int = Field(
         default=0,
         description="records left without a vector by the provider's failure (error, hang, "
-        "malformed answer): embeddable, so the collection is not complete",
+        "malformed answer), sent or left unsent once it was down: embeddable, so the "
+        "collection is not complete",
     )
     provider_error: NoCredentials | None = Field(
         default=None, description="the provider's first failure, when ``failed``"

@@ -68,6 +68,9 @@ class MemoryImportSummary(BaseModel):
     updated: int = 0
     reinforced: int = 0
     duplicates_skipped: int = 0
+    skipped_erased: int = Field(
+        default=0, description="memories of an owner erased while the run went on: not written"
+    )
     rejected: int = 0
     rejects_path: str | None = None
     without_vector: int = 0
@@ -89,6 +92,7 @@ class MemoryImportSummary(BaseModel):
         "updated",
         "reinforced",
         "duplicates_skipped",
+        "skipped_erased",
         "rejected",
         "without_vector",
         "provider_failed",

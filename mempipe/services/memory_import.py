@@ -12,6 +12,7 @@ from itertools import islice
 
 from mempipe.adapters.embedding import Vector
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.archives.memories import MemoryArchiveReader
 from mempipe.domain.ids import stable_id
 from mempipe.domain.memories import build_record, searchable_text
@@ -83,7 +84,9 @@ def import_memory_file(
                 summary.provider_error = str(provider[0])
             write = _verbatim if request.verbatim else _reconciled
             rows = write(uow, context, memories, vectors)
-            summary.duplicates_skipped += len(memories) - len(rows)
+            erased = _of_erased_owners(uow, memories)
+            summary.skipped_erased += erased
+            summary.duplicates_skipped += len(memories) - len(rows) - erased
             for row in rows:
                 if row.action is ReconcileAction.UPDATE:
                     summary.updated += 1
@@ -96,6 +99,15 @@ def import_memory_file(
         summary.failed_files.append(str(path))
     summary.rejects_path = str(rejects_file) if summary.rejected else None
     return summary
+
+
+def _of_erased_owners(uow: UnitOfWork, memories: list[ImportedMemory]) -> int:
+    """Memories of an owner erased since this run began: the erase fence dropped them (they
+    are not duplicates)."""
+    owners = {(m.org_id, m.project_id, m.user_id) for m in memories}
+    epoch = writer_epoch()
+    erased = {owner for owner in owners if uow.erased_since(*owner, epoch)}
+    return sum((m.org_id, m.project_id, m.user_id) in erased for m in memories)
 
 
 def _batches(

@@ -450,3 +450,9 @@ def _record(
     )
     uow.audit.add_failure(failure)
     return failure
+
+
+def memory_embedding_model(uow: UnitOfWork, configured: str) -> str:
+    """The model that serves the store's memories (semantic, the collection every replay and
+    import writes), else ``configured`` for a store that serves none yet."""
+    return uow.models.serving_model(MemoryType.SEMANTIC.value) or configured

@@ -152,14 +152,17 @@ def count_vectors(
     with unit_of_work(store_url) as uow:
         records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
     resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
+    unembeddable, failed = sum(p.unembeddable for p in parts), sum(p.failed for p in parts)
+    if failed:  # a range stopped sending once the provider was down: what it left is failed too
+        failed = max(failed, records - vectors - unembeddable)
     report = CollectionReport(
         collection=plan.collection,
         model_id=plan.model_id,
         records=records,
         vectors=vectors,
         embedded_now=sum(p.embedded_now for p in parts),
-        unembeddable=sum(p.unembeddable for p in parts),
-        failed=sum(p.failed for p in parts),
+        unembeddable=unembeddable,
+        failed=failed,
         provider_error=next((p.provider_error for p in parts if p.provider_error), None),
         resumed_after=min(resumed) if resumed else None,
         batches=sum(p.batches for p in parts),

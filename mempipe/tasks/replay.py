@@ -11,7 +11,7 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
 from mempipe.adapters.llm.registry import extractor_for
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.domain.partitioning import partition
 from mempipe.errors import ConfigError
 from mempipe.interrupts import interruptible_sleep, stop_requested
@@ -24,7 +24,7 @@ from mempipe.schemas.work import WorkItem
 from mempipe.services.audit import EXPORTED, export_earlier_runs, write_audit, write_observed
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.replay import ReplayContext
+from mempipe.services.replay import ReplayContext, memory_embedding_model
 from mempipe.services.replay_batch import (
     apply_replay_batches,
     extraction_key,
@@ -41,13 +41,24 @@ FAILURES_LOGGED = 10
 extraction the same way, and 100,000 lines of it help nobody."""
 
 
-def replay_context(settings: ReplaySettings, run_id: str) -> ReplayContext:
+def replay_context(settings: ReplaySettings, run_id: str, uow: UnitOfWork) -> ReplayContext:
     """The extractor, embedder and rules a replay (or a memory import) runs with, made in the
-    process that runs it."""
+    process that runs it. New memories are embedded with the model that serves the store's
+    memories (a re-embed moved it), else with the configured one: any other vector could not
+    be searched. A configuration left behind by a re-embed is said, not refused."""
+    model = memory_embedding_model(uow, settings.embedding_model)
+    if model != settings.embedding_model:
+        get_run_logger().warning(
+            "the store's memories are served by %s (a re-embed moved them); the configuration "
+            "names %s: new memories are embedded with %s",
+            model,
+            settings.embedding_model,
+            model,
+        )
     return ReplayContext(
         run_id=run_id,
         extractor=extractor_for(settings.extractor, settings.llm),
-        embedder=embedder_for(settings.embedding_model),
+        embedder=embedder_for(model),
         thresholds=settings.thresholds,
         retry=settings.retry,
         sleep=interruptible_sleep,
@@ -81,14 +92,17 @@ def replay_bucket(
     force: bool,
     selection: SnapshotSelection,
     handlers: list[str],
+    part: str = "1/1",
 ) -> BucketOutcome:
     """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
-    returns, every owner it was given has been replayed, by this run or another."""
-    context = replay_context(settings, run_id)
+    returns, every owner it was given has been replayed, by this run or another. ``part``:
+    which of the run's partitions this is, for its bar (each counts its own extractions)."""
+    label = "replay" if part == "1/1" else f"replay part {part}"
     with (
         unit_of_work(store_url) as uow,
-        track("replay", len(items), "extractions") as bar,
+        track(label, len(items), "extractions") as bar,
     ):
+        context = replay_context(settings, run_id, uow)
         outcome = replay_by_owner(
             uow, items, context, selection, handlers, force=force, progress=bar.update
         )
@@ -129,11 +143,11 @@ def replay_via_batch(
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API."""
-    context = replay_context(settings, run_id)
-    live = context.extractor
-    if not isinstance(live, OpenAIExtractor):
-        raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
     with unit_of_work(store_url) as uow:
+        context = replay_context(settings, run_id, uow)
+        live = context.extractor
+        if not isinstance(live, OpenAIExtractor):
+            raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
         work = BatchWork(
             uow,
             OpenAIBatches(settings.llm),

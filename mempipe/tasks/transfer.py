@@ -105,8 +105,8 @@ def import_memory_file(
     verbatim: bool,
     rejects_file: str,
 ) -> MemoryImportSummary:
-    context = replay_context(settings, run_id)
     with unit_of_work(store_url) as uow:
+        context = replay_context(settings, run_id, uow)
         request = MemoryImportRequest(
             path=Path(path),
             format=fmt,
