@@ -1,0 +1,131 @@
+"""True counts and names in every summary and bar (issue 38): a bar ends where the work got; a
+re-embed whose provider stopped counts what it never sent; the memories the erase fence
+dropped are not duplicates; replay and import embed with the model that serves the store, as
+backfill's embedding does, and each names the model that embedded."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from mempipe import progress
+from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
+from mempipe.domain.failures import FailureKind, failure_error
+from mempipe.flows.backfill import backfill_flow
+from mempipe.flows.reembed import reembed_flow
+from mempipe.flows.transfer import import_memories_flow
+from mempipe.schemas.bundle import BundleSelection
+from mempipe.schemas.memory_import import MemoryFormat
+from tests.integration.test_memory_import import DEFAULTS, context, imported
+
+MEM0 = Path(__file__).parents[1] / "memory_fixtures" / "mem0_get_all.json"
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def update(self, completed: float) -> None:
+        self.values.append(completed)
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_bar_ends_where_the_work_got_not_at_its_total(monkeypatch) -> None:
+    sink = Sink()
+    monkeypatch.setattr(progress, "_factories", [lambda label, total, unit: sink])
+    monkeypatch.setattr(progress, "_lock", threading.Lock())
+
+    def stopped_at_768() -> None:
+        with progress.track("embed stm", 2080, "records") as bar:
+            bar.update(768)
+            raise RuntimeError("the provider went away")
+
+    with pytest.raises(RuntimeError):
+        stopped_at_768()
+    assert sink.values[-1] == 768
+    with progress.track("promote", 60, "turns") as bar:
+        bar.update(60)
+    assert sink.values[-1] == 60
+
+
+def test_memories_the_erase_fence_dropped_are_counted_as_such(store, tmp_path) -> None:
+    """An import that began before an erase: the fence drops the erased user's memories, and
+    the summary says so instead of calling them duplicates."""
+    selection = BundleSelection(
+        org_id=DEFAULTS.org_id, project_id=DEFAULTS.project_id, user_id="alice"
+    )
+    UnitOfWork(store).erasure.erase_user(selection, dry_run=False)
+
+    summary = imported(store, MEM0, MemoryFormat.MEM0, tmp_path / "rejects.jsonl")
+
+    assert summary.skipped_erased > 0
+    assert summary.duplicates_skipped == 0
+    assert summary.records_read == (
+        summary.added
+        + summary.reinforced
+        + summary.updated
+        + summary.duplicates_skipped
+        + summary.skipped_erased
+        + summary.rejected
+    )
+
+
+def test_a_provider_failure_in_an_import_is_counted_and_fails_the_run(store, tmp_path) -> None:
+    class Down(HashingEmbedder):
+        def embed(self, texts):
+            raise failure_error(FailureKind.SERVER, "503 upstream")
+
+    summary = imported(
+        store, MEM0, MemoryFormat.MEM0, tmp_path / "rejects.jsonl", ctx=context(embedder=Down(64))
+    )
+    assert summary.provider_failed == summary.without_vector > 0
+    assert "503 upstream" in (summary.provider_error or "")
+
+
+def test_replay_and_import_embed_with_the_serving_model_and_backfill_names_it(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project-config.yaml").write_text(
+        "memory:\n  extraction:\n    enabled: [semantic]\n  embedding:\n    model: hashing-64\n"
+    )
+    archive = tmp_path / "a.jsonl"
+    archive.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "session_id": f"s{i}",
+                    "turn_seq": 0,
+                    "role": "user",
+                    "content": f"I prefer aisle seats on flight {i}.",
+                    "created_at": "2024-01-01T00:00:00Z",
+                }
+            )
+            + "\n"
+            for i in range(5)
+        )
+    )
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    config = str(tmp_path / "project-config.yaml")
+    backfill_flow(paths=[str(archive)], store=store, config=config, user_id="ann", embed=True)
+    import_memories_flow(paths=[str(MEM0)], format=MemoryFormat.MEM0, store=store, config=config)
+    reembed_flow(model="hashing-32", store=store, config=config)
+
+    summary = backfill_flow(
+        paths=[str(archive)], store=store, config=config, user_id="bob", embed=True
+    )
+    assert summary.embedding_model == "hashing-32", "the model that embedded, not the config's"
+    again = import_memories_flow(
+        paths=[str(MEM0)], format=MemoryFormat.MEM0, store=store, config=config, user_id="zed"
+    )
+    assert again.without_vector == 0
+
+    with unit_of_work(store) as uow:
+        records, vectors = uow.vectors.vector_counts("semantic", "hashing-32")
+    assert records == vectors > 0, "every memory has a vector of the serving model"
