@@ -5,21 +5,30 @@ backfill's embedding does, and each names the model that embedded."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
+from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from mempipe import progress
 from mempipe.adapters.embedding.hashing import HashingEmbedder
+from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
+from mempipe.cli import cli
 from mempipe.domain.failures import FailureKind, failure_error
+from mempipe.errors import IncompleteRunError
 from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.reembed import reembed_flow
 from mempipe.flows.transfer import import_memories_flow
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.memory_import import MemoryFormat
+from mempipe.schemas.run import FileKind, RunRecord, RunStatus, WrittenFile
+from tests.fakes.openai_server import Answer, embeddings, error, fake_openai
 from tests.integration.test_memory_import import DEFAULTS, context, imported
 
 MEM0 = Path(__file__).parents[1] / "memory_fixtures" / "mem0_get_all.json"
@@ -129,3 +138,70 @@ def test_replay_and_import_embed_with_the_serving_model_and_backfill_names_it(
     with unit_of_work(store) as uow:
         records, vectors = uow.vectors.vector_counts("semantic", "hashing-32")
     assert records == vectors > 0, "every memory has a vector of the serving model"
+
+
+def test_a_reembed_stopped_by_its_provider_counts_what_it_never_sent_as_failed(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    """The provider answers the probe and two batches, then fails: the range stops, and the
+    records it never sent are counted failed with those it sent, so the counts add up."""
+    monkeypatch.chdir(tmp_path)
+    archive = tmp_path / "a.jsonl"
+    archive.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "session_id": f"s{i}",
+                    "turn_seq": 0,
+                    "role": "user",
+                    "content": f"Turn {i}: I prefer aisle seats.",
+                    "created_at": "2024-01-01T00:00:00Z",
+                }
+            )
+            + "\n"
+            for i in range(1000)
+        )
+    )
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    backfill_flow(paths=[str(archive)], store=store, user_id="ann")
+    answered = itertools.count()
+
+    def fails_after_three(body: dict) -> Answer:
+        return embeddings(body, 16) if next(answered) < 3 else error(503, "overloaded")
+
+    with fake_openai() as (fake, url):
+        fake.responder = fails_after_three
+        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
+        monkeypatch.setenv("MEMPIPE_LLM_API_KEY", "sk-test")
+        monkeypatch.setenv("MEMPIPE_RETRY_MAX_ATTEMPTS", "1")
+        with pytest.raises(IncompleteRunError) as stopped:
+            reembed_flow(
+                model="openai:fake-embed:16", collections=["stm"], batch_size=100, store=store
+            )
+    (turns,) = stopped.value.summary.collections  # type: ignore[attr-defined]
+    assert turns.embedded_now == 200
+    assert turns.records == 1000
+    assert turns.failed == turns.records - turns.vectors - turns.unembeddable == 800
+    assert len(fake.requests) < 10, "the range stopped sending"
+
+
+def test_runs_show_says_a_failed_run_counted_nothing_and_names_files_never_written(
+    tmp_path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    now = datetime.now(UTC)
+    rejects = tmp_path / "mempipe-rejects" / "backfill-r1.jsonl"
+    with closing(open_store(url, migrate=True)) as store:
+        store.start_run(RunRecord(run_id="r1", flow="backfill", started_at=now, heartbeat_at=now))
+        store.record_file(
+            WrittenFile(path=str(rejects), kind=FileKind.REJECTS, run_id="r1", written_at=now)
+        )
+        store.finish_run("r1", RunStatus.FAILED, {}, "the disk is full")
+    shown = CliRunner().invoke(cli, ["runs", "show", "r1", "--store", url])
+    assert shown.exit_code == 0, shown.output
+    assert "counts: none recorded (the run failed before it counted its work" in shown.output
+    assert f"rejects: {rejects} (never written)" in shown.output
+    document = json.loads(
+        CliRunner().invoke(cli, ["runs", "show", "r1", "--store", url, "--json"]).stdout
+    )
+    assert document["never_written"] == [str(rejects)]
