@@ -169,13 +169,18 @@ class TerminalBar:
 
 @contextmanager
 def show_on_terminal(console: Console | None = None) -> Iterator[None]:
-    """Draw a bar on stderr for everything tracked while this is open."""
+    """Draw a bar on stderr for everything tracked while this is open, when stderr is a
+    terminal: a redirected stderr (a log file, a scheduler's capture) gets no bars."""
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} {task.fields[unit]}"),
         TimeRemainingColumn(),
-        console=console or Console(stderr=True),
+        console=console,
         transient=False,
     )
 

@@ -154,8 +154,10 @@ def backfill(
             f"{summary.skipped_empty} empty messages skipped"
             + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
         )
-        for path in summary.failed_files:
-            click.echo(f"failed: {path}")
+        for file in [f for f in summary.files if f.failed]:
+            click.echo(
+                f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
+            )
         if summary.rejects_path:
             click.echo(f"rejects: {summary.rejects_path}")
         click.echo(
@@ -165,7 +167,7 @@ def backfill(
         click.echo(f"store: {summary.store}")
         if summary.embedded is not None:
             click.echo(f"embedded {summary.embedded} turns with {summary.embedding_model}")
-        else:
+        elif summary.turns_inserted:
             click.echo(
                 "turns are searched by text now; for search by meaning, embed them: "
                 "`mempipe reembed --incremental` (or backfill with --embed)"

@@ -151,6 +151,13 @@ def replay(
             click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
         if summary.erased_meanwhile:
             click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
+        if not summary.extractions:
+            click.echo(
+                "nothing to extract: no snapshot is pending extraction. `mempipe backfill "
+                "ARCHIVE` brings conversations in first; `mempipe replay --force` extracts "
+                "done snapshots again"
+            )
+            return
         where = Path(summary.audit_dir).resolve()
         click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
         click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from pydantic import BaseModel, Field
 
 from mempipe.cli import session_server
 from mempipe.interrupts import stop_on_signals
@@ -72,6 +73,7 @@ class _EngineTraceback(logging.Filter):
     it as its one ``error:`` line; the run's logs on the Prefect server keep it in full."""
 
     REPORTS = (
+        "error: ",
         "Encountered exception during execution",
         "Task run failed with exception",
         "Finished in state",
@@ -184,3 +186,58 @@ def _require_store(options: dict[str, Any]) -> None:
 
     context = load_context(options["store"], options["config"], options["store_secret"])
     context.unit_of_work(existing=True).close()
+
+
+class PrefectFlowRun(BaseModel):
+    """A flow run as Prefect recorded it: what ``runs show`` says of a run its store never
+    recorded (one that failed before it reached its store)."""
+
+    run_id: str
+    flow: str
+    name: str
+    state: str | None
+    message: str | None = Field(description="the state's message: the run's one-line error")
+    parameters: dict[str, Any]
+    start_time: str | None
+    end_time: str | None
+    api: str = Field(description="the Prefect API that holds the record")
+
+
+def prefect_flow_run(run_id: str) -> PrefectFlowRun | None:
+    """Prefect's record of a flow run (a run id is the flow run's id), from the API the
+    environment names or this Prefect home's session server; None where neither knows it."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    try:
+        flow_run_id = UUID(run_id)
+    except ValueError:
+        return None
+    settings = get_current_settings()
+    api = settings.api.url
+    if not api:
+        record = session_server.running(Path(settings.home))
+        api = record.api_url if record is not None else None
+    if not api:
+        return None
+    with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+        try:
+            run = client.read_flow_run(flow_run_id)
+            flow = client.read_flow(run.flow_id)
+        except (ObjectNotFound, OSError):
+            return None
+    state = run.state
+    return PrefectFlowRun(
+        run_id=run_id,
+        flow=flow.name,
+        name=run.name,
+        state=state.name if state else None,
+        message=state.message if state else None,
+        parameters=run.parameters,
+        start_time=run.start_time.isoformat() if run.start_time else None,
+        end_time=run.end_time.isoformat() if run.end_time else None,
+        api=str(api),
+    )

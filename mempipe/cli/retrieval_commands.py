@@ -101,6 +101,8 @@ def search(
         result = run_search(uow, embedder_for, query, source, SearchMode(mode), filters, top_k)
 
     def human() -> None:
+        if result.hits:
+            click.echo(f"{'score':>8}  id  [user]  text")
         for hit in result.hits:
             where = hit.message_id or hit.id
             said = f"{hit.name}: {hit.text}" if hit.name else hit.text

@@ -129,6 +129,10 @@ def runs(
         )
 
     def human() -> None:
+        if result.runs:
+            click.echo(f"{'run':<36}  {'flow':<16} {'status':<12} {'host:pid':<24} started")
+        else:
+            click.echo("no runs recorded in this store yet")
         for view in result.runs:
             run = view.run
             where = f"{run.host}:{run.pid}" if run.host else "-"
@@ -161,21 +165,25 @@ def show_run(
 
     from mempipe.bootstrap import load_context
     from mempipe.domain.liveness import death
-    from mempipe.errors import ConfigError
+    from mempipe.errors import ConfigError, StoreError
 
-    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
-        run = uow.runs.get_run(run_id)
-        if run is None:
-            raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
-        files = [f for f in uow.files.written_files() if f.run_id == run_id]
-        result = RunShown(
-            store=uow.url,
-            run=run,
-            dead=death(run, datetime.now(UTC)),
-            files=files,
-            never_written=[f.path for f in files if not Path(f.path).exists()],
-            batches=shown_batches(uow.batches.run_batches(run_id)),
-        )
+    try:
+        with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
+            run = uow.runs.get_run(run_id)
+            if run is None:
+                raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
+            files = [f for f in uow.files.written_files() if f.run_id == run_id]
+            result = RunShown(
+                store=uow.url,
+                run=run,
+                dead=death(run, datetime.now(UTC)),
+                files=files,
+                never_written=[f.path for f in files if not Path(f.path).exists()],
+                batches=shown_batches(uow.batches.run_batches(run_id)),
+            )
+    except (ConfigError, StoreError) as missing:
+        _show_prefect_record(run_id, missing, as_json)
+        return
 
     def human() -> None:
         ended = run.finished_at.isoformat(timespec="seconds") if run.finished_at else "-"
@@ -205,6 +213,31 @@ def show_run(
         click.echo(f"store: {result.store}")
 
     emit(result, as_json, human)
+
+
+def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None:
+    """A run the store has no record of (it failed before it reached its store), as Prefect
+    recorded it; the store's error where Prefect knows it no better."""
+    from mempipe.cli.flow_runs import prefect_flow_run
+    from mempipe.credentials import scrub
+
+    recorded = prefect_flow_run(run_id)
+    if recorded is None:
+        raise missing
+
+    def human() -> None:
+        click.echo(f"run {run_id}: {recorded.flow} {(recorded.state or 'unknown').lower()}")
+        click.echo(
+            f"the store has no record of it ({missing}); Prefect's record at {recorded.api}:"
+        )
+        click.echo(f"started {recorded.start_time or '-'}, ended {recorded.end_time or '-'}")
+        if recorded.parameters:
+            shown = "; ".join(f"{k}: {_plain(v)}" for k, v in recorded.parameters.items())
+            click.echo(f"parameters: {scrub(shown)}")
+        if recorded.message:
+            click.echo(f"error: {scrub(recorded.message)}")
+
+    emit(recorded, as_json, human)
 
 
 @runs.command("cancel")

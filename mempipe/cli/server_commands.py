@@ -47,6 +47,8 @@ def _describe(view: ServerView, said: str) -> None:
             f"{server.started_at.isoformat(timespec='seconds')}), database {server.database}, "
             f"stops after {server.idle_seconds:.0f} s unused{using}."
         )
+        mine = "this installation" if server.ours else "another installation"
+        click.echo(f"started by {mine}: {server.installation or 'unrecorded'}")
     if view.configured_api:
         click.echo(f"PREFECT_API_URL is set: commands report to {view.configured_api} instead.")
 
@@ -84,12 +86,18 @@ def start(as_json: bool) -> None:
 
 
 @server.command()
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Stop it even while commands use it, or when another installation started it.",
+)
 @json_option
 @reports_errors
-def stop(as_json: bool) -> None:
-    """Stop the server now; it finishes the requests it is serving first."""
+def stop(force: bool, as_json: bool) -> None:
+    """Stop the server now; it finishes the requests it is serving first. One that commands
+    are using, or that another installation started, is left running without --force."""
     from prefect.settings import get_current_settings
 
-    stopped = session_server.stop(Path(get_current_settings().home))
+    stopped = session_server.stop(Path(get_current_settings().home), force=force)
     view = _view(None).model_copy(update={"server": stopped})
     emit(view, as_json, lambda: _describe(view, "stopped"))

@@ -10,7 +10,16 @@ outside the command's orphan guard): its place is written in the Prefect home, w
 time (``MEMPIPE_SERVER_IDLE_SECONDS``); ``mempipe server stop`` stops it now. One server per
 Prefect home, so its runs land in the database a temporary server would have used.
 
-``python -m mempipe.cli.session_server`` is the server process itself.
+A server is its installation's: a command reuses one only if the same installation started it
+(the same interpreter, mempipe and Prefect, which ``mempipe server status`` shows); another
+installation's server on the same Prefect home is replaced while no command uses it (an
+upgrade), and named, not used, while one does (two Prefect versions must not share a
+database). ``mempipe server stop`` leaves a server that commands are using, or another
+installation's, running unless ``--force``.
+
+``python -m mempipe.cli.session_server_process`` is the server process itself; it writes its
+log (``mempipe-server.log`` in the Prefect home): when it started and stopped, and Prefect's
+API's own errors.
 """
 
 from __future__ import annotations
@@ -36,12 +45,36 @@ from mempipe.errors import MempipeError
 from mempipe.watchdog import SESSION_SERVER
 
 PROCESS_MARK = SESSION_SERVER.decode()
-"""This module, run as the server: its command line is how ``stop`` and the orphan guard know it."""
+"""In the server's command line: how ``stop`` and the orphan guard know it."""
+PROCESS_MODULE = f"{PROCESS_MARK}_process"
+"""The module run as the server (not this one, which the ``mempipe.cli`` package imports)."""
 RECORD = "mempipe-server.json"
 CLIENTS = "mempipe-server.clients"
 LOG = "mempipe-server.log"
 LOCK = "mempipe-server.lock"
 CHECK_S = 1.0
+
+
+class Installation(BaseModel):
+    """What started a server: the interpreter (its environment), mempipe's and Prefect's
+    versions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    python: str
+    mempipe: str
+    prefect: str
+
+    @classmethod
+    def this(cls) -> Installation:
+        import prefect
+
+        from mempipe import __version__
+
+        return cls(python=sys.executable, mempipe=__version__, prefect=prefect.__version__)
+
+    def __str__(self) -> str:
+        return f"mempipe {self.mempipe}, Prefect {self.prefect}, {self.python}"
 
 
 class ServerRecord(BaseModel):
@@ -55,6 +88,12 @@ class ServerRecord(BaseModel):
     database: str
     idle_seconds: float
     started_at: datetime
+    installation: Installation | None = None
+    """None: a server of a mempipe that did not record it (older): another installation's."""
+
+    @property
+    def ours(self) -> bool:
+        return self.installation == Installation.this()
 
 
 class SessionServerError(MempipeError):
@@ -114,13 +153,25 @@ def _locked(home: Path) -> Iterator[None]:
 
 def start(settings: Any, idle_seconds: float) -> tuple[ServerRecord, bool]:
     """The running server of the Prefect settings' home, else a new one once it answers;
-    whether it was started now."""
+    whether it was started now. Another installation's server is stopped and replaced while no
+    command uses it (an upgrade), and refused, named, while one does."""
     home = Path(settings.home)
     found = running(home)
-    if found is not None:
+    if found is not None and found.ours:
         return found, False
     with _locked(home):
         found = running(home)
+        if found is not None and not found.ours:
+            if [pid for pid in live_clients(home) if pid != os.getpid()]:
+                raise SessionServerError(
+                    f"the Prefect server at {found.api_url} (pid {found.pid}) serves the "
+                    f"Prefect home {home} for another installation "
+                    f"({found.installation or 'unrecorded'}), and commands are using it; this "
+                    f"one is {Installation.this()}. Give this installation a Prefect home of "
+                    "its own (PREFECT_HOME), or stop that server: `mempipe server stop --force`"
+                )
+            _terminate(found)
+            found = None
         if found is not None:
             return found, False
         return _launch(settings, home, idle_seconds), True
@@ -145,7 +196,7 @@ def _launch(settings: Any, home: Path, idle_seconds: float) -> ServerRecord:
             [
                 sys.executable,
                 "-m",
-                PROCESS_MARK,
+                PROCESS_MODULE,
                 "--prefect-home",
                 str(home),
                 "--database",
@@ -177,21 +228,38 @@ def _launch(settings: Any, home: Path, idle_seconds: float) -> ServerRecord:
     )
 
 
-def stop(home: Path, timeout: float = 30.0) -> ServerRecord | None:
-    """Stop the running server (it finishes the requests it holds); the one stopped."""
+def stop(home: Path, *, force: bool = False, timeout: float = 30.0) -> ServerRecord | None:
+    """Stop the running server (it finishes the requests it holds); the one stopped. One that
+    commands are using, or another installation's, only when ``force``."""
     with _locked(home):
         record = _read(home)
         if record is None or not _is_server(record.pid):
             (home / RECORD).unlink(missing_ok=True)
             return None
-        os.kill(record.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _is_server(record.pid):
-            if time.monotonic() > deadline:
-                raise SessionServerError(f"the server (pid {record.pid}) did not stop")
-            time.sleep(0.1)
-        (home / RECORD).unlink(missing_ok=True)
+        using = [pid for pid in live_clients(home) if pid != os.getpid()]
+        if not force and (using or not record.ours):
+            why = (
+                f"{len(using)} command(s) are using it (pid {', '.join(map(str, using))})"
+                if using
+                else f"it is another installation's ({record.installation or 'unrecorded'})"
+            )
+            raise SessionServerError(
+                f"the Prefect server at {record.api_url} (pid {record.pid}) was left running: "
+                f"{why}; `mempipe server stop --force` stops it all the same"
+            )
+        _terminate(record, timeout)
         return record
+
+
+def _terminate(record: ServerRecord, timeout: float = 30.0) -> None:
+    """Stop the server process and wait for it (it finishes the requests it holds)."""
+    os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _is_server(record.pid):
+        if time.monotonic() > deadline:
+            raise SessionServerError(f"the server (pid {record.pid}) did not stop")
+        time.sleep(0.1)
+    (Path(record.prefect_home) / RECORD).unlink(missing_ok=True)
 
 
 @contextmanager
@@ -285,7 +353,9 @@ def serve(home: Path, database: str, idle_seconds: float) -> None:
         database=database,
         idle_seconds=idle_seconds,
         started_at=datetime.now(UTC),
+        installation=Installation.this(),
     )
+    _log(f"starting Prefect's API for {home} on port {port} ({record.installation})")
     try:
         while not _answers(record.api_url):
             if asked.wait(0.1) or api.poll() is not None:
@@ -293,7 +363,9 @@ def serve(home: Path, database: str, idle_seconds: float) -> None:
         written = home / f"{RECORD}.{record.pid}"
         written.write_text(record.model_dump_json(indent=2))
         os.replace(written, home / RECORD)
+        _log(f"serving {record.api_url}")
         _idle(home, idle_seconds, asked, api)
+        _log("stopping: " + ("asked to" if asked.is_set() else "unused, or the API ended"))
     finally:
         if (current := _read(home)) is not None and current.pid == record.pid:
             (home / RECORD).unlink(missing_ok=True)
@@ -316,10 +388,15 @@ def _database(settings: Any, home: Path) -> str:
     return url.split("///", 1)[1] if url.startswith("sqlite") and "///" in url else public_url(url)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog=f"python -m {PROCESS_MARK}")
+def _log(line: str) -> None:
+    """One line of the server's log (its stdout is the log file)."""
+    print(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=f"python -m {PROCESS_MODULE}")
     parser.add_argument("--prefect-home", type=Path, required=True)
     parser.add_argument("--database", required=True)
     parser.add_argument("--idle-seconds", type=float, required=True)
-    given = parser.parse_args()
+    given = parser.parse_args(argv)
     serve(given.prefect_home, given.database, given.idle_seconds)

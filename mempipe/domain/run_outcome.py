@@ -18,16 +18,27 @@ def run_status(stopped_by: str | None, undone: str | None) -> tuple[RunStatus, s
     return (RunStatus.FAILED if undone else RunStatus.COMPLETED), undone
 
 
-def unread_files(failed_files: Sequence[str], rejects_path: str | None = None) -> str | None:
-    """Files that could not be read to the end (the rest of each was kept)."""
-    if not failed_files:
+FILES_NAMED = 3
+"""How many unreadable files an error names with their reasons; the rest are counted."""
+
+
+def unread_files(
+    failed: Sequence[tuple[str, str | None]], rejects_path: str | None = None
+) -> str | None:
+    """Files that could not be read to the end (the rest of each was kept), the first few with
+    why, then a count: the reason is where ops look, not only in the rejects file."""
+    if not failed:
         return None
-    where = f" (see {rejects_path})" if rejects_path else ""
-    return (
-        f"{len(failed_files)} file(s) could not be read to the end: "
-        + ", ".join(failed_files)
-        + where
+    named = "; ".join(
+        f"{path}: {_reason(reason)}" if reason else path for path, reason in failed[:FILES_NAMED]
     )
+    more = f"; and {len(failed) - FILES_NAMED} more" if len(failed) > FILES_NAMED else ""
+    where = f" (see {rejects_path})" if rejects_path else ""
+    return f"{len(failed)} file(s) could not be read to the end: {named}{more}{where}"
+
+
+def _reason(reason: str) -> str:
+    return reason.removeprefix("whole file rejected: ")
 
 
 def vectors_left(provider_failed: int, provider_error: str | None) -> str | None:

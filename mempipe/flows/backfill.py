@@ -93,7 +93,13 @@ def backfill_flow(
         failed = (
             "; ".join(
                 f
-                for f in (unread_files(summary.failed_files, summary.rejects_path), not_embedded)
+                for f in (
+                    unread_files(
+                        [(f.path, f.failed) for f in summary.files if f.failed],
+                        summary.rejects_path,
+                    ),
+                    not_embedded,
+                )
                 if f
             )
             or None

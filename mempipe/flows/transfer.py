@@ -235,7 +235,7 @@ def import_memories_flow(
         summary.rejects_path = str(rejects) if summary.rejected else None
         summary.seconds = round(time.monotonic() - started, 3)
         failed = first_undone(
-            unread_files(summary.failed_files),
+            unread_files(list(summary.unread.items()), summary.rejects_path),
             vectors_left(summary.provider_failed, summary.provider_error),
         )
         summary.audit_files = export_audit(

@@ -81,6 +81,9 @@ class MemoryImportSummary(BaseModel):
         default=None, description="why the provider failed, where it did"
     )
     failed_files: list[str] = Field(default_factory=list)
+    unread: dict[str, str] = Field(
+        default_factory=dict, description="why each failed file could not be read to the end"
+    )
     audit_files: list[str] = Field(
         default_factory=list, description="the Parquet audit files of the import's run"
     )
@@ -109,6 +112,7 @@ class MemoryImportSummary(BaseModel):
             for count in cls.COUNTED:
                 setattr(summary, count, getattr(summary, count) + getattr(part, count))
             summary.failed_files += part.failed_files
+            summary.unread |= part.unread
             summary.provider_error = summary.provider_error or part.provider_error
         return summary
 

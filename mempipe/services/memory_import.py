@@ -97,6 +97,7 @@ def import_memory_file(
             progress.update(reader.bytes_read)
     if reader.failed:
         summary.failed_files.append(str(path))
+        summary.unread[str(path)] = reader.failed
     summary.rejects_path = str(rejects_file) if summary.rejected else None
     return summary
 

@@ -107,3 +107,37 @@ def test_a_run_that_fails_inside_its_flow_says_so_in_one_line(prefect_server, tm
     )
     assert verbose.returncode == 1
     assert "Traceback" in verbose.stderr, "-v shows the engine's report"
+
+
+def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_false_hint(
+    tmp_path,
+) -> None:
+    """Four archives that cannot be read beside a good one: the error names the first three
+    with their reasons and counts the rest; a redirected stderr gets no bar and no blank line;
+    a run that inserted nothing suggests nothing about its turns."""
+    import gzip
+
+    (tmp_path / "deep.json").write_text("[" * 5000 + "]" * 5000)
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n' * 500)[:-40])
+    (tmp_path / "foreign.json").write_text('{"orders": [1, 2]}')
+    (tmp_path / "blob.jsonl").write_bytes(bytes(range(256)) * 8)
+    result = mempipe(
+        "backfill", "deep.json", "cut.jsonl.gz", "foreign.json", "blob.jsonl", cwd=tmp_path
+    )
+    assert result.returncode == 1
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert error.startswith("error: 4 file(s) could not be read to the end: ")
+    assert "MEMPIPE_ARCHIVE_MAX_DEPTH" in error
+    assert "and 1 more" in error
+    assert "" not in result.stderr.splitlines(), "no blank line"
+    assert "━" not in result.stderr, "no bar on a redirected stderr"
+    failed = [line for line in result.stdout.splitlines() if line.startswith("failed: ")]
+    assert len(failed) == 4
+    assert all(": " in line.removeprefix("failed: ") for line in failed), "each with its reason"
+    assert "reembed --incremental" not in result.stdout, "no hint about turns never inserted"
+
+    replay = mempipe("replay", cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    assert "nothing to extract" in replay.stdout
+    assert "mempipe backfill ARCHIVE" in replay.stdout
+    assert "mempipe report" not in replay.stdout

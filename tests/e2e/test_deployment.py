@@ -321,3 +321,43 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     opened.close()
     assert turns > 0, "the run wrote to the store the block names"
     assert hits_in_database(Path(ops_env["PREFECT_HOME"]) / "prefect.db", [str(db)]) == []
+
+
+def test_a_deployment_run_that_cannot_reach_its_store_says_why_where_ops_look(
+    ops_env, fixtures, tmp_path
+) -> None:
+    """A worker whose store folder does not exist (the README's first mistake): the reason is
+    the run's last log line, which ``--watch`` prints, the state's message, which ``prefect
+    flow-run inspect`` prints, and ``mempipe runs show`` prints Prefect's record of the run,
+    since the store never recorded it."""
+    pools = subprocess.run(
+        [PREFECT, "work-pool", "ls"], env=ops_env, capture_output=True, text=True, timeout=120
+    )
+    if "mempipe-local" not in pools.stdout:
+        prefect("work-pool", "create", "mempipe-local", "--type", "process", env=ops_env)
+    prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
+    missing = f"sqlite:///{tmp_path / 'no-such-folder' / 'memory.db'}"
+    env = {**ops_env, "MEMPIPE_STORE": missing}
+    with serving_worker(env, tmp_path):
+        failed = run_deployment("backfill/backfill", {"paths": [str(fixtures)]}, env, tmp_path)
+    watched = failed.stdout + failed.stderr
+    assert failed.returncode == 1, watched
+    assert "cannot open the database file" in watched, "--watch prints the reason"
+    [run_id] = set(re.findall(r"UUID: ([0-9a-f-]{36})", failed.stdout))
+
+    inspected = prefect("flow-run", "inspect", run_id, env=ops_env).stdout
+    assert "cannot open the database file" in inspected, "the state's message is the error"
+
+    shown = subprocess.run(
+        [MEMPIPE, "runs", "show", run_id, "--store", missing],
+        cwd=tmp_path,
+        env=ops_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == f"run {run_id}: backfill failed"
+    assert "the store has no record of it" in shown.stdout
+    assert "error: " in shown.stdout
+    assert "cannot open the database file" in shown.stdout

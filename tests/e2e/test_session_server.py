@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -81,13 +82,13 @@ def test_commands_without_a_prefect_api_share_one_server_that_records_their_runs
     recorded = [flow_run["state_type"] for flow_run in flow_runs(server["api_url"])]
     assert recorded == ["COMPLETED"] * 3, "every command's run is in the Prefect home's database"
 
-    said = run(["server", "status"], tmp_path, env).stdout.strip()
-    shown = next(
-        line
-        for line in (ROOT / "README.md").read_text().splitlines()
-        if line.startswith("mempipe's Prefect server runs:")
-    )
-    assert masked(said) == masked(shown), "the README shows what `mempipe server status` says"
+    said = run(["server", "status"], tmp_path, env).stdout.strip().splitlines()
+    readme = (ROOT / "README.md").read_text().splitlines()
+    at = next(n for n, line in enumerate(readme) if line.startswith("mempipe's Prefect server"))
+    assert masked(said[0]) == masked(readme[at]), "the README shows what `server status` says"
+    assert said[1].startswith("started by this installation: mempipe ")
+    assert said[1].endswith(sys.executable)
+    assert readme[at + 1].startswith("started by this installation: mempipe ")
 
     stopped = run(["server", "stop", "--json"], tmp_path, env)
     assert stopped.returncode == 0, stopped.stderr
@@ -165,3 +166,51 @@ def test_a_command_that_succeeds_prints_nothing_on_stderr_with_either_server(
             assert noisy_lines(done.stderr) == "", f"{command[0]}: {done.stderr}"
     finally:
         run(["server", "stop"], tmp_path, env)
+
+
+def test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force(env, tmp_path) -> None:
+    """A server that commands are using is not stopped without --force. Another installation's
+    server on the same Prefect home (its record says so) is named and refused while a command
+    uses it, and replaced once none does. Its log opens cleanly and says when it started and
+    stopped."""
+    started = run(["server", "start", "--json"], tmp_path, env)
+    assert started.returncode == 0, started.stderr
+    server = json.loads(started.stdout)["server"]
+    assert server["installation"]["python"] == sys.executable
+    home = tmp_path / "prefect"
+    user = subprocess.Popen(["sleep", "120"])
+    (home / "mempipe-server.clients").mkdir(exist_ok=True)
+    (home / "mempipe-server.clients" / str(user.pid)).touch()
+    try:
+        busy = run(["server", "stop"], tmp_path, env)
+        assert busy.returncode == 1
+        assert "1 command(s) are using it" in busy.stderr
+        assert "--force" in busy.stderr
+        assert status(tmp_path, env)["running"] is True
+
+        record = json.loads((home / "mempipe-server.json").read_text())
+        record["installation"]["mempipe"] = "0.0.1"
+        (home / "mempipe-server.json").write_text(json.dumps(record))
+        refused = run(["backfill", str(SAMPLE), "--store", "sqlite:///other.db"], tmp_path, env)
+        assert refused.returncode == 1
+        assert "for another installation (mempipe 0.0.1" in refused.stderr
+        assert "PREFECT_HOME" in refused.stderr
+        assert not (tmp_path / "other.db").exists(), "refused before anything was written"
+    finally:
+        user.kill()
+        user.wait()
+
+    upgraded = run(["backfill", str(SAMPLE), "--store", "sqlite:///other.db"], tmp_path, env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert gone(server["pid"]), "the other installation's idle server was replaced"
+    ours = status(tmp_path, env)["server"]
+    assert ours["installation"]["mempipe"] != "0.0.1"
+
+    forced = run(["server", "stop", "--force", "--json"], tmp_path, env)
+    assert forced.returncode == 0, forced.stderr
+    assert gone(ours["pid"])
+    log = (home / "mempipe-server.log").read_text()
+    assert "Warning" not in log
+    assert "starting Prefect's API" in log
+    assert f"serving {ours['api_url']}" in log
+    assert "stopping: asked to" in log

@@ -60,9 +60,14 @@ def test_a_run_is_interrupted_by_a_signal_failed_with_work_undone_else_completed
 
 def test_what_a_run_left_undone_is_named():
     assert unread_files([]) is None
-    assert unread_files(["a.jsonl"], "r.jsonl") == (
-        "1 file(s) could not be read to the end: a.jsonl (see r.jsonl)"
-    )
+    assert unread_files(
+        [("a.jsonl", "whole file rejected: truncated at byte 3770")], "r.jsonl"
+    ) == ("1 file(s) could not be read to the end: a.jsonl: truncated at byte 3770 (see r.jsonl)")
+    many = [(f"{n}.json", f"reason {n}") for n in range(5)]
+    assert unread_files(many) == (
+        "5 file(s) could not be read to the end: 0.json: reason 0; 1.json: reason 1; "
+        "2.json: reason 2; and 2 more"
+    ), "the first few with why, then a count"
     summary = ReplaySummary(
         run_id="r1", store="s", extractor="offline", embedding_model="m", extractions=5
     )
