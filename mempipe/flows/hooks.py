@@ -1,7 +1,9 @@
 """Flow hooks shared by every job: a failed run is recorded in the store, never lost (a run
 that recorded its own end, counts and error, keeps that record), and its one-line error is
-logged to the run, so that it is where ops look first: `prefect deployment run ... --watch`
-prints a run's logs, as the UI and `prefect flow-run logs` do."""
+said where ops look first: logged to the run (the UI, `prefect flow-run logs`) and, by the
+flows' own bookkeeping before the run fails (:func:`say_failed`), emitted as an event of the run
+(``mempipe.run.failed``, its resource named by the error), which `prefect deployment run ...
+--watch` prints whether or not the server streams logs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,32 @@ from mempipe.errors import MempipeError
 from mempipe.schemas.run import RunStatus
 
 ENGINE_PREFIX = "Flow run encountered an exception: "
+FAILED_EVENT = "mempipe.run.failed"
+
+
+def say_failed(error: BaseException) -> None:
+    """Emit the run's one-line error as an event of its flow run, before the run fails: `--watch`
+    stops reading events at the run's final state, and prints logs only where the server
+    streams them, so this is the line it shows."""
+    from prefect.events import emit_event
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return
+    line = str(error) if isinstance(error, MempipeError) else f"{type(error).__name__}: {error}"
+    emit_event(
+        event=FAILED_EVENT,
+        resource={
+            "prefect.resource.id": f"mempipe.run.{flow_run.id}",
+            "prefect.resource.name": f"error: {line.splitlines()[0] if line else 'failed'}",
+        },
+        related=[
+            {
+                "prefect.resource.id": f"prefect.flow-run.{flow_run.id}",
+                "prefect.resource.role": "flow-run",
+            }
+        ],
+    )
 
 
 def one_line_error(message: str | None) -> str:
@@ -20,9 +48,24 @@ def one_line_error(message: str | None) -> str:
 
 
 def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
+    from prefect.events import emit_event
     from prefect.logging.loggers import flow_run_logger
 
-    flow_run_logger(flow_run, flow).error("error: %s", one_line_error(state.message))
+    said = f"error: {one_line_error(state.message)}"
+    flow_run_logger(flow_run, flow).error(said)
+    emit_event(
+        event="mempipe.run.failed",
+        resource={
+            "prefect.resource.id": f"mempipe.run.{flow_run.id}",
+            "prefect.resource.name": said,
+        },
+        related=[
+            {
+                "prefect.resource.id": f"prefect.flow-run.{flow_run.id}",
+                "prefect.resource.role": "flow-run",
+            }
+        ],
+    )
     parameters = flow_run.parameters or {}
     try:
         context = load_context(
