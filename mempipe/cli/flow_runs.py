@@ -173,6 +173,8 @@ def _starting_flows(command: F, *, creates_store: bool) -> F:
             return command(*args, **kwargs)  # a group's subcommand runs the flows
         if not creates_store:
             _require_store(kwargs)
+        else:
+            _reach_server(kwargs)
         if kwargs.get("plan"):
             return command(*args, **kwargs)  # a plan only reads: no run, no Prefect
         with stop_on_signals(), reporting_to_prefect():
@@ -186,6 +188,17 @@ def _require_store(options: dict[str, Any]) -> None:
 
     context = load_context(options["store"], options["config"], options["store_secret"])
     context.unit_of_work(existing=True).close()
+
+
+def _reach_server(options: dict[str, Any]) -> None:
+    """A store on a server (MongoDB) that a command may create is reached first, so that an
+    unreachable server is said within its timeout, before any Prefect server is started; a
+    SQLite file is created only by the job itself."""
+    from mempipe.bootstrap import load_context
+
+    context = load_context(options["store"], options["config"], options["store_secret"])
+    if not context.store_url.startswith("sqlite") and "://" in context.store_url:
+        context.unit_of_work().close()
 
 
 class PrefectFlowRun(BaseModel):

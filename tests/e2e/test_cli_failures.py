@@ -141,3 +141,31 @@ def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_
     assert "nothing to extract" in replay.stdout
     assert "mempipe backfill ARCHIVE" in replay.stdout
     assert "mempipe report" not in replay.stdout
+
+
+@pytest.mark.parametrize("command", [("stats",), ("backfill", "a.jsonl")])
+def test_an_unreachable_mongodb_is_said_within_its_timeout_before_prefect_starts(
+    tmp_path, command
+) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "a.jsonl").write_text('{"session_id": "s", "role": "user", "content": "hi"}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "MEMPIPE_MONGODB_TIMEOUT_SECONDS": "2"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "mempipe", *command, "--store", "mongodb://127.0.0.1:9/mp"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 1
+    assert "MongoDB is unreachable" in done.stderr
+    assert took < 2 + 6, f"{took:.1f} s: the timeout and the command's start, nothing more"
+    assert not (tmp_path / "prefect" / "mempipe-server.json").exists(), "no Prefect started"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
@@ -9,7 +11,8 @@ from mempipe.adapters.store.mongo.client import MongoStore
 from mempipe.adapters.store.mongo.configuration import config_from_url
 from mempipe.adapters.store.mongo.exceptions import translate
 
-SERVER_SELECTION_MS = 10_000
+SERVER_SELECTION_S = 10.0
+"""How long a command waits for an unreachable server (``MEMPIPE_MONGODB_TIMEOUT_SECONDS``)."""
 
 
 def open_mongo_store(url: str, client: MongoClient | None = None) -> MongoStore:
@@ -21,9 +24,13 @@ def open_mongo_store(url: str, client: MongoClient | None = None) -> MongoStore:
             client = MongoClient(
                 url,
                 tz_aware=True,
-                serverSelectionTimeoutMS=SERVER_SELECTION_MS,
+                serverSelectionTimeoutMS=int(1000 * _timeout_s()),
                 appname="mempipe",
             )
         except PyMongoError as exc:
             raise translate(exc, config.display_url) from exc
     return MongoStore(config, client)
+
+
+def _timeout_s() -> float:
+    return float(os.environ.get("MEMPIPE_MONGODB_TIMEOUT_SECONDS", SERVER_SELECTION_S))
