@@ -52,7 +52,7 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     ):
         assert key in summary
     assert summary["turns_inserted"] == 34
-    assert "promote sessions" in first.stderr, "progress goes to stderr"
+    assert "promote sessions" not in first.stderr, "no bar on a redirected stderr"
 
     second = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
     assert json.loads(second.stdout)["duplicates_skipped"] == 34
@@ -64,6 +64,29 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     assert counts["memories"]["semantic"] == {"active": 0, "superseded": 0}
     assert counts["failures"] == {"environmental": 0, "content": 0}
     assert counts["runs"] == {"completed": 2}
+
+
+@pytest.mark.prefect
+def test_progress_bars_are_drawn_on_a_terminal(prefect_server, fixtures, tmp_path) -> None:
+    """On a terminal (here ``script``'s pseudo-terminal) a long step draws its bar on stderr;
+    redirected, it draws none (above)."""
+    import shlex
+
+    command = shlex.join(
+        [sys.executable, "-m", "mempipe", "backfill", str(fixtures), "--store", "sqlite:///t.db"]
+    )
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "COLUMNS": "120"}
+    shown = subprocess.run(
+        ["script", "-qec", command, "/dev/null"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert shown.returncode == 0, shown.stdout
+    assert "promote sessions" in shown.stdout, "the terminal shows the bar"
+    assert "34/34 turns" in shown.stdout
 
 
 def test_init_creates_the_store_and_migrate_is_idempotent_on_it(tmp_path) -> None:
