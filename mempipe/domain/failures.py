@@ -201,6 +201,15 @@ class CircuitBreaker:
     def open(self) -> bool:
         return self._cause is not None
 
+    @property
+    def cause(self) -> str | None:
+        return self._cause
+
+    def trip(self, cause: str) -> None:
+        """Open it for a cause met elsewhere (another process of the run)."""
+        with self._lock:
+            self._cause = self._cause or cause
+
     def check(self) -> None:
         """Raise the breaker's error when it is open: nothing is sent."""
         if self._cause is not None:

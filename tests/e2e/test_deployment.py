@@ -330,11 +330,7 @@ def test_a_deployment_run_that_cannot_reach_its_store_says_why_where_ops_look(
     the run's last log line, which ``--watch`` prints, the state's message, which ``prefect
     flow-run inspect`` prints, and ``mempipe runs show`` prints Prefect's record of the run,
     since the store never recorded it."""
-    pools = subprocess.run(
-        [PREFECT, "work-pool", "ls"], env=ops_env, capture_output=True, text=True, timeout=120
-    )
-    if "mempipe-local" not in pools.stdout:
-        prefect("work-pool", "create", "mempipe-local", "--type", "process", env=ops_env)
+    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
     prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
     missing = f"sqlite:///{tmp_path / 'no-such-folder' / 'memory.db'}"
     env = {**ops_env, "MEMPIPE_STORE": missing}

@@ -4,21 +4,26 @@ checked, the ``openai`` error translated into mempipe's failure kinds, and the o
 
 A breaker (``domain.failures.CircuitBreaker``) is one per endpoint and model within a run, so
 every task of the run, in every thread, sees the same one: the first task to meet a dead
-provider or a revoked key stops the others from sending. Outside a flow run (a search, a
-command's plan) the process is the run.
+provider or a revoked key stops the others from sending. Where a Prefect API is present, an
+open breaker is also a Prefect variable named after the run, endpoint and model, which the
+run's other processes (Dask workers) read every few seconds: they stop sending too. Outside a
+flow run (a search, a command's plan) the process is the run, and nothing is shared.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import hashlib
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import openai
 
-from mempipe.adapters.llm.ratelimit import Limiter
+from mempipe.adapters.llm.ratelimit import Limiter, prefect_server_present
 from mempipe.domain.failures import CircuitBreaker, FailureKind, failure_error
 from mempipe.errors import MempipeError
 from mempipe.settings import load_retry_policy
@@ -26,18 +31,49 @@ from mempipe.settings import load_retry_policy
 T = TypeVar("T")
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 
-_breakers: dict[tuple[str, str, str], CircuitBreaker] = {}
+SHARED_EVERY_S = 2.0
+"""How often a process asks whether another process of its run opened a breaker."""
+
+_breakers: dict[tuple[str, str, str], SharedBreaker] = {}
 _lock = threading.Lock()
 
 
-def breaker(endpoint: str, model: str) -> CircuitBreaker:
+class SharedBreaker:
+    """A run's breaker in this process, and its Prefect variable where a server is present."""
+
+    def __init__(self, run: str, endpoint: str, model: str) -> None:
+        self.local = CircuitBreaker(f"{model} at {endpoint}", load_retry_policy().breaker_failures)
+        digest = hashlib.sha256(f"{run}|{endpoint}|{model}".encode()).hexdigest()[:24]
+        self._variable = f"mempipe-breaker-{digest}" if run != PROCESS else None
+        self._asked = 0.0
+
+    def check(self) -> None:
+        if not self.local.open and self._variable is not None:
+            now = time.monotonic()
+            if now - self._asked >= SHARED_EVERY_S and prefect_server_present():
+                self._asked = now
+                cause = _read_variable(self._variable)
+                if cause:
+                    self.local.trip(f"another process of this run stopped: {cause}")
+        self.local.check()
+
+    def failed(self, error: BaseException) -> None:
+        was_open = self.local.open
+        self.local.failed(error)
+        if self.local.open and not was_open and self._variable and prefect_server_present():
+            _write_variable(self._variable, self.local.cause or "")
+
+    def succeeded(self) -> None:
+        self.local.succeeded()
+
+
+def breaker(endpoint: str, model: str) -> SharedBreaker:
     """The breaker of this run (or process) for ``model`` at ``endpoint``."""
     key = (_run_scope(), endpoint.rstrip("/"), model)
     with _lock:
         found = _breakers.get(key)
         if found is None:
-            name = f"{model} at {key[1]}"
-            found = _breakers[key] = CircuitBreaker(name, load_retry_policy().breaker_failures)
+            found = _breakers[key] = SharedBreaker(*key)
         return found
 
 
@@ -65,6 +101,23 @@ class ProviderGuard:
             raise
         self.breaker.succeeded()
         return result
+
+
+def _read_variable(name: str) -> str | None:
+    from prefect.variables import Variable
+
+    try:
+        value = Variable.get(name, default=None, _sync=True)  # type: ignore[call-arg]
+    except Exception:
+        return None
+    return str(value) if value else None
+
+
+def _write_variable(name: str, cause: str) -> None:
+    from prefect.variables import Variable
+
+    with contextlib.suppress(Exception):  # the run's own breaker is open all the same
+        Variable.set(name, cause[:4000], overwrite=True, _sync=True)  # type: ignore[call-arg]
 
 
 def translate(exc: openai.APIError) -> MempipeError:
@@ -113,8 +166,11 @@ def retry_after(response: Any) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+PROCESS = "process"
+
+
 def _run_scope() -> str:
     from prefect.runtime import flow_run
 
     run_id = flow_run.id
-    return str(run_id) if run_id else "process"
+    return str(run_id) if run_id else PROCESS

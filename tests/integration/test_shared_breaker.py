@@ -1,0 +1,54 @@
+"""A provider's breaker is shared by the processes of a run where a Prefect API is present
+(issue 38): once one process's breaker opens, another process of the same run (a Dask worker)
+sends nothing more to that provider; a process of another run still does."""
+
+from __future__ import annotations
+
+import pytest
+from prefect import flow
+
+from mempipe.adapters.llm import guard
+from mempipe.adapters.llm.openai_compat import OpenAIExtractor
+from mempipe.domain.failures import EnvironmentalError, FailureKind
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.replay import LLMSettings
+from tests.fakes.openai_server import error, fake_openai, memories
+from tests.integration.test_llm_extractor import FACT, SNAPSHOT
+
+pytestmark = pytest.mark.prefect
+
+
+def extract(url: str) -> None:
+    settings = LLMSettings(base_url=url, model="fake-model", api_key="k", timeout_seconds=5)
+    OpenAIExtractor(settings).extract(SNAPSHOT, MemoryType.SEMANTIC)
+
+
+@flow
+def one_run(url: str, failures: int) -> list[str]:
+    """Each call as if in a process of its own (its breakers not yet made), in one run."""
+    outcomes = []
+    for _ in range(failures):
+        guard._breakers.clear()  # another process of the run: its own registry
+        try:
+            extract(url)
+            outcomes.append("answered")
+        except EnvironmentalError as exc:
+            outcomes.append(str(exc.kind))
+    return outcomes
+
+
+def test_an_open_breaker_stops_the_runs_other_processes_and_not_another_run(
+    prefect_server, monkeypatch
+) -> None:
+    monkeypatch.setenv("MEMPIPE_RETRY_BREAKER_FAILURES", "1")
+    with fake_openai() as (fake, url):
+        fake.script = [error(401, "key revoked")]
+        assert one_run(url, 3) == [
+            FailureKind.CREDENTIALS,
+            FailureKind.PROVIDER_DOWN,
+            FailureKind.PROVIDER_DOWN,
+        ]
+        assert len(fake.requests) == 1, "the run's other processes sent nothing"
+
+        fake.script = [memories(FACT)]
+        assert one_run(url, 1) == ["answered"], "another run tries again"
