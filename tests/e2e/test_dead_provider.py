@@ -29,7 +29,7 @@ from tests.leaks import hits_in_database, hits_in_files, hits_in_text
 
 pytestmark = pytest.mark.prefect
 
-SESSIONS = 200
+SESSIONS = 80
 QUICK = 30.0
 """Seconds within which a job meeting a dead provider has exited (the breaker, not timeouts)."""
 
