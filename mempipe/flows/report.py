@@ -10,6 +10,8 @@ from pydantic import Field
 
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
+from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
 from mempipe.services.report_page import TopMemory
@@ -18,7 +20,7 @@ from mempipe.tasks.replay import export_audit
 from mempipe.tasks.report import render_report_page, summarize_audit
 
 
-@flow(name="audit-report")
+@flow(name="audit-report", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def audit_report_flow(
     run_id: str | None = None,
     since: date | None = None,
@@ -43,8 +45,16 @@ def audit_report_flow(
     context = load_context(store, config, store_secret)
     first, last = (d.isoformat() if d else None for d in (since, until))
     label = run_id or f"{first or 'start'}_{last or 'end'}"
-    files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
-    summary = summarize_audit(context.store_url, out, files, run_id, first, last, by)
+    asked = {"run_id": run_id, "since": first, "until": last, "by": by.value, "out": out}
+    parameters = {k: v for k, v in {**asked, "html": html}.items() if v is not None}
+    with recorded_run(context, "audit-report", parameters) as run:
+        files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
+        summary = summarize_audit(context.store_url, out, files, run_id, first, last, by)
+        if html is not None:
+            summary.html, figures = render_report_page(
+                context.store_url, files, first, last, by, html
+            )
+        run.end({"files": len(files), "rows": summary.rows})
     publish_table(
         "audit-actions",
         [a.model_dump() for a in summary.actions],
@@ -56,7 +66,6 @@ def audit_report_flow(
         f"audit {label}: failures by class",
     )
     if html is not None:
-        summary.html, figures = render_report_page(context.store_url, files, first, last, by, html)
         for key, rows, what in (
             ("audit-actions-by-day", figures.actions, "actions per memory type per day"),
             ("audit-failures-by-day", figures.failures, "failures by class per day"),

@@ -184,7 +184,7 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     audited = len(list(opened.audit_rows()))
     opened.close()
     assert (stats.turns, stats.sessions, stats.unpromoted_turns) == (34, 12, 0)
-    assert stats.runs == {"completed": 2}, "backfill and replay (a report only reads)"
+    assert stats.runs == {"completed": 3}, "backfill, replay and the report"
     assert orgs == [("acme",)]
     assert stats.snapshots["done"] == stats.snapshots["total"] > 0
     assert audited > 0
