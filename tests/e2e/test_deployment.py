@@ -125,6 +125,20 @@ def run_deployment(
     )
 
 
+def show_run(
+    run_id: str, store: str, env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess:
+    """``mempipe runs show RUN --store STORE``, as ops look a deployment's run up."""
+    return subprocess.run(
+        [MEMPIPE, "runs", "show", run_id, "--store", store],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_deploy_run_backfill_replay_and_report_through_a_worker(
     ops_env, fixtures, tmp_path
 ) -> None:
@@ -193,14 +207,7 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert scan_audit(report_dir).collect().height == audited
 
     [replay_run] = set(re.findall(r"UUID: ([0-9a-f-]{36})", runs[1].stdout))
-    shown = subprocess.run(
-        [MEMPIPE, "runs", "show", replay_run, "--store", store],
-        cwd=tmp_path,
-        env=ops_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = show_run(replay_run, store, ops_env, tmp_path)
     assert shown.returncode == 0, shown.stderr
     summary = shown.stdout.splitlines()
     assert summary[0] == f"run {replay_run}: replay completed", "the deployment's run, by its id"
@@ -347,14 +354,7 @@ def test_a_deployment_run_that_cannot_reach_its_store_says_why_where_ops_look(
     message = inspected["state"]["message"]
     assert "no-such-folder' does not exist" in message, "the state's message is the error"
 
-    shown = subprocess.run(
-        [MEMPIPE, "runs", "show", run_id, "--store", missing],
-        cwd=tmp_path,
-        env=ops_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = show_run(run_id, missing, ops_env, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == f"run {run_id}: backfill failed"
     assert "the store has no record of it" in shown.stdout

@@ -34,6 +34,22 @@ from tests.integration.test_memory_import import DEFAULTS, context, imported
 MEM0 = Path(__file__).parents[1] / "memory_fixtures" / "mem0_get_all.json"
 
 
+def write_turns(path: Path, count: int, content: str) -> Path:
+    """``count`` one-turn sessions, ``content`` formatted with each session's number."""
+    turns = (
+        {
+            "session_id": f"s{i}",
+            "turn_seq": 0,
+            "role": "user",
+            "content": content.format(i),
+            "created_at": "2024-01-01T00:00:00Z",
+        }
+        for i in range(count)
+    )
+    path.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+    return path
+
+
 class Sink:
     def __init__(self) -> None:
         self.values: list[float] = []
@@ -104,22 +120,7 @@ def test_replay_and_import_embed_with_the_serving_model_and_backfill_names_it(
     (tmp_path / "project-config.yaml").write_text(
         "memory:\n  extraction:\n    enabled: [semantic]\n  embedding:\n    model: hashing-64\n"
     )
-    archive = tmp_path / "a.jsonl"
-    archive.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "session_id": f"s{i}",
-                    "turn_seq": 0,
-                    "role": "user",
-                    "content": f"I prefer aisle seats on flight {i}.",
-                    "created_at": "2024-01-01T00:00:00Z",
-                }
-            )
-            + "\n"
-            for i in range(5)
-        )
-    )
+    archive = write_turns(tmp_path / "a.jsonl", 5, "I prefer aisle seats on flight {}.")
     store = f"sqlite:///{tmp_path / 'm.db'}"
     config = str(tmp_path / "project-config.yaml")
     backfill_flow(paths=[str(archive)], store=store, config=config, user_id="ann", embed=True)
@@ -146,22 +147,7 @@ def test_a_reembed_stopped_by_its_provider_counts_what_it_never_sent_as_failed(
     """The provider answers the probe and two batches, then fails: the range stops, and the
     records it never sent are counted failed with those it sent, so the counts add up."""
     monkeypatch.chdir(tmp_path)
-    archive = tmp_path / "a.jsonl"
-    archive.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "session_id": f"s{i}",
-                    "turn_seq": 0,
-                    "role": "user",
-                    "content": f"Turn {i}: I prefer aisle seats.",
-                    "created_at": "2024-01-01T00:00:00Z",
-                }
-            )
-            + "\n"
-            for i in range(1000)
-        )
-    )
+    archive = write_turns(tmp_path / "a.jsonl", 1000, "Turn {}: I prefer aisle seats.")
     store = f"sqlite:///{tmp_path / 'm.db'}"
     backfill_flow(paths=[str(archive)], store=store, user_id="ann")
     answered = itertools.count()
