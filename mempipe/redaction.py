@@ -2,8 +2,8 @@
 Prefect state message, event or log line, an artifact, a line printed) passes :func:`scrub`.
 
 It knows every credential the process holds: the provider keys and store password of the
-environment (``SECRET_ENVS``), the store passwords kept by :mod:`mempipe.credentials` (from a URL
-or a Prefect Secret block), and any other secret value registered with :func:`remember_secret`.
+environment (``SECRET_ENVS``) and the store passwords kept by :mod:`mempipe.credentials` (from a
+URL or a Prefect Secret block, kept in the environment too).
 Three gates route everything through it, so that no new path has to remember to:
 
 - :class:`mempipe.errors.MempipeError` scrubs its message when it is made, so every message made
@@ -23,7 +23,6 @@ import contextlib
 import logging
 import os
 import re
-import threading
 from urllib.parse import quote
 
 REDACTED = "***"
@@ -35,23 +34,13 @@ SHORTEST = 4
 """A value shorter than this is not scrubbed: it would blank ordinary words."""
 
 _URL_PASSWORD = re.compile(r"://([^:/@\s]+):(?!\*\*\*@)[^@/\s]*@")
-_registered: set[str] = set()
-_lock = threading.Lock()
-
-
-def remember_secret(value: str) -> None:
-    """A secret that reached the process some other way than the environment (a Secret block's
-    value): scrubbed from now on."""
-    if len(value) >= SHORTEST:
-        with _lock:
-            _registered.add(value)
 
 
 def known_secrets() -> list[str]:
     """Every credential of the process, in each form it may be printed (as is, URL-quoted),
     longest first so that a secret containing another is replaced whole."""
     names = (*SECRET_ENVS, *(n for n in os.environ if n.startswith(KEPT_PREFIX)))
-    values = {os.environ[n] for n in names if os.environ.get(n)} | _registered
+    values = {os.environ[n] for n in names if os.environ.get(n)}
     forms = {form for value in values for form in (value, quote(value, safe=""))}
     return sorted((f for f in forms if len(f) >= SHORTEST), key=len, reverse=True)
 
