@@ -157,3 +157,24 @@ def test_writers_in_two_processes_wait_for_each_other_instead_of_failing(tmp_pat
     store = open_store(url, migrate=True)
     assert store._rows("SELECT count(*) FROM turns")[0][0] == 2 * 400 * 20
     store.close()
+
+
+def test_each_backend_keeps_its_own_steps_and_every_step_is_a_shared_version() -> None:
+    """A backend's migrations folder holds only versions of the shared list, each with its
+    ``apply``; a version it has no step for changes nothing there."""
+    from importlib import resources
+
+    from mempipe.adapters.store.mongo import migrations as mongo_steps
+    from mempipe.adapters.store.sqlite import migrations as sqlite_steps
+
+    for package in (sqlite_steps, mongo_steps):
+        names = {
+            entry.name.removesuffix(".py")
+            for entry in resources.files(package).iterdir()
+            if entry.name[:4].isdigit()
+        }
+        assert names <= set(ALL), names - set(ALL)
+        assert all(
+            m.step(package.__name__) is not None for m in migrations.VERSIONS if m.id in names
+        )
+    assert migrations.VERSIONS[5].step(sqlite_steps.__name__) is None  # MongoDB's indexes only

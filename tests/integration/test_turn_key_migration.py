@@ -8,6 +8,7 @@ from contextlib import closing
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store import open_store
+from mempipe.adapters.store.sqlite import migrations as sqlite_migrations
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.migrations import all_migrations
 from mempipe.schemas.config import PromotionLimits
@@ -18,6 +19,7 @@ from mempipe.services.search import search
 from tests.contract.test_store_contract import turn
 
 LAST_OLD = "0008_run_liveness"
+SQLITE_STEPS = sqlite_migrations.__name__
 TURNS = "SELECT id, user_id, session_id, turn_seq, snapshot_id FROM turns ORDER BY id"
 EMBEDDER = HashingEmbedder(16)
 
@@ -30,7 +32,9 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
                 break
         assert old.applied_migrations()[-1] == LAST_OLD
         with old._conn:  # today's writes put the speaker's name into the text index
-            next(m for m in all_migrations() if m.id.startswith("0015")).module.sqlite(old._conn)
+            step = next(m for m in all_migrations() if m.id.startswith("0015")).step(SQLITE_STEPS)
+            assert step is not None
+            step(old._conn)
         old.load_declarations()
         maya = [turn(seq, "1", f"maya says lisbon {seq}", user="maya") for seq in range(4)]
         assert old.add_turns(maya, "r").inserted == 4

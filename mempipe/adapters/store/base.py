@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
 from mempipe.domain.scope import Scope
+from mempipe.migrations import Migration
 from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection
@@ -30,9 +31,6 @@ from mempipe.schemas.summaries import StoreStats, TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.turn import Turn
 from mempipe.schemas.work import WorkItem
-
-if TYPE_CHECKING:
-    from mempipe.migrations import Migration
 
 C = TypeVar("C")
 

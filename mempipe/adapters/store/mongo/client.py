@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from pymongo import MongoClient
 from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
+from mempipe.adapters.store.mongo import migrations
 from mempipe.adapters.store.mongo.audit import MongoAuditLog
 from mempipe.adapters.store.mongo.base import CAPABILITIES, MongoCapabilities, now
 from mempipe.adapters.store.mongo.batches import MongoProviderBatches
@@ -41,13 +41,10 @@ from mempipe.adapters.store.mongo.turns import MongoTurns
 from mempipe.adapters.store.mongo.vectors import MongoVectors
 from mempipe.adapters.store.mongo.work import MongoWorkQueue
 from mempipe.errors import StoreError
+from mempipe.migrations import Migration
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.summaries import StoreStats
-
-if TYPE_CHECKING:
-    from mempipe.migrations import Migration
-
 
 SNAPSHOT_STATES = [
     {
@@ -180,8 +177,9 @@ class MongoStore(
 
     def apply_migration(self, migration: Migration) -> None:
         with self._errors(f"migration {migration.id}"):
-            if hasattr(migration.module, "mongodb"):
-                migration.module.mongodb(self)
+            step = migration.step(migrations.__name__)
+            if step is not None:
+                step(self)
             self.db["_migrations"].update_one(
                 {"_id": migration.id},
                 {"$setOnInsert": {"description": migration.description, "applied_at": now()}},

@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import apsw
 import sqlite_vec
 
-from mempipe.adapters.store.sqlite import sql
+from mempipe.adapters.store.sqlite import migrations, sql
 from mempipe.adapters.store.sqlite.audit import SqliteAuditLog
 from mempipe.adapters.store.sqlite.base import now_text
 from mempipe.adapters.store.sqlite.batches import SqliteProviderBatches
@@ -31,12 +30,10 @@ from mempipe.adapters.store.sqlite.vectors import SqliteVectors
 from mempipe.adapters.store.sqlite.work import SqliteWorkQueue
 from mempipe.adapters.store.writer_epoch import fence_time, writer_epoch
 from mempipe.errors import StoreError
+from mempipe.migrations import Migration
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.summaries import StoreStats
-
-if TYPE_CHECKING:
-    from mempipe.migrations import Migration
 
 
 def _is_mempipe_store(conn: apsw.Connection) -> bool:
@@ -171,8 +168,9 @@ class SqliteStore(
         try:
             with self._conn:
                 self._conn.execute(sql.MIGRATIONS_TABLE)
-                if hasattr(migration.module, "sqlite"):
-                    migration.module.sqlite(self._conn)
+                step = migration.step(migrations.__name__)
+                if step is not None:
+                    step(self._conn)
                 broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise StoreError(f"{where}: foreign keys broken: {broken[:5]}")

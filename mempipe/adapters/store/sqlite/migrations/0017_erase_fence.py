@@ -4,8 +4,7 @@ before the erase committed, in the writer's own transaction, whatever process it
 
 ``mempipe_writer_epoch()`` is a function each mempipe connection defines (when the writing work
 began); a connection without it cannot write an erased owner's rows at all. ``RAISE(IGNORE)``
-skips that row only, so a batch of many owners goes on without it.
-"""
+skips that row only, so a batch of many owners goes on without it."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ OWNED_TABLES = (
     "memories_taxonomic",
     "memories_custom",
 )
-"""Frozen for this migration: the tables whose rows carry an owner and the owner's text."""
+
 
 FENCED = """
     EXISTS (
@@ -34,7 +33,7 @@ FENCED = """
 """
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS erased_owners ("
         "id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, org_id TEXT, project_id TEXT, "
@@ -53,7 +52,3 @@ def sqlite(conn: Any) -> None:
         "WHEN NOT EXISTS (SELECT 1 FROM snapshots WHERE id = NEW.snapshot_id) "
         "BEGIN SELECT RAISE(IGNORE); END"
     )
-
-
-def mongodb(store: Any) -> None:
-    store.db["erased_owners"].create_index([("user_id", 1)], name="erased_owners_user")

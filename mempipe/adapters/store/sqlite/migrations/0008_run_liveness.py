@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
     for column, kind in (
         ("host", "TEXT"),
@@ -22,8 +22,3 @@ def sqlite(conn: Any) -> None:
     )
     conn.execute("CREATE INDEX IF NOT EXISTS leases_run ON leases (run_id)")
     conn.execute("CREATE INDEX IF NOT EXISTS runs_running ON runs (status)")
-
-
-def mongodb(store: Any) -> None:
-    store.db["leases"].create_index("run_id", name="leases_run")
-    store.db["runs"].create_index("status", name="runs_running")

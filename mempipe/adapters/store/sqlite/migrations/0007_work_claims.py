@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(snapshot_extractions)")}
     if "claimed_by" not in columns:
         conn.execute("ALTER TABLE snapshot_extractions ADD COLUMN claimed_by TEXT")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(embedding_registry)").fetchall()}
     if "state" not in columns:
         conn.execute(
@@ -14,9 +14,3 @@ def sqlite(conn: Any) -> None:
         )
         conn.execute("UPDATE embedding_registry SET state = 'serving' WHERE active = 1")
         conn.execute("ALTER TABLE embedding_registry DROP COLUMN active")
-
-
-def mongodb(store: Any) -> None:
-    store.db["embedding_registry"].create_index(
-        [("collection", 1), ("state", 1)], name="registry_state"
-    )

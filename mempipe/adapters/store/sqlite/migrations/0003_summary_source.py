@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(snapshots)").fetchall()}
     if "summary_source" not in columns:
         conn.execute(
             "ALTER TABLE snapshots ADD COLUMN summary_source TEXT NOT NULL DEFAULT 'rules'"
         )
-
-
-def mongodb(store: Any) -> None:
-    store.db["snapshots"].update_many(
-        {"summary_source": {"$exists": False}}, {"$set": {"summary_source": "rules"}}
-    )

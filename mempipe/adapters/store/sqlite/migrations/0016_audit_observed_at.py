@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = [row[1] for row in conn.execute("PRAGMA table_info(audit)").fetchall()]
     if "observed_at" not in columns:
         conn.execute("ALTER TABLE audit ADD COLUMN observed_at TEXT")
@@ -15,15 +15,3 @@ def sqlite(conn: Any) -> None:
         "FROM snapshots s WHERE s.id = audit.snapshot_id) WHERE observed_at IS NULL"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS audit_observed ON audit (observed_at)")
-
-
-def mongodb(store: Any) -> None:
-    audit, snapshots = store.db["audit"], store.db["snapshots"]
-    for snapshot_id in audit.distinct("snapshot_id", {"observed_at": None}):
-        snapshot = snapshots.find_one({"_id": snapshot_id}, {"started_at": 1, "created_at": 1})
-        if snapshot is not None:
-            at = snapshot.get("started_at") or snapshot.get("created_at")
-            audit.update_many(
-                {"snapshot_id": snapshot_id, "observed_at": None}, {"$set": {"observed_at": at}}
-            )
-    audit.create_index([("observed_at", 1)], name="audit_observed")

@@ -8,7 +8,7 @@ from typing import Any
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute("DROP TABLE IF EXISTS turns_fts")
     conn.execute(
         "CREATE VIRTUAL TABLE turns_fts USING fts5(name, content, content='turns', "

@@ -8,15 +8,9 @@ import uuid
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS store_identity (id TEXT NOT NULL)")
     conn.execute(
         "INSERT INTO store_identity (id) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM store_identity)",
         (uuid.uuid4().hex,),
-    )
-
-
-def mongodb(store: Any) -> None:
-    store.db["store_identity"].update_one(
-        {"_id": "store"}, {"$setOnInsert": {"id": uuid.uuid4().hex}}, upsert=True
     )

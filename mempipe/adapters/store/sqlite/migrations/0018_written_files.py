@@ -6,12 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS written_files (path TEXT PRIMARY KEY, kind TEXT NOT NULL, "
         "run_id TEXT, user_id TEXT, written_at TEXT NOT NULL)"
     )
-
-
-def mongodb(store: Any) -> None:
-    store.db["written_files"].create_index([("kind", 1)], name="written_files_kind")

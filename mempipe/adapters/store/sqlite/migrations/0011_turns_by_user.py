@@ -6,5 +6,5 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS turns_by_user ON turns (user_id)")

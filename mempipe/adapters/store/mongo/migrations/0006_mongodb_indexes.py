@@ -8,7 +8,7 @@ from typing import Any
 MEMORY_COLLECTIONS = ("semantic", "episodic", "procedural", "taxonomic", "custom")
 
 
-def mongodb(store: Any) -> None:
+def apply(store: Any) -> None:
     for memory_type in MEMORY_COLLECTIONS:
         store.db[memory_type].create_index([("supersedes_id", 1)], name="supersedes")
     store.create_text_indexes()

@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS declarations ("
         "kind TEXT NOT NULL CHECK (kind IN ('partition_key', 'custom_type')), "
         "name TEXT NOT NULL, definition TEXT NOT NULL, declared_at TEXT NOT NULL, "
         "PRIMARY KEY (kind, name))"
     )
-
-
-def mongodb(store: Any) -> None:
-    store.db["declarations"].create_index([("kind", 1), ("name", 1)], name="declarations_kind")

@@ -8,7 +8,7 @@ from typing import Any
 COLLECTIONS = ("semantic", "episodic", "procedural", "taxonomic", "custom")
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     for collection in COLLECTIONS:
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS memories_{collection}_by_user "

@@ -10,7 +10,7 @@ from typing import Any
 CHUNK_SIZE = 64
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     tables = [
         row[0] for row in conn.execute("SELECT vector_table FROM embedding_registry").fetchall()
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS provider_batches (key TEXT PRIMARY KEY, run_id TEXT NOT NULL, "
         "job TEXT NOT NULL, scope TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, "
@@ -14,10 +14,4 @@ def sqlite(conn: Any) -> None:
     )
     conn.execute(
         "CREATE INDEX IF NOT EXISTS provider_batches_scope ON provider_batches (job, scope, status)"
-    )
-
-
-def mongodb(store: Any) -> None:
-    store.db["provider_batches"].create_index(
-        [("job", 1), ("scope", 1), ("status", 1)], name="provider_batches_scope"
     )

@@ -11,6 +11,8 @@ OLD_KEYS = {
     "turns": re.compile(r",\s*UNIQUE \(org_id, project_id, session_id, turn_seq\)"),
     "snapshots": re.compile(r",\s*UNIQUE \(org_id, project_id, session_id, first_turn_seq\)"),
 }
+
+
 INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS turn_key
     ON turns (org_id, project_id, coalesce(user_id, ''), session_id, turn_seq);
@@ -22,7 +24,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS snapshot_key
 """
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     """SQLite cannot drop a table's constraint: each table is rebuilt without its old key (rows
     and rowids kept, so the text index and vector tables still point at them), then the new
     keys are unique indexes (the runner turns foreign keys off around it and checks them)."""
@@ -43,18 +45,3 @@ def sqlite(conn: Any) -> None:
         conn.execute(f"DROP TABLE {table}")
         conn.execute(f"ALTER TABLE {table}__new RENAME TO {table}")
     conn.execute(INDEXES)
-
-
-def mongodb(store: Any) -> None:
-    user = [("org_id", 1), ("project_id", 1), ("user_id", 1), ("session_id", 1)]
-    turns, snapshots = store.db["turns"], store.db["snapshots"]
-    for collection, name in (
-        (turns, "turn_key"),
-        (turns, "turns_unpromoted"),
-        (snapshots, "snapshot_key"),
-    ):
-        if name in collection.index_information():
-            collection.drop_index(name)
-    turns.create_index([*user, ("turn_seq", 1)], unique=True, name="turn_key")
-    turns.create_index([("snapshot_id", 1), *user, ("turn_seq", 1)], name="turns_unpromoted")
-    snapshots.create_index([*user, ("first_turn_seq", 1)], unique=True, name="snapshot_key")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
     if "as_history" not in columns:
         conn.execute("ALTER TABLE audit ADD COLUMN as_history INTEGER NOT NULL DEFAULT 0")

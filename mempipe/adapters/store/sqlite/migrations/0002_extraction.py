@@ -6,6 +6,7 @@ from typing import Any
 
 KEYED = {"semantic": "label", "procedural": "name", "taxonomic": "term"}
 
+
 AUDIT = """
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY,
@@ -41,7 +42,7 @@ CREATE TABLE IF NOT EXISTS embedding_registry (
 """
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(AUDIT)
     for memory_type, key in KEYED.items():
         # Two workers reconciling one scope cannot both ADD the same keyed fact: the second
@@ -50,25 +51,4 @@ def sqlite(conn: Any) -> None:
             f"CREATE UNIQUE INDEX IF NOT EXISTS memories_{memory_type}_active_key "
             f"ON memories_{memory_type} (org_id, project_id, coalesce(user_id, ''), "
             f"coalesce(agent_id, ''), visibility, {key}) WHERE status = 'active'"
-        )
-
-
-def mongodb(store: Any) -> None:
-    db = store.db
-    db["audit"].create_index([("day", 1)], name="audit_day")
-    db["audit"].create_index([("run_id", 1)], name="audit_run")
-    for memory_type, key in KEYED.items():
-        # One active record per key and scope (null and absent identity fields compare equal).
-        db[memory_type].create_index(
-            [
-                ("org_id", 1),
-                ("project_id", 1),
-                ("user_id", 1),
-                ("agent_id", 1),
-                ("visibility", 1),
-                (key, 1),
-            ],
-            unique=True,
-            partialFilterExpression={"status": "active"},
-            name="active_key",
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     tables = [
         row[0] for row in conn.execute("SELECT vector_table FROM embedding_registry").fetchall()
     ]

@@ -26,6 +26,7 @@ _COMMON_MEMORY_COLUMNS = """
     updated_at TEXT NOT NULL
 """
 
+
 MEMORY_TABLES: dict[str, str] = {
     "semantic": "label TEXT",
     "episodic": "participants TEXT NOT NULL DEFAULT '[]', occurred_at TEXT",
@@ -33,6 +34,7 @@ MEMORY_TABLES: dict[str, str] = {
     "taxonomic": "term TEXT NOT NULL, definition TEXT NOT NULL, domain TEXT",
     "custom": "type_name TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '{}'",
 }
+
 
 TURNS = """
 CREATE TABLE IF NOT EXISTS turns (
@@ -67,6 +69,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5(
 );
 """
 
+
 SNAPSHOTS = """
 CREATE TABLE IF NOT EXISTS snapshots (
     id TEXT PRIMARY KEY,
@@ -98,6 +101,7 @@ CREATE TABLE IF NOT EXISTS snapshot_extractions (
 );
 CREATE INDEX IF NOT EXISTS snapshot_extractions_status ON snapshot_extractions (handler, status);
 """
+
 
 FAILURES_AND_RUNS = """
 CREATE TABLE IF NOT EXISTS failures (
@@ -142,33 +146,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS {table}_fts USING fts5(
 """
 
 
-def sqlite(conn: Any) -> None:
+def apply(conn: Any) -> None:
     conn.execute(TURNS)
     conn.execute(SNAPSHOTS)
     conn.execute(FAILURES_AND_RUNS)
     for memory_type, columns in MEMORY_TABLES.items():
         conn.execute(memory_table_ddl(memory_type, columns))
-
-
-def mongodb(store: Any) -> None:
-    """The unique turn key, paging and identity indexes; a memory's own id unique."""
-    db = store.db
-    key = [("org_id", 1), ("project_id", 1), ("session_id", 1)]
-    db["turns"].create_index([*key, ("turn_seq", 1)], unique=True, name="turn_key")
-    db["turns"].create_index([("snapshot_id", 1), *key, ("turn_seq", 1)], name="turns_unpromoted")
-    db["snapshots"].create_index([*key, ("first_turn_seq", 1)], unique=True, name="snapshot_key")
-    db["snapshots"].create_index([("order_at", 1), ("session_id", 1)], name="snapshots_order")
-    db["failures"].create_index([("run_id", 1)], name="failures_run")
-    for memory_type in MEMORY_TABLES:
-        db[memory_type].create_index([("id", 1)], unique=True, name="memory_id")
-        db[memory_type].create_index(
-            [
-                ("org_id", 1),
-                ("project_id", 1),
-                ("user_id", 1),
-                ("agent_id", 1),
-                ("visibility", 1),
-                ("status", 1),
-            ],
-            name="identity",
-        )

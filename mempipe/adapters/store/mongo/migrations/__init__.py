@@ -1,0 +1,1 @@
+"""MongoDB's step of each schema version (:mod:`mempipe.migrations`): ``apply(store)``."""

@@ -1,0 +1,1 @@
+"""SQLite's step of each schema version (:mod:`mempipe.migrations`): ``apply(conn)``."""
