@@ -1,13 +1,21 @@
-"""All wiring in one place: settings, project configuration, the store, identity defaults.
+"""All wiring in one place: settings, project configuration, the store, identity defaults, and
+the injector that gives a function its store.
 
-Flows and the CLI call these; nothing is built at import time.
+Flows and the CLI call these; nothing is built at import time. A function that works on a store
+takes a :class:`UnitOfWork` and is wrapped by :func:`given_store`, the one place that opens a
+store from its public URL: what travels (to a task, a thread, a Dask worker) is the URL, and
+what the body sees is the unit of work, opened for the call and closed after it.
 """
 
 from __future__ import annotations
 
-from contextlib import closing
+import functools
+import inspect
+from collections.abc import Callable, Collection
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 from mempipe.adapters.llm.registry import require_extractor
 from mempipe.adapters.store import open_store
@@ -119,3 +127,74 @@ def load_context(
         public = remember(settings.store)
     settings = settings.model_copy(update={"store": public, "store_secret": None})
     return AppContext(settings=settings, config=load_project_config(settings.config))
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _url_name(parameter: str) -> str:
+    return "store_url" if parameter == "uow" else f"{parameter}_url"
+
+
+def given_store(
+    *, read_only: bool | Collection[str] = False, existing: bool = False
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Give ``fn`` its store: each leading parameter annotated ``UnitOfWork`` (``uow``, or
+    ``source`` and ``target`` for a copy) is taken as that store's URL instead (``store_url``,
+    ``source_url``, ``target_url``), and the body receives the unit of work, opened for the
+    call and closed after it. Generator functions hold theirs while they yield (a lock held
+    for a block). ``read_only``: True, or the names of the stores only read; ``existing``: the
+    store must be there already. The public signature is the URLs' (as Prefect records a
+    task's parameters)."""
+
+    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(fn)
+        stores = [
+            p.name
+            for p in signature.parameters.values()
+            if p.annotation in ("UnitOfWork", UnitOfWork)
+        ]
+        if not stores:
+            raise TypeError(f"{fn.__qualname__}: no parameter is a UnitOfWork")
+        only_read = set(stores) if read_only is True else set(read_only or ())
+        public = signature.replace(
+            parameters=[
+                p.replace(name=_url_name(p.name), annotation="str") if p.name in stores else p
+                for p in signature.parameters.values()
+            ]
+        )
+
+        def opened(bound: inspect.BoundArguments, held: ExitStack) -> dict[str, Any]:
+            arguments = dict(bound.arguments)
+            for name in stores:
+                url = arguments.pop(_url_name(name))
+                arguments[name] = held.enter_context(
+                    unit_of_work(url, read_only=name in only_read, existing=existing)
+                )
+            return arguments
+
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def held_while_yielding(*args: Any, **kwargs: Any) -> Any:
+                with ExitStack() as held:
+                    return (yield from fn(**opened(public.bind(*args, **kwargs), held)))
+
+            wrapper: Callable[..., Any] = held_while_yielding
+        else:
+
+            @functools.wraps(fn)
+            def called(*args: Any, **kwargs: Any) -> Any:
+                with ExitStack() as held:
+                    return fn(**opened(public.bind(*args, **kwargs), held))
+
+            wrapper = called
+        wrapper.__signature__ = public  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            (_url_name(k) if k in stores else k): ("str" if k in stores else v)
+            for k, v in fn.__annotations__.items()
+        }
+        return wrapper
+
+    return decorate

@@ -8,7 +8,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.domain.liveness import HEARTBEAT, LEASE
 from mempipe.errors import MempipeError
 
@@ -20,19 +21,23 @@ def keep_alive(store_url: str, run_id: str) -> Iterator[None]:
     """Renew ``run_id``'s heartbeat every ``HEARTBEAT`` until the block ends. A missed beat (a
     busy store) is logged and tried again at the next; the leases last ``LEASE``, several beats."""
     stop = threading.Event()
-
-    def beat() -> None:
-        with unit_of_work(store_url) as uow:
-            while not stop.wait(HEARTBEAT.total_seconds()):
-                try:
-                    uow.leases.heartbeat(run_id, LEASE)
-                except MempipeError as exc:
-                    log.warning("heartbeat of run %s failed: %s", run_id, exc)
-
-    thread = threading.Thread(target=beat, name=f"mempipe-heartbeat-{run_id[:8]}", daemon=True)
+    thread = threading.Thread(
+        target=_beat, args=(store_url, run_id, stop), name=f"mempipe-heartbeat-{run_id[:8]}"
+    )
+    thread.daemon = True
     thread.start()
     try:
         yield
     finally:
         stop.set()
         thread.join(timeout=5)
+
+
+@given_store()
+def _beat(uow: UnitOfWork, run_id: str, stop: threading.Event) -> None:
+    """The heartbeat thread's own connection (a connection belongs to one thread)."""
+    while not stop.wait(HEARTBEAT.total_seconds()):
+        try:
+            uow.leases.heartbeat(run_id, LEASE)
+        except MempipeError as exc:
+            log.warning("heartbeat of run %s failed: %s", run_id, exc)

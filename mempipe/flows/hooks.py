@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mempipe.bootstrap import load_context
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store, load_context
 from mempipe.errors import MempipeError
 from mempipe.schemas.run import RunStatus
 
@@ -71,10 +72,13 @@ def record_failed_run(flow: Any, flow_run: Any, state: Any) -> None:
         context = load_context(
             parameters.get("store"), parameters.get("config"), parameters.get("store_secret")
         )
-        with context.unit_of_work() as uow:
-            run = uow.runs.get_run(str(flow_run.id))
-            if run is not None and run.status is RunStatus.RUNNING:
-                message = state.message or "failed"
-                uow.runs.finish_run(str(flow_run.id), RunStatus.FAILED, {}, message)
+        _close_if_running(context.store_url, str(flow_run.id), state.message or "failed")
     except MempipeError:
         return  # the store itself was the problem (or not one yet); the run's error says so
+
+
+@given_store()
+def _close_if_running(uow: UnitOfWork, run_id: str, message: str) -> None:
+    run = uow.runs.get_run(run_id)
+    if run is not None and run.status is RunStatus.RUNNING:
+        uow.runs.finish_run(run_id, RunStatus.FAILED, {}, message)

@@ -72,7 +72,7 @@ def recorded_run(
             if alive or lock:
                 held.enter_context(keep_alive(url, run.run_id))
             if lock:
-                held.enter_context(store_lock(lock, url, run.run_id, lock_wait_s))
+                held.enter_context(store_lock(url, lock, run.run_id, lock_wait_s))
             yield run
     except Exception as error:
         say_failed(error)

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
-from mempipe.adapters.store.unit_of_work import unit_of_work
-from mempipe.bootstrap import load_context
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store, load_context
 from mempipe.domain.reembed_switch import decide_switch
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
@@ -92,8 +92,7 @@ def reembed_flow(
         "incremental": incremental,
         "via": via,
     }
-    with unit_of_work(url, existing=True) as uow:
-        uow.schema.require_search("reembed")  # its switch needs a queryable vector index
+    _require_search(url)  # its switch needs a queryable vector index
     with recorded_run(
         context, "reembed", parameters, lock="reembed", lock_wait_s=lock_wait_s
     ) as run:
@@ -225,3 +224,8 @@ def _end_move(
         done = step(context.store_url, chosen)
         run.end({"collections": len(done)})
     return done
+
+
+@given_store(existing=True)
+def _require_search(uow: UnitOfWork) -> None:
+    uow.schema.require_search("reembed")

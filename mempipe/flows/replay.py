@@ -9,8 +9,8 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from mempipe.adapters.store.unit_of_work import unit_of_work
-from mempipe.bootstrap import load_context
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store, load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
@@ -104,8 +104,7 @@ def replay_flow(
     }
     if via == "batch" and extractor == "offline":
         raise ConfigError("--via batch sends the extractions to a provider: --extractor openai")
-    with unit_of_work(url, existing=True) as uow:
-        uow.schema.require_reconcilable(enabled)
+    _require_reconcilable(url, enabled)
     with recorded_run(context, "replay", parameters, alive=True) as run:
         recover_dead_runs(url)
         if via == "batch":
@@ -144,3 +143,8 @@ def replay_flow(
         "failed",
     )
     return concluded(summary, "replay", failed)
+
+
+@given_store(existing=True)
+def _require_reconcilable(uow: UnitOfWork, handlers: list[str]) -> None:
+    uow.schema.require_reconcilable(handlers)

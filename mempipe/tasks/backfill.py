@@ -7,8 +7,9 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives import expand_paths
+from mempipe.bootstrap import given_store
 from mempipe.domain.partitioning import file_groups
 from mempipe.schemas.archive import IngestRequest, TimeWindow
 from mempipe.schemas.config import PromotionLimits
@@ -43,8 +44,9 @@ def resolve_archives(paths: list[str]) -> list[list[str]]:
     retry_delay_seconds=[2, 10],
     retry_condition_fn=retry_if_transient,
 )
+@given_store()
 def ingest_archives(
-    store_url: str,
+    uow: UnitOfWork,
     paths: list[str],
     archive_format: str,
     defaults: IdentityDefaults,
@@ -68,8 +70,7 @@ def ingest_archives(
         )
         for path in paths
     ]
-    with unit_of_work(store_url) as uow:
-        summaries = ingest_files(uow, requests)
+    summaries = ingest_files(uow, requests)
     logger = get_run_logger()
     if len(summaries) > LOGGED_FILES:
         logger.info(
@@ -101,12 +102,12 @@ def ingest_archives(
     retry_delay_seconds=[2, 10],
     retry_condition_fn=retry_if_transient,
 )
+@given_store()
 def promote_sessions(
-    store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
+    uow: UnitOfWork, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    with unit_of_work(store_url) as uow:
-        summary = promotion.promote_sessions(uow, limits, handlers, run_id=run_id)
+    summary = promotion.promote_sessions(uow, limits, handlers, run_id=run_id)
     get_run_logger().info(
         "promoted %d turns of %d sessions into %d snapshots %s",
         summary.turns_promoted,

@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.llm.batches import OpenAIBatches
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
@@ -61,8 +62,9 @@ def probe_model(model: str) -> int:
 
 
 @task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@given_store()
 def plan_embedding(
-    store_url: str,
+    uow: UnitOfWork,
     collection: str,
     model: str,
     incremental: bool,
@@ -71,14 +73,13 @@ def plan_embedding(
 ) -> EmbeddingPlan:
     """Registers the model's vector index once, before any range writes into it."""
     embedder = embedder_for(model)
-    with unit_of_work(store_url) as uow:
-        if incremental:
-            serving = uow.models.active_embedding(collection)
-            if serving is not None:
-                embedder = embedder_for(serving[0])
-        state = target_state(uow, collection, embedder.model_id, incremental=incremental)
-        uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
-        ranges = id_ranges(uow.vectors.record_id_bounds(collection), partitions)
+    if incremental:
+        serving = uow.models.active_embedding(collection)
+        if serving is not None:
+            embedder = embedder_for(serving[0])
+    state = target_state(uow, collection, embedder.model_id, incremental=incremental)
+    uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
+    ranges = id_ranges(uow.vectors.record_id_bounds(collection), partitions)
     return EmbeddingPlan(
         collection=collection, model_id=embedder.model_id, state=state, ranges=ranges, retry=retry
     )
@@ -91,22 +92,22 @@ def plan_embedding(
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
+@given_store()
 def embed_range(
-    store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
+    uow: UnitOfWork, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
     """Idempotent: only the vectors still missing in the range are written."""
-    with unit_of_work(store_url) as uow:
-        return embed_collection(
-            uow,
-            plan.collection,
-            embedder_for(plan.model_id),
-            run_id=run_id,
-            batch_size=batch_size,
-            retry=plan.retry,
-            sleep=interruptible_sleep,
-            state=plan.state,
-            id_range=id_range,
-        )
+    return embed_collection(
+        uow,
+        plan.collection,
+        embedder_for(plan.model_id),
+        run_id=run_id,
+        batch_size=batch_size,
+        retry=plan.retry,
+        sleep=interruptible_sleep,
+        state=plan.state,
+        id_range=id_range,
+    )
 
 
 @task(
@@ -116,25 +117,25 @@ def embed_range(
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
-def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
+@given_store()
+def embed_via_batch(uow: UnitOfWork, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
     """The collection's missing vectors through the provider's Batch API: the batches an
     earlier run left open first, then what is still missing. Idempotent like a live range."""
     embedder = embedder_for(plan.model_id)
     if not isinstance(embedder, OpenAIEmbedder):
         raise ConfigError(f"{plan.model_id}: --via batch needs an OpenAI-compatible model")
-    with unit_of_work(store_url) as uow:
-        work = BatchWork(
-            uow,
-            OpenAIBatches(load_llm_settings()),
-            run_id=run_id,
-            job="reembed",
-            scope=scope_of(plan.collection, plan.model_id),
-            endpoint=embedder.endpoint,
-            limits=load_batch_limits(),
-            retry=plan.retry,
-            sleep=interruptible_sleep,
-        )
-        report = embed_collection_via_batch(uow, work, plan.collection, embedder, state=plan.state)
+    work = BatchWork(
+        uow,
+        OpenAIBatches(load_llm_settings()),
+        run_id=run_id,
+        job="reembed",
+        scope=scope_of(plan.collection, plan.model_id),
+        endpoint=embedder.endpoint,
+        limits=load_batch_limits(),
+        retry=plan.retry,
+        sleep=interruptible_sleep,
+    )
+    report = embed_collection_via_batch(uow, work, plan.collection, embedder, state=plan.state)
     get_run_logger().info(
         "%s: %d batch(es) applied (%d adopted from an earlier run)",
         plan.collection,
@@ -145,12 +146,12 @@ def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> Collect
 
 
 @task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@given_store()
 def count_vectors(
-    store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
+    uow: UnitOfWork, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
     """The ranges' work added up, with the collection's counts read once all are done."""
-    with unit_of_work(store_url) as uow:
-        records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
+    records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
     resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
     unembeddable, failed = sum(p.unembeddable for p in parts), sum(p.failed for p in parts)
     if failed:  # a range stopped sending once the provider was down: what it left is failed too
@@ -183,32 +184,32 @@ def count_vectors(
 
 
 @task(name="recall-gate", cache_policy=NO_CACHE)
+@given_store()
 def recall_gate(
-    store_url: str, queries_path: str, model: str, min_ratio: float
+    uow: UnitOfWork, queries_path: str, model: str, min_ratio: float
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
-    with unit_of_work(store_url) as uow:
-        uow.models.wait_searchable(["semantic"], model)
-        return reembedding.recall_gate(
-            uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio
-        )
+    uow.models.wait_searchable(["semantic"], model)
+    return reembedding.recall_gate(
+        uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio
+    )
 
 
 @task(name="switch-models", cache_policy=NO_CACHE)
-def switch_models(store_url: str, collections: list[str], model: str) -> None:
-    with unit_of_work(store_url) as uow:
-        uow.models.switch_models(collections, model)
+@given_store()
+def switch_models(uow: UnitOfWork, collections: list[str], model: str) -> None:
+    uow.models.switch_models(collections, model)
     get_run_logger().info("switched %s to %s", ", ".join(collections), model)
 
 
 @task(name="finalize-models", cache_policy=NO_CACHE)
-def finalize_models(store_url: str, collections: list[str]) -> list[str]:
-    with unit_of_work(store_url) as uow:
-        return uow.models.finalize_models(collections)
+@given_store()
+def finalize_models(uow: UnitOfWork, collections: list[str]) -> list[str]:
+    return uow.models.finalize_models(collections)
 
 
 @task(name="rollback-models", cache_policy=NO_CACHE)
-def rollback_models(store_url: str, collections: list[str]) -> list[str]:
-    with unit_of_work(store_url) as uow:
-        return uow.models.rollback_models(collections)
+@given_store()
+def rollback_models(uow: UnitOfWork, collections: list[str]) -> list[str]:
+    return uow.models.rollback_models(collections)

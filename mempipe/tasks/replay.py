@@ -11,7 +11,8 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
 from mempipe.adapters.llm.registry import extractor_for
-from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.domain.partitioning import partition
 from mempipe.errors import ConfigError
 from mempipe.interrupts import interruptible_sleep, stop_requested
@@ -66,12 +67,12 @@ def replay_context(settings: ReplaySettings, run_id: str, uow: UnitOfWork) -> Re
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
+@given_store()
 def select_extraction_work(
-    store_url: str, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
+    uow: UnitOfWork, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
-    with unit_of_work(store_url) as uow:
-        items = uow.work.extraction_work(selection, handlers, force=force)
+    items = uow.work.extraction_work(selection, handlers, force=force)
     parts = partition(items, buckets)
     get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
     return parts
@@ -84,8 +85,9 @@ def select_extraction_work(
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
+@given_store()
 def replay_bucket(
-    store_url: str,
+    uow: UnitOfWork,
     items: list[WorkItem],
     settings: ReplaySettings,
     run_id: str,
@@ -98,10 +100,7 @@ def replay_bucket(
     returns, every owner it was given has been replayed, by this run or another. ``part``:
     which of the run's partitions this is, for its bar (each counts its own extractions)."""
     label = "replay" if part == "1/1" else f"replay part {part}"
-    with (
-        unit_of_work(store_url) as uow,
-        track(label, len(items), "extractions") as bar,
-    ):
+    with track(label, len(items), "extractions") as bar:
         context = replay_context(settings, run_id, uow)
         outcome = replay_by_owner(
             uow, items, context, selection, handlers, force=force, progress=bar.update
@@ -133,8 +132,9 @@ def replay_bucket(
 
 
 @task(name="replay-via-batch", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@given_store()
 def replay_via_batch(
-    store_url: str,
+    uow: UnitOfWork,
     selection: SnapshotSelection,
     handlers: list[str],
     settings: ReplaySettings,
@@ -143,33 +143,32 @@ def replay_via_batch(
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API."""
-    with unit_of_work(store_url) as uow:
-        context = replay_context(settings, run_id, uow)
-        live = context.extractor
-        if not isinstance(live, OpenAIExtractor):
-            raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
-        work = BatchWork(
-            uow,
-            OpenAIBatches(settings.llm),
-            run_id=run_id,
-            job="replay",
-            scope=replay_scope(settings.llm.model, force),
-            endpoint=CHAT_ENDPOINT,
-            limits=load_batch_limits(),
-            retry=settings.retry,
-            sleep=interruptible_sleep,
-        )
-        adopted = work.adopt()
-        outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force)
-        if not stop_requested():
-            covered = {key for batch in adopted for key in batch.items}
-            items = [
-                item
-                for item in uow.work.extraction_work(selection, handlers, force=force)
-                if extraction_key(item.handler, item.snapshot_id) not in covered
-            ]
-            submitted = work.submit(extraction_requests(uow, items, live))
-            outcomes += apply_replay_batches(uow, work, submitted, live, context, force=force)
+    context = replay_context(settings, run_id, uow)
+    live = context.extractor
+    if not isinstance(live, OpenAIExtractor):
+        raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
+    work = BatchWork(
+        uow,
+        OpenAIBatches(settings.llm),
+        run_id=run_id,
+        job="replay",
+        scope=replay_scope(settings.llm.model, force),
+        endpoint=CHAT_ENDPOINT,
+        limits=load_batch_limits(),
+        retry=settings.retry,
+        sleep=interruptible_sleep,
+    )
+    adopted = work.adopt()
+    outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force)
+    if not stop_requested():
+        covered = {key for batch in adopted for key in batch.items}
+        items = [
+            item
+            for item in uow.work.extraction_work(selection, handlers, force=force)
+            if extraction_key(item.handler, item.snapshot_id) not in covered
+        ]
+        submitted = work.submit(extraction_requests(uow, items, live))
+        outcomes += apply_replay_batches(uow, work, submitted, live, context, force=force)
     get_run_logger().info(
         "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
     )
@@ -177,8 +176,9 @@ def replay_via_batch(
 
 
 @task(name="export-audit", cache_policy=NO_CACHE)
+@given_store()
 def export_audit(
-    store_url: str,
+    uow: UnitOfWork,
     out_dir: str,
     run_id: str | None = None,
     since: str | None = None,
@@ -187,31 +187,29 @@ def export_audit(
     mark_exported: bool = False,
 ) -> list[str]:
     """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
-    exports it again (a report only reads)."""
-    with unit_of_work(store_url, read_only=not mark_exported) as uow:
-        if by is AuditTime.OBSERVED:
-            files = write_observed(uow, Path(out_dir), since, until)
-        else:
-            files = write_audit(
-                uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
-                Path(out_dir),
-                uow.files.store_id(),
-            )
-        if mark_exported and run_id is not None:
-            uow.runs.set_checkpoint(run_id, EXPORTED, True)
+    exports it again (a report only reads the audit)."""
+    if by is AuditTime.OBSERVED:
+        files = write_observed(uow, Path(out_dir), since, until)
+    else:
+        files = write_audit(
+            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
+            Path(out_dir),
+            uow.files.store_id(),
+        )
+    if mark_exported and run_id is not None:
+        uow.runs.set_checkpoint(run_id, EXPORTED, True)
     if files:
-        with unit_of_work(store_url) as uow:
-            record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
+        record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
     return [str(f) for f in files]
 
 
 @task(name="export-earlier-audit", cache_policy=NO_CACHE)
-def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
+@given_store()
+def export_earlier_audit(uow: UnitOfWork, out_dir: str, current: str) -> list[str]:
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
-    with unit_of_work(store_url) as uow:
-        runs = export_earlier_runs(uow, Path(out_dir), current=current)
-        if runs:
-            record_written(uow, out_dir, FileKind.AUDIT, current, None)
+    runs = export_earlier_runs(uow, Path(out_dir), current=current)
+    if runs:
+        record_written(uow, out_dir, FileKind.AUDIT, current, None)
     if runs:
         get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
     return runs

@@ -8,7 +8,8 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.schemas.run import FileKind
@@ -18,8 +19,9 @@ from mempipe.services.written_files import record_written
 
 
 @task(name="summarize-audit", cache_policy=NO_CACHE)
+@given_store(read_only=True)
 def summarize_audit(
-    store_url: str,
+    uow: UnitOfWork,
     out_dir: str,
     files: list[str],
     run_id: str | None,
@@ -36,14 +38,14 @@ def summarize_audit(
             frame = in_observed_range(frame, since, until)
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
-    with unit_of_work(store_url, read_only=True) as uow:
-        failures = uow.audit.failure_counts(run_id, since, until)
+    failures = uow.audit.failure_counts(run_id, since, until)
     return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)
 
 
 @task(name="render-report-page", cache_policy=NO_CACHE)
+@given_store()
 def render_report_page(
-    store_url: str,
+    uow: UnitOfWork,
     files: list[str],
     since: str | None,
     until: str | None,
@@ -55,7 +57,6 @@ def render_report_page(
         frame = scan_audit([Path(f) for f in files])
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
-    with unit_of_work(store_url) as uow:
-        data = gather(uow, frame, since, until, by.value)
-        record_written(uow, path, FileKind.REPORT, None, None)
+    data = gather(uow, frame, since, until, by.value)
+    record_written(uow, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data

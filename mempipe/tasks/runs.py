@@ -11,7 +11,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe import bootstrap
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.domain.liveness import this_process
 from mempipe.domain.run_outcome import run_status
 from mempipe.interrupts import stop_requested, stop_signal
@@ -35,38 +36,38 @@ def prepare_store(
 @task(
     name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
-def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
+@given_store()
+def record_run_start(uow: UnitOfWork, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
     now = datetime.now(UTC)
-    with unit_of_work(store_url) as uow:
-        uow.runs.start_run(
-            RunRecord(
-                run_id=run_id,
-                flow=flow,
-                parameters=parameters,
-                started_at=now,
-                heartbeat_at=now,
-                **this_process(),
-            )
+    uow.runs.start_run(
+        RunRecord(
+            run_id=run_id,
+            flow=flow,
+            parameters=parameters,
+            started_at=now,
+            heartbeat_at=now,
+            **this_process(),
         )
+    )
 
 
 @task(
     name="record-run-end", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
+@given_store()
 def record_run_end(
-    store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
+    uow: UnitOfWork, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
     """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
     stopped_by = signal.Signals(stop_signal() or signal.SIGTERM).name if stop_requested() else None
     status, error = run_status(stopped_by, error)
-    with unit_of_work(store_url) as uow:
-        uow.runs.finish_run(run_id, status, counts, error)
+    uow.runs.finish_run(run_id, status, counts, error)
 
 
 @task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
-    with unit_of_work(store_url) as uow:
-        recovered = run_service.recover_dead_runs(uow)
+@given_store()
+def recover_dead_runs(uow: UnitOfWork) -> list[RecoveredRun]:
+    recovered = run_service.recover_dead_runs(uow)
     logger = get_run_logger()
     for run in recovered:
         logger.warning(
@@ -80,8 +81,8 @@ def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
 
 
 @task(name="record-written-file", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@given_store()
 def record_written_file(
-    store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
+    uow: UnitOfWork, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
 ) -> None:
-    with unit_of_work(store_url) as uow:
-        record_written(uow, path, kind, run_id, user_id)
+    record_written(uow, path, kind, run_id, user_id)

@@ -7,7 +7,8 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
     BundleSelection,
@@ -28,19 +29,19 @@ from mempipe.tasks.replay import replay_context
 
 
 @task(name="write-bundle", cache_policy=NO_CACHE)
+@given_store()
 def write_bundle(
-    store_url: str, out: str, selection: BundleSelection, with_vectors: bool
+    uow: UnitOfWork, out: str, selection: BundleSelection, with_vectors: bool
 ) -> ExportSummary:
-    with unit_of_work(store_url) as uow:
-        summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
+    summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
     get_run_logger().info("exported %s to %s", summary.counts, summary.out)
     return summary
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
-def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
-    with unit_of_work(store_url) as uow:
-        summary = import_bundle(uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
+@given_store()
+def read_bundle(uow: UnitOfWork, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
+    summary = import_bundle(uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
     logger = get_run_logger()
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
     for difference in summary.digest_differences:
@@ -49,13 +50,13 @@ def read_bundle(store_url: str, path: str, run_id: str, rejects_file: str) -> Bu
 
 
 @task(name="erase-user", cache_policy=NO_CACHE)
+@given_store()
 def erase_user(
-    store_url: str, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
+    uow: UnitOfWork, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
 ) -> EraseSummary:
-    with unit_of_work(store_url) as uow:
-        summary = erasing.erase_user(
-            uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
-        )
+    summary = erasing.erase_user(
+        uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
+    )
     logger = get_run_logger()
     logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
     for file in summary.left:  # a dry run answers a question: nothing is wrong yet
@@ -66,26 +67,23 @@ def erase_user(
 
 
 @task(name="copy-records", cache_policy=NO_CACHE)
+@given_store(read_only={"source"})
 def copy_records(
-    source_url: str,
-    target_url: str,
+    source: UnitOfWork,
+    target: UnitOfWork,
     run_id: str,
     rejects_file: str,
     with_vectors: bool,
     batch_size: int,
 ) -> CopySummary:
-    with (
-        unit_of_work(source_url, read_only=True) as source,
-        unit_of_work(target_url) as target,
-    ):
-        summary = copying.copy_store(
-            source,
-            target,
-            run_id=run_id,
-            rejects_file=Path(rejects_file),
-            with_vectors=with_vectors,
-            batch_size=batch_size,
-        )
+    summary = copying.copy_store(
+        source,
+        target,
+        run_id=run_id,
+        rejects_file=Path(rejects_file),
+        with_vectors=with_vectors,
+        batch_size=batch_size,
+    )
     logger = get_run_logger()
     logger.info("copied %s", summary.copied)
     for difference in summary.differences:
@@ -94,8 +92,9 @@ def copy_records(
 
 
 @task(name="import-memory-file", cache_policy=NO_CACHE)
+@given_store()
 def import_memory_file(
-    store_url: str,
+    uow: UnitOfWork,
     path: str,
     fmt: MemoryFormat,
     defaults: IdentityDefaults,
@@ -105,17 +104,16 @@ def import_memory_file(
     verbatim: bool,
     rejects_file: str,
 ) -> MemoryImportSummary:
-    with unit_of_work(store_url) as uow:
-        context = replay_context(settings, run_id, uow)
-        request = MemoryImportRequest(
-            path=Path(path),
-            format=fmt,
-            defaults=defaults,
-            memory_type=memory_type,
-            verbatim=verbatim,
-            rejects_file=Path(rejects_file),
-        )
-        summary = memory_import.import_memory_file(uow, request, context)
+    context = replay_context(settings, run_id, uow)
+    request = MemoryImportRequest(
+        path=Path(path),
+        format=fmt,
+        defaults=defaults,
+        memory_type=memory_type,
+        verbatim=verbatim,
+        rejects_file=Path(rejects_file),
+    )
+    summary = memory_import.import_memory_file(uow, request, context)
     get_run_logger().info(
         "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
         path,

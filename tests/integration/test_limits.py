@@ -50,7 +50,7 @@ def test_a_second_reembed_of_one_store_waits_then_fails_naming_the_holder(
     import os
 
     holder_run(store_url, "holder", os.getpid())
-    with store_lock("reembed", store_url, "holder", wait_s=5) as held:
+    with store_lock(store_url, "reembed", "holder", wait_s=5) as held:
         assert held == "reembed"
         with pytest.raises(
             JobBusyError, match=r"another reembed of .* reembed run holder on this-box \(pid \d+\)"
