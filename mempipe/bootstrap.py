@@ -198,3 +198,9 @@ def given_store(
         return wrapper
 
     return decorate
+
+
+@given_store(read_only=True)
+def require_store(uow: UnitOfWork) -> None:
+    """Refuse a store that is not there, or not mempipe's, or not migrated; change nothing (the
+    jobs that only read, before they start)."""

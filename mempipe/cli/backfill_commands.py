@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mempipe.archives.registry import format_names
 from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
-    emit,
+    duration,
     identity_options,
     json_option,
     pairs,
     rejects_dir_option,
     reports_errors,
-    run_flow,
     store_options,
 )
 from mempipe.cli.plans import plan_option
-from mempipe.errors import StoreError
+from mempipe.cli.runner import run_job
+
+if TYPE_CHECKING:
+    from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 
 
 @click.command()
@@ -37,6 +39,7 @@ from mempipe.errors import StoreError
     "--column",
     "columns",
     multiple=True,
+    callback=lambda _, param, value: pairs(value, "--column"),
     metavar="FIELD=COLUMN",
     help="For CSV and Parquet: the column holding a turn field (repeatable).",
 )
@@ -52,6 +55,7 @@ from mempipe.errors import StoreError
 @click.option(
     "--future-margin",
     default="1d",
+    callback=lambda _, param, value: duration(value, "--future-margin"),
     show_default=True,
     help="How far after the run a turn time may lie (30m, 12h, 2d); later ones are rejects.",
 )
@@ -71,111 +75,44 @@ from mempipe.errors import StoreError
 @json_option
 @reports_errors
 @starts_flows_creating_store
-def backfill(
-    paths: tuple[str, ...],
-    archive_format: str,
-    org_id: str | None,
-    project_id: str | None,
-    user_id: str | None,
-    agent_id: str | None,
-    columns: tuple[str, ...],
-    batch_size: int,
-    rejects_dir: str,
-    no_promote: bool,
-    future_margin: str,
-    embed: bool,
-    allow_any_time: bool,
-    plan: bool,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def backfill(**options: Any) -> None:
     """Load transcript archives (files, directories, globs) as turns, then promote sessions
     into snapshots. Bad records go to a rejects file; re-running adds nothing."""
-    from mempipe.archives import expand_paths
-    from mempipe.bootstrap import load_context
-    from mempipe.cli.options import duration
-    from mempipe.flows.backfill import backfill_flow
-    from mempipe.progress import show_on_terminal
+    from mempipe.flows.backfill import Backfill
 
-    column_map = pairs(columns, "--column")
-    context = load_context(store, config, store_secret)
-    found = expand_paths(paths)
-    if plan:
-        from mempipe.cli.plans import emit_plan
-        from mempipe.services.plans import archive_texts, backfill_plan
-        from mempipe.settings import load_llm_settings
+    if options["plan"] and not options["embed"]:
+        raise click.UsageError("--plan counts what --embed would send: give both")
+    run_job(Backfill, options, _show_backfill)
 
-        if not embed:
-            raise click.UsageError("--plan counts what --embed would send: give both")
-        defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-        texts = archive_texts(found, archive_format, defaults, column_map)
-        try:
-            uow = context.unit_of_work(read_only=True, existing=True)
-        except StoreError:  # no store yet: the configured model embeds
-            uow = None
-        with uow if uow is not None else nullcontext():
-            estimate = backfill_plan(
-                uow,
-                context.store_url,
-                texts,
-                context.config.memory.embedding.model,
-                context.config.costs,
-                load_llm_settings(),
-            )
-        emit_plan(estimate, as_json)
-        return
-    context.prepare_store(create=True)
-    with show_on_terminal():
-        summary, incomplete = run_flow(
-            backfill_flow,
-            paths=list(paths),
-            format=archive_format,
-            org_id=org_id,
-            project_id=project_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            columns=column_map,
-            **context.flow_options(),
-            batch_size=batch_size,
-            rejects_dir=rejects_dir,
-            promote_sessions=not no_promote,
-            future_margin=duration(future_margin, "--future-margin"),
-            allow_any_time=allow_any_time,
-            embed=embed,
-        )
 
-    def human() -> None:
+def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
+    click.echo(
+        f"backfill {summary.run_id}: {len(summary.files)} file(s), "
+        f"{summary.turns_inserted} turns inserted, "
+        f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected, "
+        f"{summary.skipped_empty} empty messages skipped"
+        + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
+    )
+    for file in [f for f in summary.files if f.failed]:
         click.echo(
-            f"backfill {summary.run_id}: {len(summary.files)} file(s), "
-            f"{summary.turns_inserted} turns inserted, "
-            f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected, "
-            f"{summary.skipped_empty} empty messages skipped"
-            + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
+            f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
         )
-        for file in [f for f in summary.files if f.failed]:
-            click.echo(
-                f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
-            )
-        if summary.rejects_path:
-            click.echo(f"rejects: {summary.rejects_path}")
+    if summary.rejects_path:
+        click.echo(f"rejects: {summary.rejects_path}")
+    click.echo(
+        f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+        f"into {summary.snapshots_created} snapshots"
+    )
+    click.echo(f"store: {summary.store}")
+    if summary.embedded is not None:
+        click.echo(f"embedded {summary.embedded} turns with {summary.embedding_model}")
+    elif summary.turns_inserted:
         click.echo(
-            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
-            f"into {summary.snapshots_created} snapshots"
+            "turns are searched by text now; for search by meaning, embed them: "
+            "`mempipe reembed --incremental` (or backfill with --embed)"
         )
-        click.echo(f"store: {summary.store}")
-        if summary.embedded is not None:
-            click.echo(f"embedded {summary.embedded} turns with {summary.embedding_model}")
-        elif summary.turns_inserted:
-            click.echo(
-                "turns are searched by text now; for search by meaning, embed them: "
-                "`mempipe reembed --incremental` (or backfill with --embed)"
-            )
-        if summary.snapshots_created:
-            click.echo("next: `mempipe replay` extracts long-term memories from the new snapshots")
-
-    emit(summary, as_json, human, incomplete)
+    if summary.snapshots_created:
+        click.echo("next: `mempipe replay` extracts long-term memories from the new snapshots")
 
 
 @click.command()
@@ -183,24 +120,16 @@ def backfill(
 @json_option
 @reports_errors
 @starts_flows
-def promote(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
+def promote(**options: Any) -> None:
     """Cut every session's unpromoted turns into snapshots, by the configured limits."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.promote import promote_flow
-    from mempipe.progress import show_on_terminal
+    from mempipe.flows.promote import Promote
 
-    context = load_context(store, config, store_secret)
-    context.prepare_store()
-    with show_on_terminal():
-        summary = promote_flow(
-            **context.flow_options(),
-        )
+    run_job(Promote, options, _show_promote)
 
-    def human() -> None:
-        cuts = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in summary.by_reason.items())
-        click.echo(
-            f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
-            f"into {summary.snapshots_created} snapshots" + (f" (cut at: {cuts})" if cuts else "")
-        )
 
-    emit(summary, as_json, human)
+def _show_promote(summary: PromotionSummary, incomplete: bool) -> None:
+    cuts = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in summary.by_reason.items())
+    click.echo(
+        f"promoted {summary.turns_promoted} turns of {summary.sessions} sessions "
+        f"into {summary.snapshots_created} snapshots" + (f" (cut at: {cuts})" if cuts else "")
+    )

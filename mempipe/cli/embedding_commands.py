@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import BaseModel
 
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
-    run_flow,
     scale_out_options,
-    split_list,
     store_options,
 )
 from mempipe.cli.plans import plan_option, via_option
+from mempipe.cli.runner import run_job
+
+if TYPE_CHECKING:
+    from mempipe.flows.reembed import Collections
+    from mempipe.schemas.embedding import ReembedSummary
 
 
 @click.group(invoke_without_command=True)
@@ -65,109 +67,41 @@ from mempipe.cli.plans import plan_option, via_option
 @click.pass_context
 @reports_errors
 @starts_flows
-def reembed(
-    ctx: click.Context,
-    model: str | None,
-    dimensions: int | None,
-    collections: str | None,
-    batch_size: int,
-    gate: str | None,
-    min_recall_ratio: float,
-    incremental: bool,
-    partitions: int,
-    via: str,
-    plan: bool,
-    task_runner: str,
-    dask_address: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def reembed(ctx: click.Context, **options: Any) -> None:
     """Re-embed every record with another model, blue/green: new vectors beside the old,
     verified, switched atomically; `finalize` drops the old ones, `rollback` restores them.
     With --incremental, embed only what the serving model lacks (the nightly job)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from mempipe.adapters.embedding import embedder_for
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.reembed import reembed_flow
-    from mempipe.progress import show_on_terminal
+    from mempipe.flows.reembed import Reembed
 
-    context = load_context(store, config, store_secret)
-    if model is not None:
-        embedder_for(model)
-    if plan:
-        from mempipe.cli.plans import emit_plan
-        from mempipe.flows.reembed import chosen_collections
-        from mempipe.services.plans import reembed_plan
-        from mempipe.settings import load_batch_limits, load_llm_settings
+    if ctx.invoked_subcommand is None:
+        run_job(Reembed, options, _show_reembed)
 
-        with context.unit_of_work(read_only=True, existing=True) as uow:
-            found = reembed_plan(
-                uow,
-                chosen_collections(split_list(collections)),
-                model or context.config.memory.embedding.model,
-                incremental=incremental,
-                batch_size=batch_size,
-                via=via,  # type: ignore[arg-type]
-                costs=context.config.costs,
-                llm=load_llm_settings(),
-                limits=load_batch_limits(),
+
+def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
+    for report in summary.collections:
+        click.echo(
+            f"{report.collection:<11} {report.vectors}/{report.records} records with a vector "
+            f"of {report.model_id} ({report.embedded_now} new, "
+            f"{report.unembeddable} unembeddable, {report.failed} failed)"
+            + (
+                f"; {report.batches} provider batch(es), {report.batches_adopted} adopted"
+                if report.batches
+                else ""
             )
-        emit_plan(found, as_json)
-        return
-    context.prepare_store()
-    with show_on_terminal():
-        summary, incomplete = run_flow(
-            reembed_flow,
-            model=model,
-            dimensions=dimensions,
-            collections=split_list(collections),
-            batch_size=batch_size,
-            gate=gate,
-            min_recall_ratio=min_recall_ratio,
-            incremental=incremental,
-            partitions=partitions,
-            via=via,
-            task_runner=task_runner,
-            dask_address=dask_address,
-            **context.flow_options(),
         )
-
-    def human() -> None:
-        for report in summary.collections:
-            click.echo(
-                f"{report.collection:<11} {report.vectors}/{report.records} records with a vector "
-                f"of {report.model_id} ({report.embedded_now} new, "
-                f"{report.unembeddable} unembeddable, {report.failed} failed)"
-                + (
-                    f"; {report.batches} provider batch(es), {report.batches_adopted} adopted"
-                    if report.batches
-                    else ""
-                )
-            )
-        if summary.gate is not None:
-            click.echo(
-                f"recall gate: old {summary.gate.old_recall}, new {summary.gate.new_recall}, "
-                f"ratio {summary.gate.ratio} (min {summary.gate.min_ratio})"
-            )
-        if not summary.incremental:
-            click.echo(
-                f"switched to {summary.model}; `mempipe reembed finalize` drops the old vectors"
-                if summary.switched
-                else f"not switched: {summary.reason}"
-            )
-        if incomplete is not None:
-            click.echo("next: the same command again resumes where this run stopped")
-
-    emit(summary, as_json, human, incomplete)
-
-
-class Names(BaseModel):
-    """What finalize and rollback touched."""
-
-    collections: list[str]
+    if summary.gate is not None:
+        click.echo(
+            f"recall gate: old {summary.gate.old_recall}, new {summary.gate.new_recall}, "
+            f"ratio {summary.gate.ratio} (min {summary.gate.min_ratio})"
+        )
+    if not summary.incremental:
+        click.echo(
+            f"switched to {summary.model}; `mempipe reembed finalize` drops the old vectors"
+            if summary.switched
+            else f"not switched: {summary.reason}"
+        )
+    if incomplete:
+        click.echo("next: the same command again resumes where this run stopped")
 
 
 @reembed.command("finalize")
@@ -176,22 +110,11 @@ class Names(BaseModel):
 @json_option
 @reports_errors
 @starts_flows
-def reembed_finalize(
-    collections: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def reembed_finalize(**options: Any) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
-    from mempipe.flows.reembed import reembed_finalize_flow as finalize_flow
+    from mempipe.flows.reembed import Finalize
 
-    dropped = _end_move(finalize_flow, collections, store, config, store_secret)
-    emit(
-        Names(collections=dropped),
-        as_json,
-        lambda: click.echo(f"dropped: {', '.join(dropped) or 'none'}"),
-    )
+    run_job(Finalize, options, lambda done, _: click.echo(f"dropped: {_names(done) or 'none'}"))
 
 
 @reembed.command("rollback")
@@ -200,39 +123,19 @@ def reembed_finalize(
 @json_option
 @reports_errors
 @starts_flows
-def reembed_rollback(
-    collections: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def reembed_rollback(**options: Any) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
-    from mempipe.flows.reembed import reembed_rollback_flow as rollback_flow
+    from mempipe.flows.reembed import Rollback
 
-    restored = _end_move(rollback_flow, collections, store, config, store_secret)
-    emit(
-        Names(collections=restored),
-        as_json,
-        lambda: click.echo(f"restored: {', '.join(restored) or 'nothing to roll back'}"),
+    run_job(
+        Rollback,
+        options,
+        lambda done, _: click.echo(f"restored: {_names(done) or 'nothing to roll back'}"),
     )
 
 
-def _end_move(
-    end_flow: Callable[..., list[str]],
-    collections: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-) -> list[str]:
-    """Run the finalize or rollback flow on the store and collections the options name."""
-    from mempipe.bootstrap import load_context
-
-    context = load_context(store, config, store_secret)
-    return end_flow(
-        collections=split_list(collections),
-        **context.flow_options(),
-    )
+def _names(done: Collections) -> str:
+    return ", ".join(done.collections)
 
 
 @click.command("rebuild-indexes")

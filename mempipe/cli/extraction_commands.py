@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,15 +11,17 @@ from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counts_text,
-    emit,
     json_option,
     reports_errors,
-    run_flow,
     scale_out_options,
     store_options,
 )
 from mempipe.cli.plans import plan_option, via_option
-from mempipe.schemas.selection import SnapshotSelection
+from mempipe.cli.runner import run_job
+
+if TYPE_CHECKING:
+    from mempipe.schemas.replay import ReplaySummary
+    from mempipe.schemas.report import ReportSummary
 
 
 @click.command()
@@ -59,110 +61,38 @@ from mempipe.schemas.selection import SnapshotSelection
 @json_option
 @reports_errors
 @starts_flows
-def replay(
-    org_id: str | None,
-    project_id: str | None,
-    user_id: str | None,
-    session_id: str | None,
-    snapshot_ids: tuple[str, ...],
-    since: datetime | None,
-    until: datetime | None,
-    handlers: str | None,
-    extractor: str,
-    concurrency: int,
-    task_runner: str,
-    dask_address: str | None,
-    force: bool,
-    audit_dir: str,
-    via: str,
-    plan: bool,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def replay(**options: Any) -> None:
     """Replay snapshot extraction: every selected handler on every selected snapshot,
     reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.replay import replay_flow
-    from mempipe.progress import show_on_terminal
+    from mempipe.flows.replay import Replay
 
-    context = load_context(store, config, store_secret)
-    chosen = [h.strip() for h in handlers.split(",")] if handlers else None
-    selection = SnapshotSelection(
-        org_id=org_id,
-        project_id=project_id,
-        user_id=user_id,
-        session_id=session_id,
-        snapshot_ids=list(snapshot_ids) or None,
-        since=since,
-        until=until,
+    run_job(Replay, options, _show_replay)
+
+
+def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
+    click.echo(
+        f"replay {summary.run_id}: {summary.extractions} extractions of "
+        f"{summary.snapshots} snapshots ({summary.done} done, {summary.failed_retryable} "
+        f"failed retryably, {summary.failed_content} failed on content)"
     )
-    if plan:
-        from mempipe.adapters.llm.registry import extractor_for
-        from mempipe.cli.plans import emit_plan
-        from mempipe.services.plans import replay_plan
-        from mempipe.settings import load_batch_limits
-
-        settings = context.replay_settings(extractor)
-        enabled = chosen or [t.value for t in context.config.memory.extraction.enabled]
-        with context.unit_of_work(read_only=True, existing=True) as uow:
-            found = replay_plan(
-                uow,
-                selection,
-                enabled,
-                force=force,
-                extractor=extractor,
-                summaries=extractor_for(extractor, settings.llm).capabilities.summaries,
-                via=via,  # type: ignore[arg-type]
-                costs=context.config.costs,
-                llm=settings.llm,
-                limits=load_batch_limits(),
-            )
-        emit_plan(found, as_json)
+    click.echo(
+        f"memories: {summary.added} added, {summary.updated} updated, "
+        f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
+    )
+    if summary.done_elsewhere:
+        click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
+    if summary.erased_meanwhile:
+        click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
+    if not summary.extractions:
+        click.echo(
+            "nothing to extract: no snapshot is pending extraction. `mempipe backfill "
+            "ARCHIVE` brings conversations in first; `mempipe replay --force` extracts "
+            "done snapshots again"
+        )
         return
-    context.prepare_store()
-    with show_on_terminal():
-        summary, incomplete = run_flow(
-            replay_flow,
-            **dict(selection),
-            handlers=chosen,
-            extractor=extractor,
-            via=via,
-            concurrency=concurrency,
-            task_runner=task_runner,
-            dask_address=dask_address,
-            force=force,
-            **context.flow_options(),
-            audit_dir=audit_dir,
-        )
-
-    def human() -> None:
-        click.echo(
-            f"replay {summary.run_id}: {summary.extractions} extractions of "
-            f"{summary.snapshots} snapshots ({summary.done} done, {summary.failed_retryable} "
-            f"failed retryably, {summary.failed_content} failed on content)"
-        )
-        click.echo(
-            f"memories: {summary.added} added, {summary.updated} updated, "
-            f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
-        )
-        if summary.done_elsewhere:
-            click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
-        if summary.erased_meanwhile:
-            click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
-        if not summary.extractions:
-            click.echo(
-                "nothing to extract: no snapshot is pending extraction. `mempipe backfill "
-                "ARCHIVE` brings conversations in first; `mempipe replay --force` extracts "
-                "done snapshots again"
-            )
-            return
-        where = Path(summary.audit_dir).resolve()
-        click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
-        click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")
-
-    emit(summary, as_json, human, incomplete)
+    where = Path(summary.audit_dir).resolve()
+    click.echo(f"audit: {where} ({len(summary.audit_files)} Parquet file(s))")
+    click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")
 
 
 @click.command()
@@ -194,46 +124,21 @@ def replay(
 @json_option
 @reports_errors
 @starts_flows
-def report(
-    run_id: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    last_days: int | None,
-    by: str,
-    out: str,
-    html: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def report(**options: Any) -> None:
     """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
     and summarise it by memory type and action, with failures by class."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.report import audit_report_flow
+    from mempipe.flows.report import Report
 
-    context = load_context(store, config, store_secret)
-    context.unit_of_work(read_only=True).close()
-    summary = audit_report_flow(
-        run_id=run_id,
-        since=since.date() if since else None,
-        until=until.date() if until else None,
-        last_days=last_days,
-        by=by,
-        out=out,
-        html=html,
-        **context.flow_options(),
+    run_job(Report, options, _show_report)
+
+
+def _show_report(summary: ReportSummary, incomplete: bool) -> None:
+    click.echo(
+        f"audit: {summary.rows} rows in {len(summary.files)} file(s) under "
+        f"{Path(summary.out).resolve()}"
     )
-
-    def human() -> None:
-        click.echo(
-            f"audit: {summary.rows} rows in {len(summary.files)} file(s) under "
-            f"{Path(summary.out).resolve()}"
-        )
-        for row in summary.actions:
-            click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")
-        click.echo(f"failures: {counts_text(summary.failures)}")
-        if summary.html:
-            click.echo(f"page: {summary.html}")
-
-    emit(summary, as_json, human)
+    for row in summary.actions:
+        click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")
+    click.echo(f"failures: {counts_text(summary.failures)}")
+    if summary.html:
+        click.echo(f"page: {summary.html}")

@@ -3,27 +3,92 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from prefect import flow
 from pydantic import Field
 
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.archives import expand_paths
 from mempipe.archives.registry import FormatName
-from mempipe.bootstrap import load_context
+from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import unread_files
-from mempipe.errors import IncompleteRunError
+from mempipe.errors import IncompleteRunError, StoreError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
+from mempipe.schemas.costs import CostConfig, RunPlan
 from mempipe.schemas.embedding import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
-from mempipe.services.backfill import artifact_rows, run_counts, summarize_backfill
+from mempipe.services.backfill import (
+    archive_texts,
+    artifact_rows,
+    backfill_plan,
+    run_counts,
+    summarize_backfill,
+)
+from mempipe.settings import load_llm_settings
 from mempipe.tasks import backfill as tasks
 from mempipe.tasks.artifacts import publish_table
+
+
+class Backfill(Job[BackfillSummary]):
+    """The request of ``mempipe backfill``: the options of the command, the parameters of
+    :func:`backfill_flow` (``no_promote`` is its ``promote_sessions`` turned round)."""
+
+    creates_store: ClassVar[bool] = True
+
+    paths: list[str]
+    archive_format: str = "auto"
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    columns: dict[str, str] = {}
+    batch_size: int = 5000
+    rejects_dir: str = "mempipe-rejects"
+    no_promote: bool = False
+    future_margin: timedelta = FUTURE_MARGIN
+    allow_any_time: bool = False
+    embed: bool = False
+
+    def check(self, context: AppContext) -> None:
+        expand_paths(self.paths)
+
+    def plan(self, context: AppContext) -> RunPlan:
+        """What ``--embed`` would send; a store not there yet embeds with the configured
+        model (and is not created)."""
+        defaults = context.identity_defaults(
+            self.org_id, self.project_id, self.user_id, self.agent_id
+        )
+        texts = archive_texts(expand_paths(self.paths), self.archive_format, defaults, self.columns)
+        model = context.config.memory.embedding.model
+        try:
+            return _plan(context.store_url, texts, model, context.config.costs)
+        except StoreError:
+            return backfill_plan(
+                None, context.store_url, texts, model, context.config.costs, load_llm_settings()
+            )
+
+    def run(self, context: AppContext) -> BackfillSummary:
+        parameters = self.model_dump(exclude={"archive_format", "no_promote"})
+        return backfill_flow(
+            **parameters,
+            format=self.archive_format,
+            promote_sessions=not self.no_promote,
+            **context.flow_options(),
+        )
+
+
+@given_store(read_only=True, existing=True)
+def _plan(uow: UnitOfWork, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
+    return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
 
 
 @flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])

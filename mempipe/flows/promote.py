@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from prefect import flow
 
-from mempipe.bootstrap import load_context
+from mempipe.bootstrap import AppContext, load_context
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.summaries import PromotionSummary
 from mempipe.tasks.backfill import promote_sessions
+
+
+class Promote(Job[PromotionSummary]):
+    """The request of ``mempipe promote``: nothing but the store."""
+
+    def run(self, context: AppContext) -> PromotionSummary:
+        return promote_flow(**context.flow_options())
 
 
 @flow(name="promote", on_failure=[record_failed_run], on_crashed=[record_failed_run])

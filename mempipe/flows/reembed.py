@@ -3,25 +3,28 @@ serving model lacks (``incremental``, the nightly job); finalize or roll back a 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from prefect import Task, flow, get_run_logger
 from prefect.runtime import flow_run
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store, load_context
+from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.reembed_switch import decide_switch
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job, ListsCollections
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.costs import Via
+from mempipe.schemas.config import ProjectConfig
+from mempipe.schemas.costs import RunPlan, Via
 from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
-from mempipe.settings import load_retry_policy
+from mempipe.services.reembed import reembed_plan
+from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
     EmbeddingPlan,
@@ -35,6 +38,75 @@ from mempipe.tasks.reembed import (
     rollback_models,
     switch_models,
 )
+
+
+class Reembed(Job[ReembedSummary], ListsCollections):
+    """The request of ``mempipe reembed``: the options of the command, the parameters of
+    :func:`reembed_flow`."""
+
+    model: str | None = None
+    dimensions: int | None = None
+    collections: list[str] | None = None
+    batch_size: int = 256
+    gate: str | None = None
+    min_recall_ratio: float = 0.95
+    incremental: bool = False
+    partitions: int = 1
+    via: Via = "live"
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS
+    dask_address: str | None = None
+
+    def check(self, context: AppContext) -> None:
+        if self.model is not None:
+            embedder_for(self.model)
+
+    def plan(self, context: AppContext) -> RunPlan:
+        return _plan(context.store_url, self, context.config)
+
+    def run(self, context: AppContext) -> ReembedSummary:
+        return reembed_flow(**self.model_dump(), **context.flow_options())
+
+
+@given_store(read_only=True, existing=True)
+def _plan(uow: UnitOfWork, request: Reembed, config: ProjectConfig) -> RunPlan:
+    return reembed_plan(
+        uow,
+        chosen_collections(request.collections),
+        request.model or config.memory.embedding.model,
+        incremental=request.incremental,
+        batch_size=request.batch_size,
+        via=request.via,
+        costs=config.costs,
+        llm=load_llm_settings(),
+        limits=load_batch_limits(),
+    )
+
+
+class EndMove(Job[BaseModel], ListsCollections):
+    """The request of ``reembed finalize`` and ``reembed rollback``."""
+
+    prepares_store: ClassVar[bool] = False
+    collections: list[str] | None = None
+
+
+class Finalize(EndMove):
+    def run(self, context: AppContext) -> Collections:
+        return Collections(
+            collections=reembed_finalize_flow(**self.model_dump(), **context.flow_options())
+        )
+
+
+class Rollback(EndMove):
+    def run(self, context: AppContext) -> Collections:
+        return Collections(
+            collections=reembed_rollback_flow(**self.model_dump(), **context.flow_options())
+        )
+
+
+class Collections(BaseModel):
+    """What finalize and rollback touched."""
+
+    collections: list[str]
 
 
 @flow(name="reembed", on_failure=[record_failed_run], on_crashed=[record_failed_run])

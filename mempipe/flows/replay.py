@@ -7,21 +7,25 @@ from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store, load_context
+from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job, comma_list
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import TaskRunnerName, run_partitions
-from mempipe.schemas.costs import Via
+from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.replay import ReplaySummary
+from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.services.replay import replay_plan
 from mempipe.services.replay_summary import summarize_replay
+from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import (
     export_audit,
@@ -47,6 +51,68 @@ COUNTS = {
     "erased_meanwhile",
 }
 """The counts recorded with the run and published as its table artifact."""
+
+
+class Replay(Job[ReplaySummary]):
+    """The request of ``mempipe replay``: the options of the command, the parameters of
+    :func:`replay_flow`."""
+
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    snapshot_ids: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    handlers: list[str] | None = None
+    extractor: str = "offline"
+    concurrency: int = 4
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS
+    dask_address: str | None = None
+    force: bool = False
+    audit_dir: str = "audit"
+    via: Via = "live"
+
+    @field_validator("handlers", "snapshot_ids", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        return (list(value) or None) if isinstance(value, tuple) else comma_list(value)
+
+    @property
+    def selection(self) -> SnapshotSelection:
+        return SnapshotSelection.model_validate(
+            self.model_dump(include=set(SnapshotSelection.model_fields))
+        )
+
+    def plan(self, context: AppContext) -> RunPlan:
+        settings = context.replay_settings(self.extractor)
+        enabled = self.handlers or [t.value for t in context.config.memory.extraction.enabled]
+        return _plan(context.store_url, self, enabled, settings, context.config.costs)
+
+    def run(self, context: AppContext) -> ReplaySummary:
+        return replay_flow(**self.model_dump(), **context.flow_options())
+
+
+@given_store(read_only=True, existing=True)
+def _plan(
+    uow: UnitOfWork,
+    request: Replay,
+    handlers: list[str],
+    settings: ReplaySettings,
+    costs: CostConfig,
+) -> RunPlan:
+    return replay_plan(
+        uow,
+        request.selection,
+        handlers,
+        force=request.force,
+        extractor=request.extractor,
+        summaries=extractor_for(request.extractor, settings.llm).capabilities.summaries,
+        via=request.via,
+        costs=costs,
+        llm=settings.llm,
+        limits=load_batch_limits(),
+    )
 
 
 @flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from prefect import flow
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from mempipe.bootstrap import load_context
+from mempipe.bootstrap import AppContext, load_context, require_store
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
@@ -18,6 +19,32 @@ from mempipe.services.report_page import TopMemory
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
 from mempipe.tasks.report import render_report_page, summarize_audit
+
+
+class Report(Job[ReportSummary]):
+    """The request of ``mempipe report``: the options of the command, the parameters of
+    :func:`audit_report_flow`. It reads a store that is there and changes none of its data."""
+
+    prepares_store: ClassVar[bool] = False
+
+    run_id: str | None = None
+    since: date | None = None
+    until: date | None = None
+    last_days: int | None = None
+    by: AuditTime = AuditTime.APPLIED
+    out: str = "audit"
+    html: str | None = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _day(cls, value: object) -> object:
+        return value.date() if isinstance(value, datetime) else value
+
+    def check(self, context: AppContext) -> None:
+        require_store(context.store_url)
+
+    def run(self, context: AppContext) -> ReportSummary:
+        return audit_report_flow(**self.model_dump(), **context.flow_options())
 
 
 @flow(name="audit-report", on_failure=[record_failed_run], on_crashed=[record_failed_run])

@@ -11,6 +11,9 @@ from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.domain.vectors import vector_problem
 from mempipe.errors import MempipeError
 
+PROBE_TEXT = "mempipe probe"
+"""What a model is asked to embed to show it answers (a re-embed's probe, a plan's line)."""
+
 
 def embed_texts(
     embedder: Embedder, texts: Sequence[str], retry: RetryPolicy, sleep: Callable[[float], Any]

@@ -35,11 +35,9 @@ from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import WorkItem
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.replay import ReplayContext
+from mempipe.services.replay import ReplayContext, snapshot_pages
 from mempipe.services.replay_summary import BucketOutcome
 
-PAGE = 500
-"""Snapshots read from the store at a time while requests are written."""
 SUMMARY = "summary"
 
 
@@ -84,21 +82,6 @@ def extraction_requests(
                     item.user_id or "",
                 ],
             )
-
-
-def snapshot_pages(
-    uow: UnitOfWork, items: Sequence[WorkItem]
-) -> Iterator[tuple[list[str], dict[str, SnapshotContent], list[WorkItem]]]:
-    """The items a page of snapshots at a time, in their order: the page's snapshot ids, their
-    content read from the store, and the page's items."""
-    snapshot_ids = list(dict.fromkeys(item.snapshot_id for item in items))
-    by_snapshot: dict[str, list[WorkItem]] = {}
-    for item in items:
-        by_snapshot.setdefault(item.snapshot_id, []).append(item)
-    for start in range(0, len(snapshot_ids), PAGE):
-        page = snapshot_ids[start : start + PAGE]
-        contents = {s: uow.work.snapshot_content(s) for s in page}
-        yield page, contents, [item for s in page for item in by_snapshot[s]]
 
 
 class BatchAnswers:

@@ -18,10 +18,10 @@ from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.embedding import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
+from mempipe.services.embedding import PROBE_TEXT
 from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import (
-    PROBE_TEXT,
     IdRange,
     embed_collection,
     id_ranges,

@@ -1,0 +1,42 @@
+"""The CLI runner: the wiring every job's command shares, so that a command is its options and
+one call. It loads the context (store URL, configuration, secret), runs the job's early check,
+prints the job's plan with ``--plan``, prepares the store (refusing a missing one where the job
+does not create it), runs the flow with bars on a terminal, and prints the summary, human or
+``--json``; a run that did not do all its work prints what it did, then fails (exit 1). It knows
+no job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from mempipe.cli.options import emit, run_flow
+from mempipe.cli.plans import emit_plan
+
+S = TypeVar("S", bound=BaseModel)
+
+COMMON = ("store", "config", "store_secret", "as_json", "plan")
+"""The options the runner takes for itself; the rest are the job's request."""
+
+
+def run_job(job: type[Any], options: dict[str, Any], show: Callable[[S, bool], None]) -> None:
+    """Run ``job`` (a :class:`~mempipe.flows.job.Job`) with the command's ``options``;
+    ``show(summary, incomplete)`` prints the human summary."""
+    from mempipe.bootstrap import load_context
+    from mempipe.progress import show_on_terminal
+
+    common = {name: options.pop(name, None) for name in COMMON}
+    as_json = bool(common["as_json"])
+    context = load_context(common["store"], common["config"], common["store_secret"])
+    request = job.model_validate(options)
+    request.check(context)
+    if common["plan"]:
+        emit_plan(request.plan(context), as_json)
+        return
+    if job.prepares_store:
+        context.prepare_store(create=job.creates_store)
+    with show_on_terminal():
+        summary, incomplete = run_flow(request.run, context=context)
+    emit(summary, as_json, lambda: show(summary, incomplete is not None), incomplete)
