@@ -8,7 +8,6 @@ import click
 
 from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
-    emit,
     json_option,
     reports_errors,
     scale_out_options,
@@ -20,6 +19,7 @@ from mempipe.cli.runner import run_job
 if TYPE_CHECKING:
     from mempipe.flows.reembed import Collections
     from mempipe.schemas.embedding import ReembedSummary
+    from mempipe.schemas.indexes import IndexReport
 
 
 @click.group(invoke_without_command=True)
@@ -144,27 +144,19 @@ def _names(done: Collections) -> str:
 @json_option
 @reports_errors
 @starts_flows
-def rebuild_indexes_command(
-    force: bool, store: str | None, config: str | None, store_secret: str | None, as_json: bool
-) -> None:
+def rebuild_indexes_command(**options: Any) -> None:
     """Compare each collection's declared vector and text index (dimension, metric, filter
     fields including the declared partition keys) with what exists; create what is absent;
     report drift; rebuild drifted indexes only with --force."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.indexes import rebuild_indexes_flow
+    from mempipe.flows.indexes import RebuildIndexes
 
-    context = load_context(store, config, store_secret)
-    context.prepare_store()
-    report = rebuild_indexes_flow(
-        force=force,
-        **context.flow_options(),
-    )
+    force = options["force"]
+    run_job(RebuildIndexes, options, lambda report, _: _show_indexes(report, force))
 
-    def human() -> None:
-        for status in report.indexes:
-            detail = f"  ({'; '.join(status.differences)})" if status.differences else ""
-            click.echo(f"{status.state.value:<8} {status.kind:<6} {status.name}{detail}")
-        if report.drift and not force:
-            click.echo("drift found: `mempipe rebuild-indexes --force` rebuilds those indexes")
 
-    emit(report, as_json, human)
+def _show_indexes(report: IndexReport, force: bool) -> None:
+    for status in report.indexes:
+        detail = f"  ({'; '.join(status.differences)})" if status.differences else ""
+        click.echo(f"{status.state.value:<8} {status.kind:<6} {status.name}{detail}")
+    if report.drift and not force:
+        click.echo("drift found: `mempipe rebuild-indexes --force` rebuilds those indexes")

@@ -21,9 +21,15 @@ COMMON = ("store", "config", "store_secret", "as_json", "plan")
 """The options the runner takes for itself; the rest are the job's request."""
 
 
-def run_job(job: type[Any], options: dict[str, Any], show: Callable[[S, bool], None]) -> None:
+def run_job(
+    job: type[Any],
+    options: dict[str, Any],
+    show: Callable[[S, bool], None],
+    ask: Callable[[Any, str], None] | None = None,
+) -> None:
     """Run ``job`` (a :class:`~mempipe.flows.job.Job`) with the command's ``options``;
-    ``show(summary, incomplete)`` prints the human summary."""
+    ``show(summary, incomplete)`` prints the human summary; ``ask(request, store_url)``, where
+    given, asks the user before anything is changed (and aborts the command on a no)."""
     from mempipe.bootstrap import load_context
     from mempipe.progress import show_on_terminal
 
@@ -32,6 +38,8 @@ def run_job(job: type[Any], options: dict[str, Any], show: Callable[[S, bool], N
     context = load_context(common["store"], common["config"], common["store_secret"])
     request = job.model_validate(options)
     request.check(context)
+    if ask is not None:
+        ask(request, context.store_url)
     if common["plan"]:
         emit_plan(request.plan(context), as_json)
         return

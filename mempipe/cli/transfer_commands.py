@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
+from pydantic import BaseModel
 
 from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
     counted,
-    emit,
     identity_options,
     json_option,
     rejects_dir_option,
     renamed,
     reports_errors,
-    run_flow,
     store_options,
 )
-from mempipe.schemas.bundle import BundleImportSummary
+from mempipe.cli.runner import run_job
+from mempipe.schemas.bundle import BundleImportSummary, CopySummary, EraseSummary, ExportSummary
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.memory_import import MemoryImportSummary
+
+if TYPE_CHECKING:
+    from mempipe.flows.erase import Erase
 
 OLD_FORMATS = {"mempipe": "bundle"}
 """Old spellings of ``import --format``, kept working with a deprecation line."""
@@ -40,38 +45,18 @@ OLD_FORMATS = {"mempipe": "bundle"}
 @json_option
 @reports_errors
 @starts_flows
-def export(
-    out: str,
-    org_id: str | None,
-    project_id: str | None,
-    user_id: str | None,
-    with_vectors: bool,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
-    """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
-    with every version, audit, failures, runs) and manifest.json with counts and digests."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.transfer import export_flow
+def export(**options: Any) -> None:
+    """Export the store, or one org, project or user, as a bundle: a directory of JSONL files
+    (turns, snapshots, memories with every version, audit, failures, runs) and manifest.json
+    with counts and digests."""
+    from mempipe.flows.export import Export
 
-    context = load_context(store, config, store_secret)
-    context.unit_of_work(read_only=True).close()
-    summary = export_flow(
-        out=out,
-        org_id=org_id,
-        project_id=project_id,
-        user_id=user_id,
-        with_vectors=with_vectors,
-        **context.flow_options(),
-    )
+    run_job(Export, options, _show_export)
 
-    def human() -> None:
-        held = counted(summary.counts)
-        click.echo(f"exported {held or 'nothing'} to {summary.out} in {summary.seconds:.1f} s")
 
-    emit(summary, as_json, human)
+def _show_export(summary: ExportSummary, incomplete: bool) -> None:
+    held = counted(summary.counts)
+    click.echo(f"exported {held or 'nothing'} to {summary.out} in {summary.seconds:.1f} s")
 
 
 @click.command("import")
@@ -111,68 +96,32 @@ def export(
 @json_option
 @reports_errors
 @starts_flows_creating_store
-def import_command(
-    paths: tuple[str, ...],
-    source_format: str,
-    org_id: str | None,
-    project_id: str | None,
-    user_id: str | None,
-    agent_id: str | None,
-    memory_type: str | None,
-    verbatim: bool,
-    extractor: str,
-    rejects_dir: str,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def import_command(**options: Any) -> None:
     """Import a mempipe bundle verbatim, or the long-term memories of another system (mem0,
     LangGraph, mempipe's memory JSONL: files, directories, globs, gzip / zstd), reconciled
     against what the store holds and audited like extraction."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.transfer import import_flow, import_memories_flow
+    from mempipe.flows.import_ import Import
 
-    context = load_context(store, config, store_secret)
-    if source_format == "bundle":
-        if len(paths) != 1 or not Path(paths[0]).is_dir():
-            raise click.UsageError("--format bundle takes one bundle directory")
-    else:
-        from mempipe.archives.paths import expand_paths
+    paths = options["paths"]
+    if options["source_format"] == "bundle" and (len(paths) != 1 or not Path(paths[0]).is_dir()):
+        raise click.UsageError("--format bundle takes one bundle directory")
+    run_job(Import, options, _show_import)
 
-        expand_paths(paths)
-    context.prepare_store(create=True)
-    common = context.flow_options()
-    if source_format == "bundle":
-        bundle = import_flow(path=paths[0], rejects_dir=rejects_dir, **common)
-        emit(bundle, as_json, lambda: _bundle_lines(bundle))
+
+def _show_import(summary: BaseModel, incomplete: bool) -> None:
+    if isinstance(summary, BundleImportSummary):
+        _bundle_lines(summary)
         return
-    summary = import_memories_flow(
-        paths=list(paths),
-        format=source_format,
-        org_id=org_id,
-        project_id=project_id,
-        user_id=user_id,
-        agent_id=agent_id,
-        memory_type=memory_type,
-        verbatim=verbatim,
-        extractor=extractor,
-        rejects_dir=rejects_dir,
-        **common,
+    assert isinstance(summary, MemoryImportSummary)
+    click.echo(
+        f"read {summary.records_read}: {summary.added} added, {summary.updated} updated, "
+        f"{summary.reinforced} reinforced, {summary.duplicates_skipped} already held, "
+        f"{summary.rejected} rejected"
+        + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
+        + (f", {summary.without_vector} without a vector" if summary.without_vector else "")
     )
-
-    def human() -> None:
-        click.echo(
-            f"read {summary.records_read}: {summary.added} added, {summary.updated} updated, "
-            f"{summary.reinforced} reinforced, {summary.duplicates_skipped} already held, "
-            f"{summary.rejected} rejected"
-            + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
-            + (f", {summary.without_vector} without a vector" if summary.without_vector else "")
-        )
-        if summary.rejects_path:
-            click.echo(f"rejects: {summary.rejects_path}")
-
-    emit(summary, as_json, human)
+    if summary.rejects_path:
+        click.echo(f"rejects: {summary.rejects_path}")
 
 
 def _bundle_lines(summary: BundleImportSummary) -> None:
@@ -206,56 +155,36 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
 @json_option
 @reports_errors
 @starts_flows
-def erase(
-    user_id: str,
-    org_id: str | None,
-    project_id: str | None,
-    dry_run: bool,
-    yes: bool,
-    audit_dir: str | None,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def erase(**options: Any) -> None:
     """Erase one user's data (a data request): turns, snapshots, private memories in every
     version with their vectors and text-index entries; the user's audit text redacted. Org-wide
     shared memories stay."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.transfer import erase_flow
+    from mempipe.flows.erase import Erase
 
-    context = load_context(store, config, store_secret)
-    context.unit_of_work(read_only=True).close()
-    if not dry_run and not yes:
+    run_job(Erase, options, _show_erase, ask=_confirm_erase)
+
+
+def _confirm_erase(request: Erase, store_url: str) -> None:
+    if not request.dry_run and not request.yes:
         click.confirm(
-            f"Erase every record of user {user_id!r} in {context.store_url}? This cannot be undone",
+            f"Erase every record of user {request.user_id!r} in {store_url}? This cannot be undone",
             abort=True,
             err=True,
         )
-    summary, incomplete = run_flow(
-        erase_flow,
-        user_id=user_id,
-        org_id=org_id,
-        project_id=project_id,
-        dry_run=dry_run,
-        audit_dir=audit_dir,
-        **context.flow_options(),
-    )
 
-    def human() -> None:
-        verb = "would erase" if dry_run else "erased"
-        gone = counted(summary.counts) or "nothing"
-        click.echo(f"{verb} {gone}")
-        redact = "would redact" if dry_run else "redacted"
-        for file in summary.files:
-            if file.left is None:
-                click.echo(f"{redact} {file.rows} {file.kind} row(s) in {file.path}")
-            else:
-                click.echo(f"left: {file.rows} {file.kind} row(s) in {file.path}: {file.left}")
-        if summary.left and not dry_run:
-            click.echo("next: deal with each file left, then run the same erase again")
 
-    emit(summary, as_json, human, incomplete)
+def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
+    verb = "would erase" if summary.dry_run else "erased"
+    gone = counted(summary.counts) or "nothing"
+    click.echo(f"{verb} {gone}")
+    redact = "would redact" if summary.dry_run else "redacted"
+    for file in summary.files:
+        if file.left is None:
+            click.echo(f"{redact} {file.rows} {file.kind} row(s) in {file.path}")
+        else:
+            click.echo(f"left: {file.rows} {file.kind} row(s) in {file.path}: {file.left}")
+    if summary.left and not summary.dry_run:
+        click.echo("next: deal with each file left, then run the same erase again")
 
 
 @click.command("copy")
@@ -283,37 +212,15 @@ def erase(
 @json_option
 @reports_errors
 @starts_flows
-def copy(
-    to: str,
-    to_secret: str | None,
-    with_vectors: bool,
-    batch_size: int,
-    rejects_dir: str,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def copy(**options: Any) -> None:
     """Copy every record of the store (--store) into another (--to), batch by batch; a copy
     that was killed goes on where it stopped; verified by counts and digests at the end."""
-    from mempipe.bootstrap import load_context
-    from mempipe.flows.transfer import copy_flow
+    from mempipe.flows.copy import Copy
 
-    source = load_context(store, config, store_secret)
-    source.unit_of_work(read_only=True).close()
-    target = load_context(to, config, to_secret)
-    target.prepare_store(create=True)
-    summary = copy_flow(
-        to=target.store_url,
-        with_vectors=with_vectors,
-        **source.flow_options(),
-        batch_size=batch_size,
-        rejects_dir=rejects_dir,
-    )
+    run_job(Copy, options, _show_copy)
 
-    def human() -> None:
-        copied = counted(summary.copied) or "nothing new"
-        click.echo(f"copied {copied} to {summary.target} in {summary.seconds:.1f} s")
-        click.echo("verified: every collection's count and digest agree")
 
-    emit(summary, as_json, human)
+def _show_copy(summary: CopySummary, incomplete: bool) -> None:
+    copied = counted(summary.copied) or "nothing new"
+    click.echo(f"copied {copied} to {summary.target} in {summary.seconds:.1f} s")
+    click.echo("verified: every collection's count and digest agree")

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from prefect import flow
 
-from mempipe.bootstrap import load_context
+from mempipe.bootstrap import AppContext, load_context
+from mempipe.flows.job import Job
 from mempipe.schemas.indexes import IndexReport, IndexState
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.indexes import repair_indexes
 from mempipe.tasks.runs import prepare_store
+
+
+class RebuildIndexes(Job[IndexReport]):
+    """The request of ``mempipe rebuild-indexes``."""
+
+    force: bool = False
+
+    def run(self, context: AppContext) -> IndexReport:
+        return rebuild_indexes_flow(force=self.force, **context.flow_options())
 
 
 @flow(name="rebuild-indexes")

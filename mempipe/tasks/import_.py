@@ -1,4 +1,4 @@
-"""Move a store's records out as a bundle and in from one."""
+"""Tasks of the import flows."""
 
 from __future__ import annotations
 
@@ -11,31 +11,14 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
-    BundleSelection,
-    CopySummary,
-    EraseSummary,
-    ExportSummary,
 )
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
 from mempipe.schemas.replay import ReplaySettings
-from mempipe.services import copy as copying
-from mempipe.services import erase as erasing
 from mempipe.services import memory_import
 from mempipe.services.bundle_import import import_bundle
-from mempipe.services.export import export_bundle
 from mempipe.tasks.replay import replay_context
-
-
-@task(name="write-bundle", cache_policy=NO_CACHE)
-@given_store()
-def write_bundle(
-    uow: UnitOfWork, out: str, selection: BundleSelection, with_vectors: bool
-) -> ExportSummary:
-    summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
-    get_run_logger().info("exported %s to %s", summary.counts, summary.out)
-    return summary
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
@@ -46,48 +29,6 @@ def read_bundle(uow: UnitOfWork, path: str, run_id: str, rejects_file: str) -> B
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
     for difference in summary.digest_differences:
         logger.warning("digest differs: %s", difference)
-    return summary
-
-
-@task(name="erase-user", cache_policy=NO_CACHE)
-@given_store()
-def erase_user(
-    uow: UnitOfWork, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
-) -> EraseSummary:
-    summary = erasing.erase_user(
-        uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
-    )
-    logger = get_run_logger()
-    logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
-    for file in summary.left:  # a dry run answers a question: nothing is wrong yet
-        (logger.info if dry_run else logger.warning)(
-            "the user's text is left in %s: %s", file.path, file.left
-        )
-    return summary
-
-
-@task(name="copy-records", cache_policy=NO_CACHE)
-@given_store(read_only={"source"})
-def copy_records(
-    source: UnitOfWork,
-    target: UnitOfWork,
-    run_id: str,
-    rejects_file: str,
-    with_vectors: bool,
-    batch_size: int,
-) -> CopySummary:
-    summary = copying.copy_store(
-        source,
-        target,
-        run_id=run_id,
-        rejects_file=Path(rejects_file),
-        with_vectors=with_vectors,
-        batch_size=batch_size,
-    )
-    logger = get_run_logger()
-    logger.info("copied %s", summary.copied)
-    for difference in summary.differences:
-        logger.warning("differs: %s", difference)
     return summary
 
 

@@ -1,0 +1,155 @@
+"""Import: a mempipe bundle verbatim, or the long-term memories of another memory system."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from prefect import flow
+from pydantic import BaseModel, Field
+
+from mempipe.archives.paths import expand_paths
+from mempipe.bootstrap import AppContext, load_context
+from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
+from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.job import Job
+from mempipe.flows.recorded_run import concluded, recorded_run
+from mempipe.interrupts import handle_stop_signals
+from mempipe.rejects import rejects_path
+from mempipe.schemas.bundle import (
+    BundleImportSummary,
+)
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
+from mempipe.schemas.run import FileKind
+from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.backfill import resolve_archives
+from mempipe.tasks.import_ import import_memory_file, read_bundle
+from mempipe.tasks.replay import export_audit
+
+
+class Import(Job[BaseModel]):
+    """The request of ``mempipe import``: a bundle (one directory, verbatim) or the memory
+    files of another system (reconciled and audited)."""
+
+    creates_store: ClassVar[bool] = True
+
+    paths: list[str]
+    source_format: str
+    org_id: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    memory_type: MemoryType | None = None
+    verbatim: bool = False
+    extractor: str = "offline"
+    rejects_dir: str = "mempipe-rejects"
+
+    def check(self, context: AppContext) -> None:
+        if self.source_format != "bundle":
+            expand_paths(self.paths)
+
+    def run(self, context: AppContext) -> BundleImportSummary | MemoryImportSummary:
+        common = context.flow_options()
+        if self.source_format == "bundle":
+            return import_flow(path=self.paths[0], rejects_dir=self.rejects_dir, **common)
+        parameters = self.model_dump(exclude={"source_format"})
+        return import_memories_flow(**parameters, format=self.source_format, **common)
+
+
+@flow(name="import", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def import_flow(
+    path: str,
+    store: str | None = None,
+    config: str | None = None,
+    store_secret: str | None = None,
+    rejects_dir: str = "mempipe-rejects",
+) -> BundleImportSummary:
+    """Idempotent: importing the same bundle again writes nothing."""
+    context = load_context(store, config, store_secret)
+    with recorded_run(
+        context, "import", {"path": path, "format": "bundle"}, creates_store=True
+    ) as run:
+        rejects = rejects_path(rejects_dir, run.run_id, "import")
+        run.record_file(rejects, FileKind.REJECTS)
+        summary = read_bundle(context.store_url, path, run.run_id, str(rejects))
+        written = {f"written_{c}": n for c, n in summary.written.items()}
+        run.end(written | {"conflicts": summary.conflicts})
+    publish_table(
+        "import",
+        [
+            {"collection": c, "written": n, "skipped": summary.duplicates_skipped.get(c, 0)}
+            for c, n in summary.written.items()
+        ],
+        f"import {run.run_id}: digests {'match' if summary.digests_match else 'differ'}",
+    )
+    return summary
+
+
+@flow(name="import-memories", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+def import_memories_flow(
+    paths: Annotated[list[str], Field(min_length=1)],
+    format: MemoryFormat,
+    org_id: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    memory_type: MemoryType | None = None,
+    verbatim: bool = False,
+    extractor: str = "offline",
+    store: str | None = None,
+    config: str | None = None,
+    store_secret: str | None = None,
+    rejects_dir: str = "mempipe-rejects",
+    audit_dir: str = "audit",
+) -> MemoryImportSummary:
+    """Reconciled and audited as extraction is (``verbatim``: stored as they are); importing
+    the same files again changes nothing. The judge of an LLM ``extractor`` decides the
+    ambiguous pairs."""
+    started = time.monotonic()
+    handle_stop_signals()
+    context = load_context(store, config, store_secret)
+    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+    settings = context.replay_settings(extractor)
+    parameters = {
+        "paths": paths,
+        "format": format.value,
+        **defaults.model_dump(exclude_none=True),
+        "audit_dir": str(Path(audit_dir).absolute()),
+    }
+    with recorded_run(context, "import-memories", parameters, creates_store=True) as run:
+        rejects = rejects_path(rejects_dir, run.run_id, "import")
+        run.record_file(rejects, FileKind.REJECTS, defaults.user_id)
+        files = [
+            import_memory_file(
+                context.store_url,
+                path,
+                format,
+                defaults,
+                settings,
+                run.run_id,
+                memory_type,
+                verbatim,
+                str(rejects),
+            )
+            for group in resolve_archives(paths)
+            for path in group
+        ]
+        summary = MemoryImportSummary.of_files(run.run_id, format, files)
+        summary.rejects_path = str(rejects) if summary.rejected else None
+        summary.seconds = round(time.monotonic() - started, 3)
+        failed = first_undone(
+            unread_files(list(summary.unread.items()), summary.rejects_path),
+            vectors_left(summary.provider_failed, summary.provider_error),
+        )
+        summary.audit_files = export_audit(
+            context.store_url, audit_dir, run_id=run.run_id, mark_exported=True
+        )
+        run.end(summary.run_counts(), failed)
+    publish_table(
+        "import-memories",
+        [{"count": c, "value": n} for c, n in summary.run_counts().items()],
+        f"import {run.run_id} ({format.value})",
+    )
+    return concluded(summary, "import", failed)

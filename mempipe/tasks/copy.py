@@ -1,0 +1,40 @@
+"""Tasks of the copy flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
+from mempipe.schemas.bundle import (
+    CopySummary,
+)
+from mempipe.services import copy as copying
+
+
+@task(name="copy-records", cache_policy=NO_CACHE)
+@given_store(read_only={"source"})
+def copy_records(
+    source: UnitOfWork,
+    target: UnitOfWork,
+    run_id: str,
+    rejects_file: str,
+    with_vectors: bool,
+    batch_size: int,
+) -> CopySummary:
+    summary = copying.copy_store(
+        source,
+        target,
+        run_id=run_id,
+        rejects_file=Path(rejects_file),
+        with_vectors=with_vectors,
+        batch_size=batch_size,
+    )
+    logger = get_run_logger()
+    logger.info("copied %s", summary.copied)
+    for difference in summary.differences:
+        logger.warning("differs: %s", difference)
+    return summary

@@ -1,0 +1,33 @@
+"""Tasks of the erase flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
+from mempipe.schemas.bundle import (
+    BundleSelection,
+    EraseSummary,
+)
+from mempipe.services import erase as erasing
+
+
+@task(name="erase-user", cache_policy=NO_CACHE)
+@given_store()
+def erase_user(
+    uow: UnitOfWork, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
+) -> EraseSummary:
+    summary = erasing.erase_user(
+        uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
+    )
+    logger = get_run_logger()
+    logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
+    for file in summary.left:  # a dry run answers a question: nothing is wrong yet
+        (logger.info if dry_run else logger.warning)(
+            "the user's text is left in %s: %s", file.path, file.left
+        )
+    return summary

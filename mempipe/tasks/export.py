@@ -1,0 +1,26 @@
+"""Tasks of the export flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
+from mempipe.schemas.bundle import (
+    BundleSelection,
+    ExportSummary,
+)
+from mempipe.services.export import export_bundle
+
+
+@task(name="write-bundle", cache_policy=NO_CACHE)
+@given_store()
+def write_bundle(
+    uow: UnitOfWork, out: str, selection: BundleSelection, with_vectors: bool
+) -> ExportSummary:
+    summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
+    get_run_logger().info("exported %s to %s", summary.counts, summary.out)
+    return summary
