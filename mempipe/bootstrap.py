@@ -158,6 +158,7 @@ def given_store(
         if not stores:
             raise TypeError(f"{fn.__qualname__}: no parameter is a UnitOfWork")
         only_read = set(stores) if read_only is True else set(read_only or ())
+        own_name = {_url_name(name): name for name in stores}
         public = signature.replace(
             parameters=[
                 p.replace(name=_url_name(p.name), annotation="str") if p.name in stores else p
@@ -165,21 +166,27 @@ def given_store(
             ]
         )
 
-        def opened(bound: inspect.BoundArguments, held: ExitStack) -> dict[str, Any]:
-            arguments = dict(bound.arguments)
-            for name in stores:
-                url = arguments.pop(_url_name(name))
-                arguments[name] = held.enter_context(
-                    unit_of_work(url, read_only=name in only_read, existing=existing)
+        def opened(bound: inspect.BoundArguments, held: ExitStack) -> inspect.BoundArguments:
+            """The call as ``fn`` takes it: each store's URL replaced by its unit of work."""
+            arguments = {
+                (name := own_name.get(key, key)): (
+                    held.enter_context(
+                        unit_of_work(value, read_only=name in only_read, existing=existing)
+                    )
+                    if name in stores
+                    else value
                 )
-            return arguments
+                for key, value in bound.arguments.items()
+            }
+            return inspect.BoundArguments(signature, arguments)  # type: ignore[arg-type]
 
         if inspect.isgeneratorfunction(fn):
 
             @functools.wraps(fn)
             def held_while_yielding(*args: Any, **kwargs: Any) -> Any:
                 with ExitStack() as held:
-                    return (yield from fn(**opened(public.bind(*args, **kwargs), held)))
+                    call = opened(public.bind(*args, **kwargs), held)
+                    return (yield from fn(*call.args, **call.kwargs))
 
             wrapper: Callable[..., Any] = held_while_yielding
         else:
@@ -187,7 +194,8 @@ def given_store(
             @functools.wraps(fn)
             def called(*args: Any, **kwargs: Any) -> Any:
                 with ExitStack() as held:
-                    return fn(**opened(public.bind(*args, **kwargs), held))
+                    call = opened(public.bind(*args, **kwargs), held)
+                    return fn(*call.args, **call.kwargs)
 
             wrapper = called
         wrapper.__signature__ = public  # type: ignore[attr-defined]

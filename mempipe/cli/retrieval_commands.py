@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from mempipe.cli.options import (
-    emit,
     identity_filters,
     json_option,
     pairs,
     reports_errors,
     store_options,
 )
+from mempipe.cli.runner import run_query
 from mempipe.schemas.evaluation import EvalResult, Scores
+
+if TYPE_CHECKING:
+    from mempipe.schemas.search import SearchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +58,7 @@ def searched(command: F) -> F:
     "--metadata",
     "metadata",
     multiple=True,
+    callback=lambda _, param, value: pairs(value, "--metadata"),
     metavar="metadata.KEY=VALUE",
     help="Filter on a declared partition key, by its qualified path (repeatable).",
 )
@@ -64,55 +68,23 @@ def searched(command: F) -> F:
 @store_options
 @json_option
 @reports_errors
-def search(
-    query: str,
-    source: str,
-    mode: str,
-    org_id: str | None,
-    project_id: str | None,
-    user_id: str | None,
-    agent_id: str | None,
-    session_id: str | None,
-    visibility: str | None,
-    metadata: tuple[str, ...],
-    top_k: int,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def search(**options: Any) -> None:
     """Search turns or long-term memories; every identity option given is ANDed into the
     query, and one left out leaves that dimension open."""
-    from mempipe.adapters.embedding import embedder_for
-    from mempipe.bootstrap import load_context
-    from mempipe.schemas.search import ReadFilter, SearchMode
-    from mempipe.services.search import search as run_search
+    from mempipe.services.search import find
 
-    filters = ReadFilter(
-        org_id=org_id,
-        project_id=project_id,
-        user_id=user_id,
-        agent_id=agent_id,
-        session_id=session_id,
-        visibility=visibility,
-        metadata=pairs(metadata, "--metadata"),
-    )
-    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
-        result = run_search(uow, embedder_for, query, source, SearchMode(mode), filters, top_k)
+    run_query(find, options, _show_hits)
 
-    def human() -> None:
-        if result.hits:
-            click.echo(f"{'score':>8}  id  [user]  text")
-        for hit in result.hits:
-            where = hit.message_id or hit.id
-            said = f"{hit.name}: {hit.text}" if hit.name else hit.text
-            click.echo(f"{hit.score:8.4f}  {where}  [{hit.user_id or '-'}]  {said}")
-        if not result.hits:
-            click.echo("no hits")
 
-    for note in result.notes:
-        click.echo(f"note: {note}", err=True)
-    emit(result, as_json, human)
+def _show_hits(result: SearchResult) -> None:
+    if result.hits:
+        click.echo(f"{'score':>8}  id  [user]  text")
+    for hit in result.hits:
+        where = hit.message_id or hit.id
+        said = f"{hit.name}: {hit.text}" if hit.name else hit.text
+        click.echo(f"{hit.score:8.4f}  {where}  [{hit.user_id or '-'}]  {said}")
+    if not result.hits:
+        click.echo("no hits")
 
 
 @click.command()
@@ -121,11 +93,12 @@ def search(
 @reports_errors
 def models(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """The embedding models mempipe can use, and which one serves each collection."""
-    from mempipe.bootstrap import load_context
+    from mempipe.bootstrap import given_store, load_context
     from mempipe.services.models import list_models
 
-    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
-        found = list_models(uow)
+    found = given_store(read_only=True)(list_models)(
+        load_context(store, config, store_secret).store_url
+    )
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
         return
@@ -170,38 +143,13 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
 @store_options
 @json_option
 @reports_errors
-def evaluate_queries(
-    queries: str,
-    source: str,
-    mode: str,
-    ks: tuple[int, ...],
-    model_id: str | None,
-    group_by: str | None,
-    details: str | None,
-    strict: bool,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
-    as_json: bool,
-) -> None:
+def evaluate_queries(**options: Any) -> None:
     """Recall@k and MRR of labelled queries (JSONL: {"query", "relevant_ids", filters...});
     fields it does not use are ignored and counted."""
+    from mempipe.services.evaluation import evaluate_file
 
-    from mempipe.adapters.embedding import embedder_for
-    from mempipe.bootstrap import load_context
-    from mempipe.schemas.search import SearchMode
-    from mempipe.services.evaluation import evaluate, read_queries
-
-    labelled = read_queries(Path(queries), strict=strict, group_by=group_by)
-    with load_context(store, config, store_secret).unit_of_work(read_only=True) as uow:
-        evaluation = evaluate(
-            uow, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id
-        )
-    if details is not None:
-        with Path(details).open("w", encoding="utf-8") as out:
-            out.writelines(d.model_dump_json() + "\n" for d in evaluation.details)
-    result = evaluation.result
-    emit(result, as_json, lambda: click.echo(eval_summary(result, details), err=False))
+    details = options["details"]
+    run_query(evaluate_file, options, lambda result: click.echo(eval_summary(result, details)))
 
 
 def eval_summary(result: EvalResult, details: str | None) -> str:

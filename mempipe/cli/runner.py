@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import click
 from pydantic import BaseModel
 
 from mempipe.cli.options import emit, run_flow
@@ -48,3 +49,30 @@ def run_job(
     with show_on_terminal():
         summary, incomplete = run_flow(request.run, context=context)
     emit(summary, as_json, lambda: show(summary, incomplete is not None), incomplete)
+
+
+def run_query(
+    query: Callable[..., S],
+    options: dict[str, Any],
+    show: Callable[[S], None],
+    *,
+    read_only: bool = True,
+    existing: bool = False,
+    prepare: bool = False,
+) -> None:
+    """Run a command that answers from the store, or tends it, without a flow:
+    ``query(uow, **options)`` on the store the options name, given by the injector
+    (``read_only``, ``existing`` as :func:`~mempipe.bootstrap.given_store` takes them;
+    ``prepare``: migrated and declared first); ``show(result)`` prints the human answer. A
+    result's ``notes`` (a search's, say) go to stderr, with ``--json`` too."""
+    from mempipe.bootstrap import given_store, load_context
+
+    common = {name: options.pop(name, None) for name in COMMON}
+    context = load_context(common["store"], common["config"], common["store_secret"])
+    if prepare:
+        context.prepare_store()
+    answer = given_store(read_only=read_only, existing=existing)(query)
+    result = answer(context.store_url, **options)
+    for note in getattr(result, "notes", ()):
+        click.echo(f"note: {note}", err=True)
+    emit(result, bool(common["as_json"]), lambda: show(result))

@@ -46,9 +46,8 @@ OLD_FORMATS = {"mempipe": "bundle"}
 @reports_errors
 @starts_flows
 def export(**options: Any) -> None:
-    """Export the store, or one org, project or user, as a bundle: a directory of JSONL files
-    (turns, snapshots, memories with every version, audit, failures, runs) and manifest.json
-    with counts and digests."""
+    """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
+    with every version, audit, failures, runs) and manifest.json with counts and digests."""
     from mempipe.flows.export import Export
 
     run_job(Export, options, _show_export)

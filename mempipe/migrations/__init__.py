@@ -100,3 +100,14 @@ def migrate(store: Migratable) -> MigrationReport:
         store.apply_migration(migration)
         report.applied.append(migration.id)
     return report
+
+
+def report(store: Migratable, pending_only: bool = False) -> MigrationReport:
+    """``pending_only``: what is not applied, changing nothing; else :func:`migrate`."""
+    if not pending_only:
+        return migrate(store)
+    return MigrationReport(
+        store=store.url,
+        already_applied=store.applied_migrations(),
+        pending=[m.id for m in pending(store)],
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mempipe.adapters.embedding import Embedder, Vector
+from mempipe.adapters.embedding import Embedder, Vector, embedder_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import ConfigError
 from mempipe.schemas.errors import describe
@@ -104,6 +104,27 @@ def evaluate(
         ),
         details=details,
     )
+
+
+def evaluate_file(
+    uow: UnitOfWork,
+    queries: str,
+    source: str,
+    mode: str,
+    ks: Sequence[int],
+    model_id: str | None,
+    group_by: str | None,
+    details: str | None,
+    strict: bool,
+) -> EvalResult:
+    """``mempipe eval``: the labelled queries of a JSONL file scored; ``details``: a JSONL file
+    of each query's ranks, written beside."""
+    labelled = read_queries(Path(queries), strict=strict, group_by=group_by)
+    evaluation = evaluate(uow, embedder_for, labelled, source, SearchMode(mode), list(ks), model_id)
+    if details is not None:
+        with Path(details).open("w", encoding="utf-8") as out:
+            out.writelines(d.model_dump_json() + "\n" for d in evaluation.details)
+    return evaluation.result
 
 
 def _score(

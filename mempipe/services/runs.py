@@ -1,15 +1,23 @@
-"""Runs that died (kill -9, OOM, a lost machine) are found and closed: marked failed, their
-claims and locks freed, so that nothing waits an hour for a process that is gone."""
+"""Runs as the store records them: listed with their liveness, shown one at a time, their
+provider batches cancelled; and runs that died (kill -9, OOM, a lost machine) found and closed:
+marked failed, their claims and locks freed, so that nothing waits an hour for a process that
+is gone."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.liveness import death
-from mempipe.schemas.run import RunRecord, RunStatus
+from mempipe.errors import ConfigError
+from mempipe.schemas.batch import BatchStatus, ProviderBatch
+from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
+from mempipe.services.provider_batches import cancel_batches
+from mempipe.settings import load_llm_settings
 
 
 class RecoveredRun(BaseModel):
@@ -21,6 +29,121 @@ class RecoveredRun(BaseModel):
     pid: int | None
     reason: str
     leases: list[str]
+
+
+class RunView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run: RunRecord
+    dead: str | None = Field(default=None, description="why a run recorded as running is dead")
+    leases: list[str] = Field(default_factory=list)
+
+
+class RunList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    runs: list[RunView]
+
+
+class RunShown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    run: RunRecord
+    dead: str | None = Field(default=None, description="why a run recorded as running is dead")
+    files: list[WrittenFile] = Field(
+        default_factory=list, description="where the run wrote users' text (audit, rejects, ...)"
+    )
+    never_written: list[str] = Field(
+        default_factory=list,
+        description="of those, the paths recorded before writing that were never written",
+    )
+    batches: list[BatchShown] = Field(
+        default_factory=list, description="what the run submitted to a provider's Batch API"
+    )
+
+
+class BatchShown(BaseModel):
+    """A provider batch of a run, without its items."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    batch_id: str | None
+    scope: str
+    status: BatchStatus
+    requests: int
+    error: str | None = None
+
+
+def shown_batches(batches: list[ProviderBatch]) -> list[BatchShown]:
+    fields = set(BatchShown.model_fields)
+    return [BatchShown.model_validate(b.model_dump(include=fields)) for b in batches]
+
+
+class Cancelled(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    run_id: str
+    cancelled: list[str] = Field(description="the provider's ids of the batches cancelled")
+
+
+class Recovery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    recovered: list[RecoveredRun]
+
+
+def list_runs(uow: UnitOfWork, running: bool, limit: int) -> RunList:
+    """The newest ``limit`` runs (``running``: those recorded as running), each with why it is
+    dead where it is, and the locks it holds."""
+    now = datetime.now(UTC)
+    holders = uow.leases.lease_holders()
+    return RunList(
+        store=uow.url,
+        runs=[
+            RunView(
+                run=run,
+                dead=death(run, now),
+                leases=sorted(n for n, holder in holders.items() if holder == run.run_id),
+            )
+            for run in uow.runs.list_runs(running_only=running, limit=limit)
+        ],
+    )
+
+
+def show_run(uow: UnitOfWork, run_id: str) -> RunShown:
+    """One run's record, the files it wrote (and which were never written) and its batches."""
+    run = _recorded(uow, run_id)
+    files = [f for f in uow.files.written_files() if f.run_id == run_id]
+    return RunShown(
+        store=uow.url,
+        run=run,
+        dead=death(run, datetime.now(UTC)),
+        files=files,
+        never_written=[f.path for f in files if not Path(f.path).exists()],
+        batches=shown_batches(uow.batches.run_batches(run_id)),
+    )
+
+
+def cancel_run(uow: UnitOfWork, run_id: str) -> Cancelled:
+    _recorded(uow, run_id)
+    done = cancel_batches(uow.batches.run_batches(run_id), OpenAIBatches(load_llm_settings()))
+    return Cancelled(store=uow.url, run_id=run_id, cancelled=done)
+
+
+def recover(uow: UnitOfWork) -> Recovery:
+    return Recovery(store=uow.url, recovered=recover_dead_runs(uow))
+
+
+def _recorded(uow: UnitOfWork, run_id: str) -> RunRecord:
+    run = uow.runs.get_run(run_id)
+    if run is None:
+        raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")
+    return run
 
 
 def recover_dead_runs(uow: UnitOfWork, now: datetime | None = None) -> list[RecoveredRun]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mempipe.adapters.embedding import Embedder
+from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
@@ -87,6 +87,21 @@ def search(
         else:
             hits = uow.search.search_vector(source, near, filters, top_k)
     return SearchResult(query=query, source=source, mode=mode, hits=hits, notes=notes)
+
+
+def find(
+    uow: UnitOfWork,
+    query: str,
+    source: str,
+    mode: str,
+    top_k: int,
+    metadata: dict[str, str],
+    **scope: str | None,
+) -> SearchResult:
+    """``mempipe search``: ``query`` in ``source`` within ``scope`` (the identity, session and
+    visibility options) and ``metadata``, by the models the registry serves."""
+    filters = ReadFilter(**scope, metadata=metadata)
+    return search(uow, embedder_for, query, source, SearchMode(mode), filters, top_k)
 
 
 def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> None:
