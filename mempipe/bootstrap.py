@@ -76,12 +76,6 @@ class AppContext:
         store that is not there."""
         prepare_store(self.store_url, self.declarations, create=create)
 
-    def unit_of_work(self, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:
-        """The store as it is (prepared by :meth:`prepare_store`); ``existing``: one that is
-        there already; ``read_only``: an existing mempipe store with every migration applied,
-        left unchanged."""
-        return unit_of_work(self.store_url, read_only=read_only, existing=existing)
-
     def identity_defaults(
         self,
         org_id: str | None = None,
@@ -212,3 +206,22 @@ def given_store(
 def require_store(uow: UnitOfWork) -> None:
     """Refuse a store that is not there, or not mempipe's, or not migrated; change nothing (the
     jobs that only read, before they start)."""
+
+
+def reach_store(url: str, *, creates: bool) -> None:
+    """Before a job starts: a store that must be there is (it may still need migrations); a
+    server store a job may create answers. A SQLite file is created only by the job itself."""
+    if not creates:
+        _open_existing(url)
+    elif not url.startswith("sqlite") and "://" in url:
+        _open(url)
+
+
+@given_store(existing=True)
+def _open_existing(uow: UnitOfWork) -> None:
+    """Opening is the check."""
+
+
+@given_store()
+def _open(uow: UnitOfWork) -> None:
+    """Opening is the check."""

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mempipe.archives.registry import format_names
-from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
     duration,
     identity_options,
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
 @store_options
 @json_option
 @reports_errors
-@starts_flows_creating_store
 def backfill(**options: Any) -> None:
     """Load transcript archives (files, directories, globs) as turns, then promote sessions
     into snapshots. Bad records go to a rejects file; re-running adds nothing."""
@@ -119,7 +117,6 @@ def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def promote(**options: Any) -> None:
     """Cut every session's unpromoted turns into snapshots, by the configured limits."""
     from mempipe.flows.promote import Promote

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     json_option,
     reports_errors,
@@ -66,7 +65,6 @@ if TYPE_CHECKING:
 @json_option
 @click.pass_context
 @reports_errors
-@starts_flows
 def reembed(ctx: click.Context, **options: Any) -> None:
     """Re-embed every record with another model, blue/green: new vectors beside the old,
     verified, switched atomically; `finalize` drops the old ones, `rollback` restores them.
@@ -109,7 +107,6 @@ def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def reembed_finalize(**options: Any) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
     from mempipe.flows.reembed import Finalize
@@ -122,7 +119,6 @@ def reembed_finalize(**options: Any) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def reembed_rollback(**options: Any) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
     from mempipe.flows.reembed import Rollback
@@ -143,7 +139,6 @@ def _names(done: Collections) -> str:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def rebuild_indexes_command(**options: Any) -> None:
     """Compare each collection's declared vector and text index (dimension, metric, filter
     fields including the declared partition keys) with what exists; create what is absent;

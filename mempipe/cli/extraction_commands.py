@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mempipe.adapters.llm.registry import extractor_names
-from mempipe.cli.flow_runs import starts_flows
 from mempipe.cli.options import (
     counts_text,
     json_option,
@@ -60,7 +59,6 @@ if TYPE_CHECKING:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def replay(**options: Any) -> None:
     """Replay snapshot extraction: every selected handler on every selected snapshot,
     reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
@@ -123,7 +121,6 @@ def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def report(**options: Any) -> None:
     """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
     and summarise it by memory type and action, with failures by class."""

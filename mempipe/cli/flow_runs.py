@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from pydantic import BaseModel, Field
 
 from mempipe.cli import session_server
-from mempipe.interrupts import stop_on_signals
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
@@ -152,53 +148,6 @@ def _new_sessions() -> Iterator[None]:
         yield
     finally:
         subprocess.Popen = original  # type: ignore[misc]
-
-
-def starts_flows(command: F) -> F:
-    """For a command that calls a flow on a store that is there already: SIGTERM and SIGINT ask
-    its work to stop, and its runs have the settings of :func:`reporting_to_prefect`. A store
-    that is not there is refused first, before any Prefect server is reached or started."""
-    return _starting_flows(command, creates_store=False)
-
-
-def starts_flows_creating_store(command: F) -> F:
-    """:func:`starts_flows` for a command that brings data in: it may create its store."""
-    return _starting_flows(command, creates_store=True)
-
-
-def _starting_flows(command: F, *, creates_store: bool) -> F:
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if click.get_current_context().invoked_subcommand:
-            return command(*args, **kwargs)  # a group's subcommand runs the flows
-        if not creates_store:
-            _require_store(kwargs)
-        else:
-            _reach_server(kwargs)
-        if kwargs.get("plan"):
-            return command(*args, **kwargs)  # a plan only reads: no run, no Prefect
-        with stop_on_signals(), reporting_to_prefect():
-            return command(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _require_store(options: dict[str, Any]) -> None:
-    from mempipe.bootstrap import load_context
-
-    context = load_context(options["store"], options["config"], options["store_secret"])
-    context.unit_of_work(existing=True).close()
-
-
-def _reach_server(options: dict[str, Any]) -> None:
-    """A store on a server (MongoDB) that a command may create is reached first, so that an
-    unreachable server is said within its timeout, before any Prefect server is started; a
-    SQLite file is created only by the job itself."""
-    from mempipe.bootstrap import load_context
-
-    context = load_context(options["store"], options["config"], options["store_secret"])
-    if not context.store_url.startswith("sqlite") and "://" in context.store_url:
-        context.unit_of_work().close()
 
 
 class PrefectFlowRun(BaseModel):

@@ -2,8 +2,10 @@
 one call. It loads the context (store URL, configuration, secret), runs the job's early check,
 prints the job's plan with ``--plan``, prepares the store (refusing a missing one where the job
 does not create it), runs the flow with bars on a terminal, and prints the summary, human or
-``--json``; a run that did not do all its work prints what it did, then fails (exit 1). It knows
-no job."""
+``--json``; a run that did not do all its work prints what it did, then fails (exit 1). A store
+that is not there is refused before any Prefect server is reached or started (a job that brings
+data in may create its store: a server store is reached first, so that one down is said within
+its timeout). It knows no job."""
 
 from __future__ import annotations
 
@@ -31,24 +33,28 @@ def run_job(
     """Run ``job`` (a :class:`~mempipe.flows.job.Job`) with the command's ``options``;
     ``show(summary, incomplete)`` prints the human summary; ``ask(request, store_url)``, where
     given, asks the user before anything is changed (and aborts the command on a no)."""
-    from mempipe.bootstrap import load_context
+    from mempipe.bootstrap import load_context, reach_store
+    from mempipe.cli.flow_runs import reporting_to_prefect
+    from mempipe.interrupts import stop_on_signals
     from mempipe.progress import show_on_terminal
 
     common = {name: options.pop(name, None) for name in COMMON}
     as_json = bool(common["as_json"])
     context = load_context(common["store"], common["config"], common["store_secret"])
+    reach_store(context.store_url, creates=job.creates_store)
     request = job.model_validate(options)
     request.check(context)
     if ask is not None:
         ask(request, context.store_url)
     if common["plan"]:
-        emit_plan(request.plan(context), as_json)
+        emit_plan(request.plan(context), as_json)  # a plan only reads: no run, no Prefect
         return
-    if job.prepares_store:
-        context.prepare_store(create=job.creates_store)
-    with show_on_terminal():
-        summary, incomplete = run_flow(request.run, context=context)
-    emit(summary, as_json, lambda: show(summary, incomplete is not None), incomplete)
+    with stop_on_signals(), reporting_to_prefect():
+        if job.prepares_store:
+            context.prepare_store(create=job.creates_store)
+        with show_on_terminal():
+            summary, incomplete = run_flow(request.run, context=context)
+        emit(summary, as_json, lambda: show(summary, incomplete is not None), incomplete)
 
 
 def run_query(

@@ -9,7 +9,6 @@ import click
 from pydantic import BaseModel
 
 from mempipe.adapters.llm.registry import extractor_names
-from mempipe.cli.flow_runs import starts_flows, starts_flows_creating_store
 from mempipe.cli.options import (
     counted,
     identity_options,
@@ -44,7 +43,6 @@ OLD_FORMATS = {"mempipe": "bundle"}
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def export(**options: Any) -> None:
     """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
     with every version, audit, failures, runs) and manifest.json with counts and digests."""
@@ -94,7 +92,6 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows_creating_store
 def import_command(**options: Any) -> None:
     """Import a mempipe bundle verbatim, or the long-term memories of another system (mem0,
     LangGraph, mempipe's memory JSONL: files, directories, globs, gzip / zstd), reconciled
@@ -153,7 +150,6 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def erase(**options: Any) -> None:
     """Erase one user's data (a data request): turns, snapshots, private memories in every
     version with their vectors and text-index entries; the user's audit text redacted. Org-wide
@@ -210,7 +206,6 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
 @store_options
 @json_option
 @reports_errors
-@starts_flows
 def copy(**options: Any) -> None:
     """Copy every record of the store (--store) into another (--to), batch by batch; a copy
     that was killed goes on where it stopped; verified by counts and digests at the end."""
