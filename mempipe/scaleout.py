@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import Task
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from pydantic import BaseModel
 
 
 class TaskRunnerName(StrEnum):
@@ -46,3 +47,15 @@ def run_partitions(
     with task_runner(name, workers, dask_address) as runner:
         futures = [runner.submit(task, parameters=dict(p)) for p in partitions]
         return [future.result() for future in futures]
+
+
+class Spread(BaseModel):
+    """Where a job's partitions run: ``task_runner`` with ``workers`` at once (a Dask cluster of
+    that many processes, or the scheduler at ``dask_address``)."""
+
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS
+    workers: int = 1
+    dask_address: str | None = None
+
+    def run(self, task: Task[..., Any], partitions: Sequence[dict[str, Any]]) -> list[Any]:
+        return run_partitions(task, partitions, self.task_runner, self.workers, self.dask_address)

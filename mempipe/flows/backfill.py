@@ -1,4 +1,9 @@
-"""Backfill: stream transcript archives into turns, then promote sessions into snapshots."""
+"""Backfill: stream transcript archives into turns, then promote sessions into snapshots.
+
+Idempotent: running the same backfill again inserts nothing and counts the skips. A turn
+time before 1970 or more than ``future_margin`` after the run is a reject, unless
+``allow_any_time``. ``embed``: the new turns get vectors of the serving model in the same
+run (the incremental re-embed of the turns, as a subflow)."""
 
 from __future__ import annotations
 
@@ -17,15 +22,15 @@ from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError, StoreError
 from mempipe.flows.hooks import record_failed_run
-from mempipe.flows.job import Job
+from mempipe.flows.job import Job, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
-from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, TimeWindow
+from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, Reading, TimeWindow
 from mempipe.schemas.costs import CostConfig, RunPlan
 from mempipe.schemas.embedding import ReembedSummary
 from mempipe.schemas.run import FileKind
-from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
+from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
 from mempipe.services.backfill import (
     archive_texts,
     artifact_rows,
@@ -110,74 +115,73 @@ def backfill_flow(
     allow_any_time: bool = False,
     embed: bool = False,
 ) -> BackfillSummary:
-    """Idempotent: running the same backfill again inserts nothing and counts the skips. A turn
-    time before 1970 or more than ``future_margin`` after the run is a reject, unless
-    ``allow_any_time``. ``embed``: the new turns get vectors of the serving model in the same
-    run (the incremental re-embed of the turns, as a subflow)."""
+    """Load the archives as turns, then promote their sessions (the module's notes)."""
     started = time.monotonic()
-    times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, memory = context.store_url, context.config.memory
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    parameters = {"paths": paths, "format": str(format), **defaults.model_dump(exclude_none=True)}
-    with recorded_run(context, "backfill", parameters, creates_store=True) as run:
+    asked = {"paths": paths, "format": str(format), **defaults.model_dump(exclude_none=True)}
+    times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
+    with recorded_run(context, "backfill", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
-        ingested = [
-            summary
-            for group in tasks.resolve_archives(paths)
-            for summary in tasks.ingest_archives(
-                url,
-                group,
-                format,
-                defaults,
-                columns or {},
-                run.run_id,
-                str(rejects_file),
-                batch_size,
-                times,
-            )
-        ]
-        promotion = (
-            tasks.promote_sessions(
-                url, memory.promotion, [t.value for t in memory.extraction.enabled], run.run_id
-            )
-            if promote_sessions and not stop_requested()
-            else PromotionSummary()
+        reading = taken(locals(), Reading, run_id=run.run_id, columns=columns or {}, times=times)
+        ingested = _ingest(context.store_url, paths, reading)
+        summary, failed = _after_ingest(
+            context, run.run_id, ingested, reading, promote_sessions, embed
         )
-        embedded, not_embedded = (
-            _embed_turns(url, config) if embed and not stop_requested() else (None, None)
-        )
-        summary = summarize_backfill(
-            run.run_id, url, ingested, promotion, rejects_file, time.monotonic() - started
-        )
-        if isinstance(embedded, ReembedSummary):
-            (turns,) = embedded.collections
-            summary.embedded, summary.embedding_model = turns.embedded_now, turns.model_id
-        failed = (
-            "; ".join(
-                f
-                for f in (
-                    unread_files(
-                        [(f.path, f.failed) for f in summary.files if f.failed],
-                        summary.rejects_path,
-                    ),
-                    not_embedded,
-                )
-                if f
-            )
-            or None
-        )
+        summary.seconds = round(time.monotonic() - started, 3)
         run.end(run_counts(summary), failed)
+    _publish(summary)
+    return concluded(summary, "backfill", failed)
+
+
+def _ingest(url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
+    """Every archive file the paths name, read in groups (one task each)."""
+    return [
+        summary
+        for group in tasks.resolve_archives(paths)
+        for summary in tasks.ingest_archives(url, group, reading)
+    ]
+
+
+def _after_ingest(
+    context: AppContext,
+    run_id: str,
+    ingested: list[IngestSummary],
+    reading: Reading,
+    promote: bool,
+    embed: bool,
+) -> tuple[BackfillSummary, str | None]:
+    """Promote the sessions and embed the new turns (unless stopped), and sum the run up with
+    what it left undone: the files it could not read, the turns it could not embed."""
+    url, memory = context.store_url, context.config.memory
+    handlers = [t.value for t in memory.extraction.enabled]
+    promotion = (
+        tasks.promote_sessions(url, memory.promotion, handlers, run_id)
+        if promote and not stop_requested()
+        else PromotionSummary()
+    )
+    embedded, not_embedded = (None, None)
+    if embed and not stop_requested():
+        embedded, not_embedded = _embed_turns(url, str(context.settings.config))
+    summary = summarize_backfill(run_id, url, ingested, promotion, reading.rejects_file, 0.0)
+    if isinstance(embedded, ReembedSummary):
+        (turns,) = embedded.collections
+        summary.embedded, summary.embedding_model = turns.embedded_now, turns.model_id
+    failed_files = [(f.path, f.failed) for f in summary.files if f.failed]
+    unread = unread_files(failed_files, summary.rejects_path)
+    return summary, "; ".join(f for f in (unread, not_embedded) if f) or None
+
+
+def _publish(summary: BackfillSummary) -> None:
     publish_table(
         "backfill-summary",
         artifact_rows(summary.files),
-        f"backfill {run.run_id}: {summary.turns_inserted} turns inserted, "
+        f"backfill {summary.run_id}: {summary.turns_inserted} turns inserted, "
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",
     )
-    return concluded(summary, "backfill", failed)
 
 
 def _embed_turns(url: str, config: str | None) -> tuple[object, str | None]:

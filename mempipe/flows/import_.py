@@ -13,7 +13,7 @@ from mempipe.archives.paths import expand_paths
 from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
 from mempipe.flows.hooks import record_failed_run
-from mempipe.flows.job import Job
+from mempipe.flows.job import Job, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.rejects import rejects_path
@@ -21,7 +21,7 @@ from mempipe.schemas.bundle import (
     BundleImportSummary,
 )
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary
+from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
@@ -104,52 +104,50 @@ def import_memories_flow(
     rejects_dir: str = "mempipe-rejects",
     audit_dir: str = "audit",
 ) -> MemoryImportSummary:
-    """Reconciled and audited as extraction is (``verbatim``: stored as they are); importing
-    the same files again changes nothing. The judge of an LLM ``extractor`` decides the
-    ambiguous pairs."""
+    """Bring in the memory files of another system, reconciled and audited as extraction is
+    (``verbatim``: stored as they are); importing the same files again changes nothing. The
+    judge of an LLM ``extractor`` decides the ambiguous pairs."""
     started = time.monotonic()
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    settings = context.replay_settings(extractor)
-    parameters = {
-        "paths": paths,
-        "format": format.value,
-        **defaults.model_dump(exclude_none=True),
-        "audit_dir": str(Path(audit_dir).absolute()),
-    }
-    with recorded_run(context, "import-memories", parameters, creates_store=True) as run:
-        rejects = rejects_path(rejects_dir, run.run_id, "import")
-        run.record_file(rejects, FileKind.REJECTS, defaults.user_id)
+    settings, url = context.replay_settings(extractor), context.store_url
+    asked = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
+    asked["audit_dir"] = str(Path(audit_dir).absolute())
+    with recorded_run(context, "import-memories", asked, creates_store=True) as run:
+        rejects_file = rejects_path(rejects_dir, run.run_id, "import")
+        run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
+        reading = taken(locals(), MemoryReading)
         files = [
-            import_memory_file(
-                context.store_url,
-                path,
-                format,
-                defaults,
-                settings,
-                run.run_id,
-                memory_type,
-                verbatim,
-                str(rejects),
-            )
+            import_memory_file(url, path, reading, settings, run.run_id)
             for group in resolve_archives(paths)
             for path in group
         ]
-        summary = MemoryImportSummary.of_files(run.run_id, format, files)
-        summary.rejects_path = str(rejects) if summary.rejected else None
-        summary.seconds = round(time.monotonic() - started, 3)
-        failed = first_undone(
-            unread_files(list(summary.unread.items()), summary.rejects_path),
-            vectors_left(summary.provider_failed, summary.provider_error),
-        )
-        summary.audit_files = export_audit(
-            context.store_url, audit_dir, run_id=run.run_id, mark_exported=True
-        )
+        summary, failed = _summed(run.run_id, reading, files, started)
+        summary.audit_files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
         run.end(summary.run_counts(), failed)
+    _publish(summary)
+    return concluded(summary, "import", failed)
+
+
+def _publish(summary: MemoryImportSummary) -> None:
     publish_table(
         "import-memories",
         [{"count": c, "value": n} for c, n in summary.run_counts().items()],
-        f"import {run.run_id} ({format.value})",
+        f"import {summary.run_id} ({summary.format})",
     )
-    return concluded(summary, "import", failed)
+
+
+def _summed(
+    run_id: str, reading: MemoryReading, files: list[MemoryImportSummary], started: float
+) -> tuple[MemoryImportSummary, str | None]:
+    """The files' summaries added up, with what the run left undone: the files it could not
+    read, the memories the provider left without a vector."""
+    summary = MemoryImportSummary.of_files(run_id, reading.format, files)
+    summary.rejects_path = str(reading.rejects_file) if summary.rejected else None
+    summary.seconds = round(time.monotonic() - started, 3)
+    failed = first_undone(
+        unread_files(list(summary.unread.items()), summary.rejects_path),
+        vectors_left(summary.provider_failed, summary.provider_error),
+    )
+    return summary, failed

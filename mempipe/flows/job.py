@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mempipe.schemas.costs import RunPlan
 
 S = TypeVar("S", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 
 
 def comma_list(value: object) -> object:
@@ -53,3 +54,11 @@ class ListsCollections(BaseModel):
     @classmethod
     def _split(cls, value: object) -> object:
         return comma_list(value)
+
+
+def taken(parameters: dict[str, object], model: type[M], **more: object) -> M:
+    """A flow's parameters (its ``locals()`` on entry) that ``model`` names, with ``more``:
+    the request, selection or reading a flow passes on, without restating each parameter."""
+    return model.model_validate(
+        {name: parameters[name] for name in model.model_fields if name in parameters} | more
+    )

@@ -1,5 +1,24 @@
 """Re-embed: move every record to another embedding model (blue/green), or fill what the
-serving model lacks (``incremental``, the nightly job); finalize or roll back a move."""
+serving model lacks (``incremental``, the nightly job); finalize or roll back a move.
+
+Each collection is cut into ``partitions`` id ranges, embedded in parallel on threads
+or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
+or the scheduler at ``dask_address``); every range writes only what is missing. Re-embeds,
+finalizes and rollbacks of one store never overlap: each holds the store's ``reembed``
+lock (held in the store by this live run), waiting up to ``lock_wait_s`` for it.
+
+Nothing changes what search serves until the run succeeds: the model is probed before the
+registry is touched (an unreachable or unknown model fails here, naming the cause), a
+collection's vectors are filled beside the serving ones, and a collection switches only
+once its vectors are complete (and, for a move, verified by the recall gate). A collection
+that had no model yet is built the same way and switched at the end. Complete means a
+vector of the declared dimension, finite, for every record whose text the model did not
+refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
+and the run fails naming the cause (run it again: it resumes).
+
+``via="batch"`` sends the requests through the provider's Batch API instead, one task per
+collection (``partitions`` and the task runner do not apply): a run adopts the batches a
+killed one left open before it submits anything (:mod:`mempipe.services.reembed_batch`)."""
 
 from __future__ import annotations
 
@@ -9,7 +28,7 @@ from prefect import Task, flow, get_run_logger
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from mempipe.adapters.embedding import embedder_for
+from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
@@ -19,7 +38,7 @@ from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.job import Job, ListsCollections
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
-from mempipe.scaleout import TaskRunnerName, run_partitions
+from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
 from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
@@ -127,28 +146,33 @@ def reembed_flow(
     config: str | None = None,
     store_secret: str | None = None,
 ) -> ReembedSummary:
-    """Each collection is cut into ``partitions`` id ranges, embedded in parallel on threads
-    or on Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes,
-    or the scheduler at ``dask_address``); every range writes only what is missing. Re-embeds,
-    finalizes and rollbacks of one store never overlap: each holds the store's ``reembed``
-    lock (held in the store by this live run), waiting up to ``lock_wait_s`` for it.
-
-    Nothing changes what search serves until the run succeeds: the model is probed before the
-    registry is touched (an unreachable or unknown model fails here, naming the cause), a
-    collection's vectors are filled beside the serving ones, and a collection switches only
-    once its vectors are complete (and, for a move, verified by the recall gate). A collection
-    that had no model yet is built the same way and switched at the end. Complete means a
-    vector of the declared dimension, finite, for every record whose text the model did not
-    refuse: a provider that fails, hangs or answers malformed leaves the registry as it was,
-    and the run fails naming the cause (run it again: it resumes).
-
-    ``via="batch"`` sends the requests through the provider's Batch API instead, one task per
-    collection (``partitions`` and the task runner do not apply): a run adopts the batches a
-    killed one left open before it submits anything (:mod:`mempipe.services.reembed_batch`)."""
+    """Move every record to ``model``, blue/green, or fill what the serving model lacks
+    (``incremental``): the module's notes say how, and what a failure leaves."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, retry = context.store_url, load_retry_policy()
-    model_id = model or context.config.memory.embedding.model
+    url, model_id = context.store_url, model or context.config.memory.embedding.model
+    embedder = _usable(model_id, dimensions, via)
+    chosen = chosen_collections(collections)
+    _require_search(url)  # its switch needs a queryable vector index
+    asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
+    with recorded_run(context, "reembed", asked, lock="reembed", lock_wait_s=lock_wait_s) as run:
+        plans = _plans(url, chosen, model_id, incremental, partitions)
+        spread = Spread(task_runner=task_runner, workers=partitions, dask_address=dask_address)
+        reports = _embed(url, plans, run.run_id, via, batch_size, spread)
+        summary = ReembedSummary(
+            run_id=run.run_id, store=url, model=model_id, dimensions=embedder.dimensions
+        )
+        summary.incremental, summary.collections = incremental, reports
+        if not incremental and gate:
+            summary.gate = recall_gate(url, gate, model_id, min_recall_ratio)
+        _switch(url, summary, plans)
+        run.end(summary.run_counts(), summary.reason)
+    headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
+    return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
+
+
+def _usable(model_id: str, dimensions: int | None, via: Via) -> Embedder:
+    """The model's embedder, refused before any run is recorded where it cannot serve."""
     embedder = embedder_for(model_id)
     if dimensions is not None and dimensions != embedder.dimensions:
         raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
@@ -157,58 +181,49 @@ def reembed_flow(
             f"{model_id}: --via batch needs an OpenAI-compatible model (openai:<model>); "
             "a local model has no Batch API"
         )
-    chosen = chosen_collections(collections)
-    parameters = {
-        "model": model_id,
-        "collections": chosen,
-        "incremental": incremental,
-        "via": via,
-    }
-    _require_search(url)  # its switch needs a queryable vector index
-    with recorded_run(
-        context, "reembed", parameters, lock="reembed", lock_wait_s=lock_wait_s
-    ) as run:
-        probe_model(model_id)
-        plans = [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
-        if via == "batch":
-            reports = run_partitions(
-                embed_via_batch,
-                [{"store_url": url, "plan": p, "run_id": run.run_id} for p in plans],
-                TaskRunnerName.THREADS,
-                len(plans),
-                None,
-            )
-            reports = [count_vectors(url, p, [r]) for p, r in zip(plans, reports, strict=True)]
-        else:
-            reports = _embed_live(
-                url, plans, batch_size, run.run_id, task_runner, partitions, dask_address
-            )
-        summary = ReembedSummary(
-            run_id=run.run_id,
-            store=url,
-            model=model_id,
-            dimensions=embedder.dimensions,
-            incremental=incremental,
-            collections=reports,
-        )
-        if not incremental and gate:
-            summary.gate = recall_gate(url, gate, model_id, min_recall_ratio)
-        building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
-        decision = decide_switch(reports, building, incremental=incremental, gate=summary.gate)
-        if decision.switch:
-            switch_models(url, decision.switch, model_id)
-        summary.switched, summary.reason = bool(decision.switch), decision.reason
-        if summary.reason:
-            get_run_logger().warning("not switched to %s: %s", model_id, summary.reason)
-        run.end(summary.run_counts(), summary.reason)
-        publish_table(
-            "reembed-summary",
-            [r.model_dump() for r in reports],
-            f"reembed {run.run_id} to {model_id}: "
-            + ("switched" if summary.switched else summary.reason or "incremental"),
-        )
-    headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
-    return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
+    return embedder
+
+
+def _plans(
+    url: str, chosen: list[str], model_id: str, incremental: bool, partitions: int
+) -> list[EmbeddingPlan]:
+    """The model probed (before the registry is touched), then each collection's plan."""
+    probe_model(model_id)
+    retry = load_retry_policy()
+    return [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
+
+
+def _embed(
+    url: str, plans: list[EmbeddingPlan], run_id: str, via: Via, batch_size: int, spread: Spread
+) -> list[CollectionReport]:
+    """Every plan's missing vectors, live (id ranges at once) or through the Batch API (one
+    task per collection, on threads)."""
+    if via == "live":
+        return _embed_live(url, plans, batch_size, run_id, spread)
+    reports = Spread(workers=len(plans)).run(
+        embed_via_batch, [{"store_url": url, "plan": p, "run_id": run_id} for p in plans]
+    )
+    return [count_vectors(url, p, [r]) for p, r in zip(plans, reports, strict=True)]
+
+
+def _switch(url: str, summary: ReembedSummary, plans: list[EmbeddingPlan]) -> None:
+    """Switch what the rule lets switch (:func:`mempipe.domain.reembed.decide_switch`), say
+    why the rest did not, and publish the run's table."""
+    building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
+    decision = decide_switch(
+        summary.collections, building, incremental=summary.incremental, gate=summary.gate
+    )
+    if decision.switch:
+        switch_models(url, decision.switch, summary.model)
+    summary.switched, summary.reason = bool(decision.switch), decision.reason
+    if summary.reason:
+        get_run_logger().warning("not switched to %s: %s", summary.model, summary.reason)
+    publish_table(
+        "reembed-summary",
+        [r.model_dump() for r in summary.collections],
+        f"reembed {summary.run_id} to {summary.model}: "
+        + ("switched" if summary.switched else summary.reason or "incremental"),
+    )
 
 
 def _embed_live(
@@ -216,14 +231,12 @@ def _embed_live(
     plans: list[EmbeddingPlan],
     batch_size: int,
     run_id: str,
-    task_runner: TaskRunnerName,
-    partitions: int,
-    dask_address: str | None,
+    spread: Spread,
 ) -> list[CollectionReport]:
     """Every plan's id ranges embedded at once, then added up per collection."""
     ranges = [(plan, id_range) for plan in plans for id_range in plan.ranges]
     parts = iter(
-        run_partitions(
+        spread.run(
             embed_range,
             [
                 {
@@ -235,9 +248,6 @@ def _embed_live(
                 }
                 for p, r in ranges
             ],
-            task_runner,
-            partitions,
-            dask_address,
         )
     )
     return [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]

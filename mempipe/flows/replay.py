@@ -1,4 +1,14 @@
-"""Replay extraction: run the enabled handlers over selected snapshots, reconcile, audit."""
+"""Replay extraction: run the enabled handlers over selected snapshots, reconcile, audit.
+
+Resumable: a run killed and started again finishes the rest and redoes nothing done.
+The work is cut into ``concurrency`` partitions (by project, then owner-id ranges) run on
+threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
+``concurrency`` processes, or the scheduler at ``dask_address``).
+
+``via="batch"`` sends the extractions through the provider's Batch API instead (the
+``openai`` extractor; ``concurrency`` and the task runner do not apply): the batches are
+applied in the order they were submitted, each owner's history in time order
+(:mod:`mempipe.services.replay_batch`)."""
 
 from __future__ import annotations
 
@@ -7,7 +17,7 @@ from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -15,16 +25,16 @@ from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
-from mempipe.flows.job import Job, comma_list
+from mempipe.flows.job import Job, comma_list, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
-from mempipe.scaleout import TaskRunnerName, run_partitions
+from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay import replay_plan
-from mempipe.services.replay_summary import summarize_replay
+from mempipe.services.replay_summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import (
@@ -136,79 +146,96 @@ def replay_flow(
     store_secret: str | None = None,
     audit_dir: str = "audit",
 ) -> ReplaySummary:
-    """Resumable: a run killed and started again finishes the rest and redoes nothing done.
-    The work is cut into ``concurrency`` partitions (by project, then owner-id ranges) run on
-    threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
-    ``concurrency`` processes, or the scheduler at ``dask_address``).
-
-    ``via="batch"`` sends the extractions through the provider's Batch API instead (the
-    ``openai`` extractor; ``concurrency`` and the task runner do not apply): the batches are
-    applied in the order they were submitted, each owner's history in time order
-    (:mod:`mempipe.services.replay_batch`)."""
+    """Extract, reconcile and audit the selected snapshots (the module's notes say how)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    memory = context.config.memory
-    enabled = [t.value for t in (handlers or memory.extraction.enabled)]
-    settings = context.replay_settings(extractor)
-    selection = SnapshotSelection(
-        org_id=org_id,
-        project_id=project_id,
-        user_id=user_id,
-        session_id=session_id,
-        snapshot_ids=snapshot_ids,
-        since=since,
-        until=until,
-    )
-    url = context.store_url
-    parameters = {
-        **selection.model_dump(mode="json", exclude_none=True),
-        "handlers": enabled,
-        "extractor": extractor,
-        "force": force,
-        "via": via,
-        "audit_dir": str(Path(audit_dir).absolute()),
-    }
-    if via == "batch" and extractor == "offline":
-        raise ConfigError("--via batch sends the extractions to a provider: --extractor openai")
-    _require_reconcilable(url, enabled)
-    with recorded_run(context, "replay", parameters, alive=True) as run:
+    url, selection = context.store_url, taken(locals(), SnapshotSelection)
+    enabled = [t.value for t in (handlers or context.config.memory.extraction.enabled)]
+    settings = _settings(context, extractor, via, enabled)
+    asked = _asked(selection, enabled, extractor, force, via, audit_dir)
+    with recorded_run(context, "replay", asked, alive=True) as run:
         recover_dead_runs(url)
-        if via == "batch":
-            outcomes = replay_via_batch(url, selection, enabled, settings, run.run_id, force)
-        else:
-            buckets = select_extraction_work(url, selection, enabled, force, concurrency)
-            outcomes = run_partitions(
-                replay_bucket,
-                [
-                    {
-                        "store_url": url,
-                        "items": bucket,
-                        "settings": settings,
-                        "run_id": run.run_id,
-                        "force": force,
-                        "selection": selection,
-                        "handlers": enabled,
-                        "part": f"{number}/{len(buckets)}",
-                    }
-                    for number, bucket in enumerate(buckets, start=1)
-                ],
-                task_runner,
-                concurrency,
-                dask_address,
-            )
+        spread = Spread(task_runner=task_runner, workers=concurrency, dask_address=dask_address)
+        work = Work(selection=selection, handlers=enabled, settings=settings, force=force)
+        outcomes = _extract(url, run.run_id, work, via, spread)
         files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
         export_earlier_audit(url, audit_dir, run.run_id)
         summary = summarize_replay(run.run_id, url, settings, outcomes, audit_dir, files)
         failed = extractions_left(summary)
         run.end(summary.model_dump(include=COUNTS), failed)
+    _publish(summary)
+    return concluded(summary, "replay", failed)
+
+
+class Work(BaseModel):
+    """What a replay extracts: the selection, its handlers, how, and whether done ones again."""
+
+    selection: SnapshotSelection
+    handlers: list[str]
+    settings: ReplaySettings
+    force: bool
+
+
+def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]) -> ReplaySettings:
+    """The extraction's settings, refused before any run is recorded where they cannot serve."""
+    if via == "batch" and extractor == "offline":
+        raise ConfigError("--via batch sends the extractions to a provider: --extractor openai")
+    settings = context.replay_settings(extractor)
+    _require_reconcilable(context.store_url, handlers)
+    return settings
+
+
+def _asked(
+    selection: SnapshotSelection,
+    handlers: list[str],
+    extractor: str,
+    force: bool,
+    via: Via,
+    audit_dir: str,
+) -> dict[str, object]:
+    """The run's parameters as its record keeps them."""
+    return {
+        **selection.model_dump(mode="json", exclude_none=True),
+        "handlers": handlers,
+        "extractor": extractor,
+        "force": force,
+        "via": via,
+        "audit_dir": str(Path(audit_dir).absolute()),
+    }
+
+
+def _extract(url: str, run_id: str, work: Work, via: Via, spread: Spread) -> list[BucketOutcome]:
+    """The selected extractions, live (in partitions, at once) or through the Batch API."""
+    selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
+    if via == "batch":
+        return replay_via_batch(url, selection, handlers, settings, run_id, force)
+    buckets = select_extraction_work(url, selection, handlers, force, spread.workers)
+    return spread.run(
+        replay_bucket,
+        [
+            {
+                "store_url": url,
+                "items": bucket,
+                "settings": settings,
+                "run_id": run_id,
+                "force": force,
+                "selection": selection,
+                "handlers": handlers,
+                "part": f"{number}/{len(buckets)}",
+            }
+            for number, bucket in enumerate(buckets, start=1)
+        ],
+    )
+
+
+def _publish(summary: ReplaySummary) -> None:
     publish_table(
         "replay-summary",
         [summary.model_dump(include=COUNTS)],
-        f"replay {run.run_id}: {summary.added} added, {summary.updated} updated, "
+        f"replay {summary.run_id}: {summary.added} added, {summary.updated} updated, "
         f"{summary.reinforced} reinforced, {summary.failed_retryable + summary.failed_content} "
         "failed",
     )
-    return concluded(summary, "replay", failed)
 
 
 @given_store(existing=True)

@@ -1,4 +1,9 @@
-"""Audit report: export the audit of a run or a date range to Parquet, summarise it."""
+"""Audit report: export the audit of a run or a date range to Parquet, summarise it.
+
+The audit of one run, of ``since`` .. ``until``, or of the ``last_days`` complete UTC
+days before today (the daily scheduled report: ``last_days=1`` is yesterday). The days are
+those the changes were applied on (``by="applied"``, the default and the files' partition)
+or those their evidence was observed on (``by="observed"``: the snapshots' times)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
-from mempipe.services.report_page import TopMemory
+from mempipe.services.report_page import PageFigures, TopMemory
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import export_audit
 from mempipe.tasks.report import render_report_page, summarize_audit
@@ -60,20 +65,14 @@ def audit_report_flow(
     config: str | None = None,
     store_secret: str | None = None,
 ) -> ReportSummary:
-    """The audit of one run, of ``since`` .. ``until``, or of the ``last_days`` complete UTC
-    days before today (the daily scheduled report: ``last_days=1`` is yesterday). The days are
-    those the changes were applied on (``by="applied"``, the default and the files' partition)
-    or those their evidence was observed on (``by="observed"``: the snapshots' times)."""
-    if last_days is not None:
-        if since or until or run_id:
-            raise ConfigError("last_days replaces run_id, since and until: give one of them")
-        today = datetime.now(UTC).date()
-        since, until = today - timedelta(days=last_days), today - timedelta(days=1)
+    """Export the audit to Parquet and sum it up (the module's notes say which days)."""
+    since, until = _days(run_id, since, until, last_days)
     context = load_context(store, config, store_secret)
     first, last = (d.isoformat() if d else None for d in (since, until))
     label = run_id or f"{first or 'start'}_{last or 'end'}"
     asked = {"run_id": run_id, "since": first, "until": last, "by": by.value, "out": out}
     parameters = {k: v for k, v in {**asked, "html": html}.items() if v is not None}
+    figures = None
     with recorded_run(context, "audit-report", parameters) as run:
         files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
         summary = summarize_audit(context.store_url, out, files, run_id, first, last, by)
@@ -82,6 +81,23 @@ def audit_report_flow(
                 context.store_url, files, first, last, by, html
             )
         run.end({"files": len(files), "rows": summary.rows})
+    _publish(summary, label, figures)
+    return summary
+
+
+def _days(
+    run_id: str | None, since: date | None, until: date | None, last_days: int | None
+) -> tuple[date | None, date | None]:
+    """The report's first and last day: as given, or the ``last_days`` before today."""
+    if last_days is None:
+        return since, until
+    if since or until or run_id:
+        raise ConfigError("last_days replaces run_id, since and until: give one of them")
+    today = datetime.now(UTC).date()
+    return today - timedelta(days=last_days), today - timedelta(days=1)
+
+
+def _publish(summary: ReportSummary, label: str, figures: PageFigures | None) -> None:
     publish_table(
         "audit-actions",
         [a.model_dump() for a in summary.actions],
@@ -92,16 +108,16 @@ def audit_report_flow(
         [{"failure_class": k, "count": v} for k, v in summary.failures.items()],
         f"audit {label}: failures by class",
     )
-    if html is not None:
-        for key, rows, what in (
-            ("audit-actions-by-day", figures.actions, "actions per memory type per day"),
-            ("audit-failures-by-day", figures.failures, "failures by class per day"),
-            ("audit-most-reinforced", _ids(figures.reinforced), "the most reinforced memories"),
-            ("audit-most-updated", _ids(figures.updated), "the most updated memories"),
-            ("audit-runs", figures.runs, "the runs"),
-        ):
-            publish_table(key, rows, f"audit {label}: {what}")
-    return summary
+    if figures is None:
+        return
+    for key, rows, what in (
+        ("audit-actions-by-day", figures.actions, "actions per memory type per day"),
+        ("audit-failures-by-day", figures.failures, "failures by class per day"),
+        ("audit-most-reinforced", _ids(figures.reinforced), "the most reinforced memories"),
+        ("audit-most-updated", _ids(figures.updated), "the most updated memories"),
+        ("audit-runs", figures.runs, "the runs"),
+    ):
+        publish_table(key, rows, f"audit {label}: {what}")
 
 
 def _ids(rows: list[TopMemory]) -> list[dict[str, object]]:

@@ -54,12 +54,11 @@ class TimeWindow(BaseModel):
         return None
 
 
-class IngestRequest(BaseModel):
-    """One archive file to read into the store: what the backfill's ingest of it needs."""
+class Reading(BaseModel):
+    """How a backfill reads its archive files: the same for every file of the run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: Path
     format: str = ArchiveFormat.AUTO
     defaults: IdentityDefaults
     run_id: str | None
@@ -67,3 +66,9 @@ class IngestRequest(BaseModel):
     batch_size: int = Field(default=5000, ge=1)
     columns: dict[str, str] = Field(default_factory=dict)
     times: TimeWindow | None = None
+
+
+class IngestRequest(Reading):
+    """One archive file to read into the store: what the backfill's ingest of it needs."""
+
+    path: Path

@@ -44,18 +44,23 @@ class ImportedMemory(BaseModel):
     source: SourceLocation
 
 
-class MemoryImportRequest(BaseModel):
-    """One file of another system's memories to bring in."""
+class MemoryReading(BaseModel):
+    """How an import reads another system's memory files: the same for every file of a run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: Path
     format: MemoryFormat
     defaults: IdentityDefaults
     memory_type: MemoryType | None = None
     verbatim: bool = False
     rejects_file: Path
     batch_size: int = Field(default=256, ge=1)
+
+
+class MemoryImportRequest(MemoryReading):
+    """One file of another system's memories to bring in."""
+
+    path: Path
 
 
 class MemoryImportSummary(BaseModel):

@@ -11,9 +11,8 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.archives import expand_paths
 from mempipe.bootstrap import given_store
 from mempipe.domain.partitioning import file_groups
-from mempipe.schemas.archive import IngestRequest, TimeWindow
+from mempipe.schemas.archive import IngestRequest, Reading
 from mempipe.schemas.config import PromotionLimits
-from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.summaries import IngestSummary, PromotionSummary
 from mempipe.services import promotion
 from mempipe.services.ingest import ingest_files
@@ -45,31 +44,9 @@ def resolve_archives(paths: list[str]) -> list[list[str]]:
     retry_condition_fn=retry_if_transient,
 )
 @given_store()
-def ingest_archives(
-    uow: UnitOfWork,
-    paths: list[str],
-    archive_format: str,
-    defaults: IdentityDefaults,
-    columns: dict[str, str],
-    run_id: str,
-    rejects_file: str,
-    batch_size: int,
-    times: TimeWindow | None = None,
-) -> list[IngestSummary]:
+def ingest_archives(uow: UnitOfWork, paths: list[str], reading: Reading) -> list[IngestSummary]:
     """Idempotent: a retried or repeated ingest of the same files inserts nothing new."""
-    requests = [
-        IngestRequest(
-            path=Path(path),
-            format=archive_format,
-            defaults=defaults,
-            run_id=run_id,
-            rejects_file=Path(rejects_file),
-            batch_size=batch_size,
-            columns=columns,
-            times=times,
-        )
-        for path in paths
-    ]
+    requests = [IngestRequest(path=Path(path), **dict(reading)) for path in paths]
     summaries = ingest_files(uow, requests)
     logger = get_run_logger()
     if len(summaries) > LOGGED_FILES:

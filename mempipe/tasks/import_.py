@@ -12,9 +12,7 @@ from mempipe.bootstrap import given_store
 from mempipe.schemas.bundle import (
     BundleImportSummary,
 )
-from mempipe.schemas.identity import IdentityDefaults
-from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
+from mempipe.schemas.memory_import import MemoryImportRequest, MemoryImportSummary, MemoryReading
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import memory_import
 from mempipe.services.bundle_import import import_bundle
@@ -35,25 +33,10 @@ def read_bundle(uow: UnitOfWork, path: str, run_id: str, rejects_file: str) -> B
 @task(name="import-memory-file", cache_policy=NO_CACHE)
 @given_store()
 def import_memory_file(
-    uow: UnitOfWork,
-    path: str,
-    fmt: MemoryFormat,
-    defaults: IdentityDefaults,
-    settings: ReplaySettings,
-    run_id: str,
-    memory_type: MemoryType | None,
-    verbatim: bool,
-    rejects_file: str,
+    uow: UnitOfWork, path: str, reading: MemoryReading, settings: ReplaySettings, run_id: str
 ) -> MemoryImportSummary:
     context = replay_context(settings, run_id, uow)
-    request = MemoryImportRequest(
-        path=Path(path),
-        format=fmt,
-        defaults=defaults,
-        memory_type=memory_type,
-        verbatim=verbatim,
-        rejects_file=Path(rejects_file),
-    )
+    request = MemoryImportRequest(path=Path(path), **dict(reading))
     summary = memory_import.import_memory_file(uow, request, context)
     get_run_logger().info(
         "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
