@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
-from mempipe.archives.registry import TABLE_FORMATS, classify
+from mempipe.archives.registry import by_suffix, classify
 from mempipe.archives.streams import binary_head, open_stream
 
 RECORDS_TO_SNIFF = 50
@@ -21,8 +21,9 @@ class UnknownFormatError(ValueError):
 
 def detect_format(path: Path) -> str:
     suffix = logical_suffix(path)
-    if suffix in TABLE_FORMATS:
-        return TABLE_FORMATS[suffix]
+    claimed = by_suffix(suffix)
+    if claimed is not None:
+        return claimed
     with open_stream(path) as archive:
         if binary_head(archive.stream):
             raise UnknownFormatError(BINARY)

@@ -10,11 +10,9 @@ import zstandard
 
 from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
 from mempipe.archives.drafts import Draft, Skipped, finish, reject
-from mempipe.archives.formats import RecordParser
-from mempipe.archives.formats.tabular import ColumnMappingError, csv_drafts, parquet_drafts
-from mempipe.archives.json_records import BrokenRecord, iter_json_records
-from mempipe.archives.paths import LINE_SUFFIXES, logical_suffix
-from mempipe.archives.registry import json_parser
+from mempipe.archives.formats import FileReading
+from mempipe.archives.formats.tabular import ColumnMappingError
+from mempipe.archives.registry import format_class
 from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
@@ -77,19 +75,17 @@ class ArchiveReader:
         try:
             fmt = self.format or detect_format(self.path)
             self.format = fmt
-            if fmt == ArchiveFormat.PARQUET:
-                yield from parquet_drafts(name, self.columns)
+            parser = format_class(fmt)(name)
+            if not parser.streamed:
+                yield from parser.drafts(FileReading(self.path, None, self.columns))
                 return
             with open_stream(self.path) as stream:
                 self._stream = stream
                 if binary_head(stream.stream):
                     raise UnknownFormatError(BINARY)
                 try:
-                    if fmt == ArchiveFormat.CSV:
-                        delimiter = "\t" if logical_suffix(self.path) == ".tsv" else ","
-                        yield from csv_drafts(stream.stream, name, self.columns, delimiter)
-                    else:
-                        yield from self._json_items(self._parser(fmt, name), stream)
+                    reading = FileReading(self.path, stream, self.columns, self._offset)
+                    yield from parser.drafts(reading)
                 except UNREADABLE as exc:
                     yield self._unreadable(exc, "the records before it were kept")
         except (UnknownFormatError, ColumnMappingError, ArchiveError) as exc:
@@ -104,9 +100,6 @@ class ArchiveReader:
             if problem is not None:
                 return reject(draft.source, problem, draft.original)
         return turn
-
-    def _parser(self, fmt: str, name: str) -> RecordParser:
-        return json_parser(fmt)(name)
 
     def _unreadable(self, exc: BaseException, kept: str) -> Reject:
         kind = "cannot read the file" if isinstance(exc, OSError) else "corrupt or truncated"
@@ -129,26 +122,3 @@ class ArchiveReader:
             offset=self._offset(),
             whole_file=True,
         )
-
-    def _json_items(
-        self, parse: RecordParser, stream: ArchiveStream
-    ) -> Iterator[Draft | Reject | Skipped]:
-        name = str(self.path)
-        records = iter_json_records(
-            stream.stream, lines=logical_suffix(self.path) in LINE_SUFFIXES, tell=self._offset
-        )
-        for record in records:
-            if isinstance(record, BrokenRecord):
-                yield Reject(
-                    path=name,
-                    line=record.line,
-                    index=record.index,
-                    reason=f"whole file rejected: {record.reason}"
-                    if record.fatal
-                    else record.reason,
-                    raw=record.text,
-                    offset=record.offset,
-                    whole_file=record.fatal,
-                )
-            else:
-                yield from parse(record)

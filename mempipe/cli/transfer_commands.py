@@ -9,6 +9,7 @@ import click
 from pydantic import BaseModel
 
 from mempipe.adapters.llm.registry import extractor_names
+from mempipe.archives.registry import FormatKind, kind_of, names
 from mempipe.cli.options import (
     counted,
     identity_options,
@@ -61,7 +62,7 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
 @click.option(
     "--format",
     "source_format",
-    type=click.Choice(["bundle", "mem0", "langgraph", "memories", "mempipe"]),
+    type=click.Choice([*names(FormatKind.BUNDLE, FormatKind.MEMORIES), *OLD_FORMATS]),
     callback=lambda _ctx, _param, value: renamed("--format", value, OLD_FORMATS),
     required=True,
     help="bundle: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
@@ -98,8 +99,8 @@ def import_command(**options: Any) -> None:
     against what the store holds and audited like extraction."""
     from mempipe.flows.import_ import Import
 
-    paths = options["paths"]
-    if options["source_format"] == "bundle" and (len(paths) != 1 or not Path(paths[0]).is_dir()):
+    paths, bundle = options["paths"], kind_of(options["source_format"]) is FormatKind.BUNDLE
+    if bundle and (len(paths) != 1 or not Path(paths[0]).is_dir()):
         raise click.UsageError("--format bundle takes one bundle directory")
     run_job(Import, options, _show_import)
 

@@ -10,6 +10,7 @@ from prefect import flow
 from pydantic import BaseModel, Field
 
 from mempipe.archives.paths import expand_paths
+from mempipe.archives.registry import FormatKind, MemoryFormatName, kind_of
 from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
 from mempipe.flows.hooks import record_failed_run
@@ -21,7 +22,7 @@ from mempipe.schemas.bundle import (
     BundleImportSummary,
 )
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportSummary, MemoryReading
+from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.backfill import resolve_archives
@@ -47,12 +48,12 @@ class Import(Job[BaseModel]):
     rejects_dir: str = "mempipe-rejects"
 
     def check(self, context: AppContext) -> None:
-        if self.source_format != "bundle":
+        if kind_of(self.source_format) is not FormatKind.BUNDLE:
             expand_paths(self.paths)
 
     def run(self, context: AppContext) -> BundleImportSummary | MemoryImportSummary:
         common = context.flow_options()
-        if self.source_format == "bundle":
+        if kind_of(self.source_format) is FormatKind.BUNDLE:
             return import_flow(path=self.paths[0], rejects_dir=self.rejects_dir, **common)
         parameters = self.model_dump(exclude={"source_format"})
         return import_memories_flow(**parameters, format=self.source_format, **common)
@@ -90,7 +91,7 @@ def import_flow(
 @flow(name="import-memories", on_failure=[record_failed_run], on_crashed=[record_failed_run])
 def import_memories_flow(
     paths: Annotated[list[str], Field(min_length=1)],
-    format: MemoryFormat,
+    format: MemoryFormatName,
     org_id: str | None = None,
     project_id: str | None = None,
     user_id: str | None = None,
@@ -112,7 +113,7 @@ def import_memories_flow(
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
     settings, url = context.replay_settings(extractor), context.store_url
-    asked = {"paths": paths, "format": format.value, **defaults.model_dump(exclude_none=True)}
+    asked = {"paths": paths, "format": format, **defaults.model_dump(exclude_none=True)}
     asked["audit_dir"] = str(Path(audit_dir).absolute())
     with recorded_run(context, "import-memories", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id, "import")

@@ -22,6 +22,17 @@ class ArchiveFormat(StrEnum):
     PARQUET = "parquet"
 
 
+class FormatKind(StrEnum):
+    """What an input format brings in."""
+
+    TURNS = "turns"
+    """Conversations, read as turns by a backfill."""
+    MEMORIES = "memories"
+    """Another system's long-term memories, reconciled by an import."""
+    BUNDLE = "bundle"
+    """A mempipe bundle directory, imported verbatim."""
+
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FUTURE_MARGIN = timedelta(days=1)
 

@@ -18,6 +18,9 @@ from mempipe.schemas.turn import SourceLocation
 
 
 class MemoryFormat(StrEnum):
+    """The built-in memory formats (a plug-in's are registered by name: see
+    :mod:`mempipe.archives.registry`)."""
+
     MEM0 = "mem0"
     LANGGRAPH = "langgraph"
     MEMORIES = "memories"
@@ -29,7 +32,7 @@ class ImportedMemory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source_system: MemoryFormat
+    source_system: str
     source_id: str | None = Field(default=None, description="the id the other system gave it")
     memory_type: MemoryType
     org_id: IdStr
@@ -49,7 +52,7 @@ class MemoryReading(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: MemoryFormat
+    format: str
     defaults: IdentityDefaults
     memory_type: MemoryType | None = None
     verbatim: bool = False
@@ -67,7 +70,7 @@ class MemoryImportSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str
-    format: MemoryFormat
+    format: str
     records_read: int = 0
     added: int = 0
     updated: int = 0
@@ -109,7 +112,7 @@ class MemoryImportSummary(BaseModel):
 
     @classmethod
     def of_files(
-        cls, run_id: str, format: MemoryFormat, files: list[MemoryImportSummary]
+        cls, run_id: str, format: str, files: list[MemoryImportSummary]
     ) -> MemoryImportSummary:
         """One import's summary, summed over its files."""
         summary = cls(run_id=run_id, format=format)

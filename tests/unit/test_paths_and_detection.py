@@ -61,10 +61,28 @@ def test_records_are_classified_by_their_keys(record, expected) -> None:
 
 
 def test_every_format_is_in_the_registry_once_and_detection_reads_it() -> None:
-    from mempipe.archives.registry import format_names, json_formats
+    from mempipe.archives.registry import detected, format_names
     from mempipe.schemas.archive import ArchiveFormat
 
     assert sorted(format_names()) == sorted(ArchiveFormat), "no plug-in installed here"
-    names = [parser.format for parser in json_formats()]
+    names = [parser.format for parser in detected()]
     assert len(names) == len(set(names)), "one parser per JSON format"
     assert names[-1] == ArchiveFormat.TURNS, "the loosest rule is tried last"
+
+
+def test_every_input_format_is_one_kind_of_one_registry() -> None:
+    """Transcripts, tables, memory exports and bundles: one protocol, one table, each format
+    saying its own kind, suffixes and reading, so nothing branches on a format's name."""
+    from mempipe.archives.registry import BUILT_IN, FormatKind, by_suffix, format_class, names
+    from mempipe.schemas.archive import ArchiveFormat
+    from mempipe.schemas.memory_import import MemoryFormat
+
+    for name, (kind, _) in BUILT_IN.items():
+        fmt = format_class(name)
+        assert (fmt.format, fmt.kind) == (name, kind)
+        assert callable(fmt(name).drafts)
+    assert names(FormatKind.MEMORIES) == list(MemoryFormat)
+    assert names(FormatKind.BUNDLE) == ["bundle"]
+    assert by_suffix(".tsv") is ArchiveFormat.CSV
+    assert by_suffix(".parquet") is ArchiveFormat.PARQUET
+    assert by_suffix(".jsonl") is None

@@ -12,13 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from mempipe.archives.drafts import Draft, Skipped, reject
+from mempipe.archives.formats import JsonFormat
 from mempipe.archives.formats.conversation import (
     message_source,
     record_source,
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.reject import Reject
 
 NOT_TURNS = frozenset(
@@ -61,8 +62,9 @@ def path_to_current(conversation: dict[str, Any]) -> list[dict[str, Any]] | str:
     return path
 
 
-class ChatGPTExport:
+class ChatGPTExport(JsonFormat):
     format = ArchiveFormat.CHATGPT
+    kind = FormatKind.TURNS
 
     @staticmethod
     def recognises(record: dict[str, Any]) -> bool:

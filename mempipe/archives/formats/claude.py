@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mempipe.archives.drafts import Draft, reject
+from mempipe.archives.formats import JsonFormat
 from mempipe.archives.formats.conversation import (
     identity_of,
     message_source,
@@ -15,7 +16,7 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.reject import Reject
 
 
@@ -40,8 +41,9 @@ def tool_uses(message: dict[str, Any]) -> list[dict[str, Any]] | None:
     return uses or None
 
 
-class ClaudeExport:
+class ClaudeExport(JsonFormat):
     format = ArchiveFormat.CLAUDE
+    kind = FormatKind.TURNS
 
     @staticmethod
     def recognises(record: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mempipe.archives.drafts import Draft, reject, text_of
-from mempipe.archives.formats import first_present
+from mempipe.archives.formats import JsonFormat, first_present
 from mempipe.archives.formats.conversation import (
     identity_of,
     message_source,
@@ -14,12 +14,13 @@ from mempipe.archives.formats.conversation import (
     session_id_of,
 )
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.reject import Reject
 
 
-class OpenAIChat:
+class OpenAIChat(JsonFormat):
     format = ArchiveFormat.OPENAI
+    kind = FormatKind.TURNS
 
     @staticmethod
     def recognises(record: dict[str, Any]) -> bool:

@@ -17,7 +17,10 @@ from typing import Any, BinaryIO
 import orjson
 
 from mempipe.archives.drafts import Draft, Location, location
+from mempipe.archives.formats import FileReading
+from mempipe.archives.paths import logical_suffix
 from mempipe.errors import ArchiveError
+from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.turn import TURN_FIELDS
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -119,3 +122,43 @@ def parquet_drafts(path: str, explicit: Mapping[str, str]) -> Iterator[Draft]:
                 index += 1
     except pa.ArrowException as exc:
         raise ArchiveError(str(exc)) from exc
+
+
+class Csv:
+    """CSV (and tab-separated ``.tsv``) files, one row per turn."""
+
+    format = ArchiveFormat.CSV
+    kind = FormatKind.TURNS
+    suffixes = (".csv", ".tsv")
+    streamed = True
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def drafts(self, reading: FileReading) -> Iterator[Draft]:
+        assert reading.stream is not None
+        delimiter = "\t" if logical_suffix(reading.path) == ".tsv" else ","
+        yield from csv_drafts(reading.stream.stream, self.path, reading.columns, delimiter)
+
+
+class Parquet:
+    """Parquet files, one row per turn, read from the path (Arrow reads its own pages)."""
+
+    format = ArchiveFormat.PARQUET
+    kind = FormatKind.TURNS
+    suffixes = (".parquet",)
+    streamed = False
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def drafts(self, reading: FileReading) -> Iterator[Draft]:
+        yield from parquet_drafts(self.path, reading.columns)

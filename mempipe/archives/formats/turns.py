@@ -11,17 +11,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from mempipe.archives.drafts import Draft, reject
+from mempipe.archives.formats import JsonFormat
 from mempipe.archives.formats.conversation import record_source
 from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import TURN_FIELDS
 
 _KNOWN = frozenset(TURN_FIELDS)
 
 
-class CanonicalTurns:
+class CanonicalTurns(JsonFormat):
     format = ArchiveFormat.TURNS
+    kind = FormatKind.TURNS
 
     @staticmethod
     def recognises(record: dict[str, Any]) -> bool:

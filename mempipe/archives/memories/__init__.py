@@ -4,18 +4,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from mempipe.archives.drafts import Draft, reject
-from mempipe.archives.formats import RecordParser
+from mempipe.archives.drafts import Draft, Skipped, reject
+from mempipe.archives.formats import JsonFormat, RecordParser
 from mempipe.archives.formats.conversation import message_source, record_source
 from mempipe.archives.json_records import JsonRecord
 from mempipe.archives.reader import ArchiveReader
-from mempipe.schemas.archive import ArchiveFormat
+from mempipe.archives.registry import format_class
+from mempipe.schemas.archive import FormatKind
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS
 from mempipe.schemas.identity import IdentityDefaults
@@ -154,11 +155,38 @@ def memory_drafts(path: str) -> RecordParser:
     return parse
 
 
-PARSERS = {
-    MemoryFormat.MEM0: mem0_drafts,
-    MemoryFormat.LANGGRAPH: langgraph_drafts,
-    MemoryFormat.MEMORIES: memory_drafts,
-}
+class MemoryFormatBase(JsonFormat):
+    """A format of another system's memories: its records parsed by ``parse(path)``.
+    ``typed``: its records carry mempipe's own fields, a memory type among them (else a memory
+    is text: a fact, or an event)."""
+
+    kind = FormatKind.MEMORIES
+    typed: ClassVar[bool] = False
+    parse: ClassVar[Callable[[str], RecordParser]]
+
+    def __init__(self, path: str) -> None:
+        self.parser = type(self).parse(path)
+
+    def __call__(self, record: JsonRecord) -> Iterable[Draft | Reject | Skipped]:
+        return self.parser(record)
+
+
+class Mem0(MemoryFormatBase):
+    format = MemoryFormat.MEM0
+    parse = staticmethod(mem0_drafts)
+
+
+class LangGraph(MemoryFormatBase):
+    format = MemoryFormat.LANGGRAPH
+    parse = staticmethod(langgraph_drafts)
+
+
+class Memories(MemoryFormatBase):
+    format = MemoryFormat.MEMORIES
+    typed = True
+    parse = staticmethod(memory_drafts)
+
+
 IDENTITY = ("org_id", "project_id", "user_id", "agent_id", "session_id")
 OWN_FIELDS = frozenset(
     {"source_id", "memory_type", *IDENTITY, "created_at", "updated_at", "metadata"}
@@ -166,7 +194,7 @@ OWN_FIELDS = frozenset(
 
 
 def finish_memory(
-    draft: Draft, fmt: MemoryFormat, defaults: IdentityDefaults, memory_type: MemoryType | None
+    draft: Draft, fmt: str, defaults: IdentityDefaults, memory_type: MemoryType | None
 ) -> ImportedMemory | Reject:
     """The record's own identity wins; the defaults fill what it lacks. Its type is its own
     (mempipe's format), else ``memory_type``, else semantic."""
@@ -181,7 +209,7 @@ def finish_memory(
             draft.source, f"unknown memory_type {fields.get('memory_type')!r}", draft.original
         )
     own = {k: v for k, v in fields.items() if k not in OWN_FIELDS}
-    if fmt is not MemoryFormat.MEMORIES:
+    if not getattr(format_class(fmt), "typed", False):  # a plug-in's records are text
         if kind not in FREE_TEXT_TYPES:
             return reject(
                 draft.source,
@@ -214,16 +242,13 @@ class MemoryArchiveReader(ArchiveReader):
     def __init__(
         self,
         path: Path,
-        fmt: MemoryFormat,
+        fmt: str,
         defaults: IdentityDefaults,
         memory_type: MemoryType | None = None,
     ) -> None:
-        super().__init__(path, ArchiveFormat.TURNS, defaults)
+        super().__init__(path, fmt, defaults)
         self.memory_format = fmt
         self.memory_type = memory_type
-
-    def _parser(self, fmt: str, name: str) -> RecordParser:
-        return PARSERS[self.memory_format](name)
 
     def _finish(self, draft: Draft) -> ImportedMemory | Reject:  # type: ignore[override]
         return finish_memory(draft, self.memory_format, self.defaults, self.memory_type)
