@@ -17,8 +17,8 @@ from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:
     from mempipe.flows.reembed import Collections
-    from mempipe.schemas.embedding import ReembedSummary
     from mempipe.schemas.indexes import IndexReport
+    from mempipe.schemas.reembed import ReembedSummary
 
 
 @click.group(invoke_without_command=True)

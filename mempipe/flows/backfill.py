@@ -28,7 +28,7 @@ from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, Reading, TimeWindow
 from mempipe.schemas.costs import CostConfig, RunPlan
-from mempipe.schemas.embedding import ReembedSummary
+from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
 from mempipe.services.backfill import (

@@ -32,7 +32,7 @@ from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
-from mempipe.domain.reembed_switch import decide_switch
+from mempipe.domain.reembed import decide_switch
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.job import Job, ListsCollections
@@ -41,7 +41,8 @@ from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
-from mempipe.schemas.embedding import COLLECTIONS, CollectionReport, ModelState, ReembedSummary
+from mempipe.schemas.embedding import COLLECTIONS, ModelState
+from mempipe.schemas.reembed import CollectionReport, ReembedSummary
 from mempipe.services.reembed import reembed_plan
 from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table

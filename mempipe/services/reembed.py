@@ -25,9 +25,10 @@ from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
-from mempipe.schemas.embedding import CollectionReport, GateReport, ModelState
+from mempipe.schemas.embedding import ModelState
 from mempipe.schemas.evaluation import QueryFile
 from mempipe.schemas.failure import Failure
+from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts

@@ -19,8 +19,8 @@ from mempipe.domain.failures import status_failure
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.batch import BatchRequest, ProviderBatch
-from mempipe.schemas.embedding import CollectionReport
 from mempipe.schemas.provider import BatchInfo
+from mempipe.schemas.reembed import CollectionReport
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import record_embedding_failures
 

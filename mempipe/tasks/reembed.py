@@ -16,7 +16,7 @@ from mempipe.bootstrap import given_store
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
-from mempipe.schemas.embedding import CollectionReport, GateReport
+from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
 from mempipe.services.embedding import PROBE_TEXT
 from mempipe.services.evaluation import read_queries

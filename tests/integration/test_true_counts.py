@@ -23,8 +23,8 @@ from mempipe.cli import cli
 from mempipe.domain.failures import FailureKind, failure_error
 from mempipe.errors import IncompleteRunError
 from mempipe.flows.backfill import backfill_flow
-from mempipe.flows.reembed import reembed_flow
 from mempipe.flows.import_ import import_memories_flow
+from mempipe.flows.reembed import reembed_flow
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.memory_import import MemoryFormat
 from mempipe.schemas.run import FileKind, RunRecord, RunStatus, WrittenFile

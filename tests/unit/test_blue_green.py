@@ -1,4 +1,4 @@
-"""The blue/green rules both backends apply (mempipe.domain.blue_green)."""
+"""The blue/green rules both backends apply (mempipe.domain.reembed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from itertools import product
 
 import pytest
 
-from mempipe.domain.blue_green import finalize_plan, rollback_plan, switch_plan
+from mempipe.domain.reembed import finalize_plan, rollback_plan, switch_plan
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mempipe.domain.reembed_switch import decide_switch
+from mempipe.domain.reembed import decide_switch
 from mempipe.domain.run_outcome import extractions_left, run_status, unread_files
-from mempipe.schemas.embedding import CollectionReport, GateReport
+from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.schemas.replay import ReplaySummary
 from mempipe.schemas.run import RunStatus
 

@@ -186,7 +186,7 @@ class Vectors(Protocol):
 
 class Registry(Protocol):
     """Which model serves each collection, and the blue/green moves between models (the rules:
-    :mod:`mempipe.domain.blue_green`)."""
+    :mod:`mempipe.domain.reembed`)."""
 
     def registry(self) -> list[RegistryEntry]: ...
 

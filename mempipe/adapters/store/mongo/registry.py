@@ -1,5 +1,5 @@
 """The MongoDB store's registry role: which model serves each collection, and the blue/green moves
-of :mod:`mempipe.domain.blue_green` applied to the registry in one small transaction, records
+of :mod:`mempipe.domain.reembed` applied to the registry in one small transaction, records
 stamped after it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from mempipe.adapters.store.mongo import pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
-from mempipe.domain.blue_green import RegistryChange, finalize_plan, rollback_plan, switch_plan
+from mempipe.domain.reembed import RegistryChange, finalize_plan, rollback_plan, switch_plan
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 from mempipe.schemas.search import STM
 

@@ -1,5 +1,5 @@
 """The SQLite store's registry role: which model serves each collection, and the blue/green moves
-of :mod:`mempipe.domain.blue_green` applied in one transaction."""
+of :mod:`mempipe.domain.reembed` applied in one transaction."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
-from mempipe.domain.blue_green import RegistryChange, finalize_plan, rollback_plan, switch_plan
+from mempipe.domain.reembed import RegistryChange, finalize_plan, rollback_plan, switch_plan
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 
 

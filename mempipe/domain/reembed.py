@@ -1,20 +1,25 @@
-"""The blue/green rules of a model change, as one plan both backends apply.
+"""The rules of a re-embed, in one place: how the registry moves blue/green (a new model
+filled beside the serving one, switched, rolled back, finalized), when a collection's vectors
+are complete, and when a run switches what search serves and why it does not. Plain rules over
+the registry's entries and the collections' reports, applied alike by both backends, so that no
+half-filled or unverified model is ever served.
 
 A collection's registry holds at most one serving model, the one search answers with; a
 re-embed builds the next beside it (building), switches (the old one is kept as previous, so a
 rollback is possible), and finalizes (the previous one's vectors go). Whatever the backend, a
 plan only ever drops a model it demotes, a previous one or one still building: never the model
-that serves after it.
-"""
+that serves after it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelState, RegistryEntry
+from mempipe.schemas.reembed import CollectionReport, GateReport
 
 
 class RegistryChange(BaseModel):
@@ -73,3 +78,51 @@ def finalize_plan(collection: str, entries: Sequence[RegistryEntry]) -> Registry
     if not previous:
         return None
     return RegistryChange(collection=collection, drop=(previous[0],))
+
+
+@dataclass(frozen=True)
+class SwitchDecision:
+    """The collections to switch to the new model, and why the rest are not (None: all done)."""
+
+    switch: list[str]
+    reason: str | None
+
+
+def decide_switch(
+    reports: Sequence[CollectionReport],
+    building: Sequence[str],
+    *,
+    incremental: bool,
+    gate: GateReport | None,
+) -> SwitchDecision:
+    """A move switches every collection at once, and only when every one is complete and the
+    recall gate (where one was asked for) passed. An incremental run switches only the
+    collections being built for the first time (``building``) that are complete; it is done
+    when nothing lacks a vector."""
+    incomplete = [r.collection for r in reports if not complete(r)]
+    if incremental:
+        first = [c for c in building if c not in incomplete]
+        return SwitchDecision(first, missing_vectors(reports, "vector") if incomplete else None)
+    if incomplete:
+        return SwitchDecision([], missing_vectors(reports, "new vector"))
+    if gate is not None and not gate.passed:
+        return SwitchDecision([], f"recall ratio {gate.ratio} is below {gate.min_ratio}")
+    return SwitchDecision([r.collection for r in reports], None)
+
+
+def missing_vectors(reports: Sequence[CollectionReport], what: str) -> str:
+    """Which collections lack vectors, and the provider's failure where that is why."""
+    parts = []
+    for report in reports:
+        if complete(report):
+            continue
+        missing = report.records - report.vectors - report.unembeddable
+        cause = f" (the provider failed: {report.provider_error})" if report.provider_error else ""
+        parts.append(f"{report.collection}: {missing} record(s) without a {what}{cause}")
+    return "; ".join(parts)
+
+
+def complete(report: CollectionReport) -> bool:
+    """Every record has a vector of the model, or its text was refused: a provider's failure
+    never counts as done."""
+    return report.failed == 0 and report.vectors + report.unembeddable >= report.records
