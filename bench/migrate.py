@@ -44,7 +44,7 @@ def build(path: Path, out: Path, turns: int) -> None:
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
-    from mempipe.services.promotion import promote_sessions
+    from mempipe.services.promote import promote_sessions
 
     archive = out / f"turns-{turns}.jsonl"
     with archive.open("wb") as f:

@@ -35,7 +35,7 @@ def load(work: Path, name: str, archive: Path) -> str:
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
     from mempipe.services.ingest import ingest_file
-    from mempipe.services.promotion import promote_sessions
+    from mempipe.services.promote import promote_sessions
 
     url = f"sqlite:///{work / f'{name}.db'}"
     store = open_store(url, migrate=True)

@@ -40,7 +40,9 @@ from mempipe.services.backfill import (
 )
 from mempipe.settings import load_llm_settings
 from mempipe.tasks import backfill as tasks
+from mempipe.tasks.archives import resolve_archives
 from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.promote import promote_sessions
 
 
 class Backfill(Job[BackfillSummary]):
@@ -140,7 +142,7 @@ def _ingest(url: str, paths: list[str], reading: Reading) -> list[IngestSummary]
     """Every archive file the paths name, read in groups (one task each)."""
     return [
         summary
-        for group in tasks.resolve_archives(paths)
+        for group in resolve_archives(paths)
         for summary in tasks.ingest_archives(url, group, reading)
     ]
 
@@ -158,7 +160,7 @@ def _after_ingest(
     url, memory = context.store_url, context.config.memory
     handlers = [t.value for t in memory.extraction.enabled]
     promotion = (
-        tasks.promote_sessions(url, memory.promotion, handlers, run_id)
+        promote_sessions(url, memory.promotion, handlers, run_id)
         if promote and not stop_requested()
         else PromotionSummary()
     )

@@ -24,10 +24,10 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
+from mempipe.tasks.archives import resolve_archives
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.backfill import resolve_archives
 from mempipe.tasks.import_ import import_memory_file, read_bundle
-from mempipe.tasks.replay import export_audit
+from mempipe.tasks.report import export_audit
 
 
 class Import(Job[BaseModel]):

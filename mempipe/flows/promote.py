@@ -10,7 +10,7 @@ from mempipe.flows.hooks import record_failed_run
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.summaries import PromotionSummary
-from mempipe.tasks.backfill import promote_sessions
+from mempipe.tasks.promote import promote_sessions
 
 
 class Promote(Job[PromotionSummary]):

@@ -38,12 +38,11 @@ from mempipe.services.replay_summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.replay import (
-    export_audit,
-    export_earlier_audit,
     replay_bucket,
     replay_via_batch,
     select_extraction_work,
 )
+from mempipe.tasks.report import export_audit, export_earlier_audit
 from mempipe.tasks.runs import recover_dead_runs
 
 COUNTS = {

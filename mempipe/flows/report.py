@@ -22,8 +22,7 @@ from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
 from mempipe.services.report_page import PageFigures, TopMemory
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.replay import export_audit
-from mempipe.tasks.report import render_report_page, summarize_audit
+from mempipe.tasks.report import export_audit, render_report_page, summarize_audit
 
 
 class Report(Job[ReportSummary]):

@@ -1,4 +1,4 @@
-"""Tasks of the backfill flow: find the archives, ingest them in groups, promote sessions."""
+"""Tasks of the backfill flow: ingest the archives in groups (found by tasks/archives)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,15 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.archives import expand_paths
 from mempipe.bootstrap import given_store
-from mempipe.domain.partitioning import file_groups
 from mempipe.schemas.archive import IngestRequest, Reading
-from mempipe.schemas.config import PromotionLimits
-from mempipe.schemas.summaries import IngestSummary, PromotionSummary
-from mempipe.services import promotion
+from mempipe.schemas.summaries import IngestSummary
 from mempipe.services.ingest import ingest_files
 from mempipe.tasks.policies import retry_if_transient
 
-GROUP_FILES = 2000
-GROUP_BYTES = 64 * 1024 * 1024
-"""An ingest task reads at most this many files, or about this many bytes: a directory of many
-small files is a few tasks (each a Prefect task run and its state round trips), not one a file."""
 LOGGED_FILES = 20
 """A group of more files logs one line for the group, and one for each file with rejects or
 that could not be read to the end."""
-
-
-@task(name="resolve-archives", cache_policy=NO_CACHE)
-def resolve_archives(paths: list[str]) -> list[list[str]]:
-    """The archive files the paths name, in groups: one ingest task each."""
-    files = [(str(p), p.stat().st_size) for p in expand_paths(paths)]
-    groups = file_groups(files, GROUP_FILES, GROUP_BYTES)
-    get_run_logger().info("found %d archive file(s), read in %d task(s)", len(files), len(groups))
-    return groups
 
 
 @task(
@@ -70,26 +53,3 @@ def ingest_archives(uow: UnitOfWork, paths: list[str], reading: Reading) -> list
                 summary.rejected,
             )
     return summaries
-
-
-@task(
-    name="promote-sessions",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[2, 10],
-    retry_condition_fn=retry_if_transient,
-)
-@given_store()
-def promote_sessions(
-    uow: UnitOfWork, limits: PromotionLimits, handlers: list[str], run_id: str
-) -> PromotionSummary:
-    """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    summary = promotion.promote_sessions(uow, limits, handlers, run_id=run_id)
-    get_run_logger().info(
-        "promoted %d turns of %d sessions into %d snapshots %s",
-        summary.turns_promoted,
-        summary.sessions,
-        summary.snapshots_created,
-        summary.by_reason,
-    )
-    return summary

@@ -16,7 +16,7 @@ from mempipe.schemas.memory_import import MemoryImportRequest, MemoryImportSumma
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import memory_import
 from mempipe.services.bundle_import import import_bundle
-from mempipe.tasks.replay import replay_context
+from mempipe.tasks.extraction import extraction_context
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
@@ -35,7 +35,7 @@ def read_bundle(uow: UnitOfWork, path: str, run_id: str, rejects_file: str) -> B
 def import_memory_file(
     uow: UnitOfWork, path: str, reading: MemoryReading, settings: ReplaySettings, run_id: str
 ) -> MemoryImportSummary:
-    context = replay_context(settings, run_id, uow)
+    context = extraction_context(settings, run_id, uow)
     request = MemoryImportRequest(path=Path(path), **dict(reading))
     summary = memory_import.import_memory_file(uow, request, context)
     get_run_logger().info(

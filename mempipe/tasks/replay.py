@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
-from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
 from mempipe.domain.partitioning import partition
 from mempipe.errors import ConfigError
 from mempipe.interrupts import interruptible_sleep, stop_requested
 from mempipe.progress import track
-from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.replay import ReplaySettings
-from mempipe.schemas.run import FileKind
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkItem
-from mempipe.services.audit import EXPORTED, export_earlier_runs, write_audit, write_observed
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.replay import ReplayContext, memory_embedding_model
 from mempipe.services.replay_batch import (
     apply_replay_batches,
     extraction_key,
@@ -33,37 +25,13 @@ from mempipe.services.replay_batch import (
     replay_scope,
 )
 from mempipe.services.replay_summary import BucketOutcome
-from mempipe.services.written_files import record_written
 from mempipe.settings import load_batch_limits
+from mempipe.tasks.extraction import extraction_context
 from mempipe.tasks.policies import retry_if_transient
 
 FAILURES_LOGGED = 10
 """A bucket logs its first failures one by one, then their count: a dead provider fails every
 extraction the same way, and 100,000 lines of it help nobody."""
-
-
-def replay_context(settings: ReplaySettings, run_id: str, uow: UnitOfWork) -> ReplayContext:
-    """The extractor, embedder and rules a replay (or a memory import) runs with, made in the
-    process that runs it. New memories are embedded with the model that serves the store's
-    memories (a re-embed moved it), else with the configured one: any other vector could not
-    be searched. A configuration left behind by a re-embed is said, not refused."""
-    model = memory_embedding_model(uow, settings.embedding_model)
-    if model != settings.embedding_model:
-        get_run_logger().warning(
-            "the store's memories are served by %s (a re-embed moved them); the configuration "
-            "names %s: new memories are embedded with %s",
-            model,
-            settings.embedding_model,
-            model,
-        )
-    return ReplayContext(
-        run_id=run_id,
-        extractor=extractor_for(settings.extractor, settings.llm),
-        embedder=embedder_for(model),
-        thresholds=settings.thresholds,
-        retry=settings.retry,
-        sleep=interruptible_sleep,
-    )
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
@@ -101,7 +69,7 @@ def replay_bucket(
     which of the run's partitions this is, for its bar (each counts its own extractions)."""
     label = "replay" if part == "1/1" else f"replay part {part}"
     with track(label, len(items), "extractions") as bar:
-        context = replay_context(settings, run_id, uow)
+        context = extraction_context(settings, run_id, uow)
         outcome = replay_by_owner(
             uow, items, context, selection, handlers, force=force, progress=bar.update
         )
@@ -143,7 +111,7 @@ def replay_via_batch(
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API."""
-    context = replay_context(settings, run_id, uow)
+    context = extraction_context(settings, run_id, uow)
     live = context.extractor
     if not isinstance(live, OpenAIExtractor):
         raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
@@ -173,43 +141,3 @@ def replay_via_batch(
         "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
     )
     return outcomes
-
-
-@task(name="export-audit", cache_policy=NO_CACHE)
-@given_store()
-def export_audit(
-    uow: UnitOfWork,
-    out_dir: str,
-    run_id: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    by: AuditTime = AuditTime.APPLIED,
-    mark_exported: bool = False,
-) -> list[str]:
-    """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
-    exports it again (a report only reads the audit)."""
-    if by is AuditTime.OBSERVED:
-        files = write_observed(uow, Path(out_dir), since, until)
-    else:
-        files = write_audit(
-            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
-            Path(out_dir),
-            uow.files.store_id(),
-        )
-    if mark_exported and run_id is not None:
-        uow.runs.set_checkpoint(run_id, EXPORTED, True)
-    if files:
-        record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
-    return [str(f) for f in files]
-
-
-@task(name="export-earlier-audit", cache_policy=NO_CACHE)
-@given_store()
-def export_earlier_audit(uow: UnitOfWork, out_dir: str, current: str) -> list[str]:
-    """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
-    runs = export_earlier_runs(uow, Path(out_dir), current=current)
-    if runs:
-        record_written(uow, out_dir, FileKind.AUDIT, current, None)
-    if runs:
-        get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
-    return runs

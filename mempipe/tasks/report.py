@@ -1,19 +1,28 @@
-"""Summarise an audit export with polars and the store's failures."""
+"""The report job's tasks: export the audit to Parquet (a replay and an import export their own
+through it), summarise it with polars and the store's failures, render its page."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import polars as pl
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
-from mempipe.schemas.audit import AuditTime
+from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.schemas.run import FileKind
-from mempipe.services.audit import action_table, in_observed_range, scan_audit
+from mempipe.services.audit import (
+    EXPORTED,
+    action_table,
+    export_earlier_runs,
+    in_observed_range,
+    scan_audit,
+    write_audit,
+    write_observed,
+)
 from mempipe.services.report_page import PageFigures, gather, write_page
 from mempipe.services.written_files import record_written
 
@@ -60,3 +69,43 @@ def render_report_page(
     data = gather(uow, frame, since, until, by.value)
     record_written(uow, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data
+
+
+@task(name="export-audit", cache_policy=NO_CACHE)
+@given_store()
+def export_audit(
+    uow: UnitOfWork,
+    out_dir: str,
+    run_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    by: AuditTime = AuditTime.APPLIED,
+    mark_exported: bool = False,
+) -> list[str]:
+    """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
+    exports it again (a report only reads the audit)."""
+    if by is AuditTime.OBSERVED:
+        files = write_observed(uow, Path(out_dir), since, until)
+    else:
+        files = write_audit(
+            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
+            Path(out_dir),
+            uow.files.store_id(),
+        )
+    if mark_exported and run_id is not None:
+        uow.runs.set_checkpoint(run_id, EXPORTED, True)
+    if files:
+        record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
+    return [str(f) for f in files]
+
+
+@task(name="export-earlier-audit", cache_policy=NO_CACHE)
+@given_store()
+def export_earlier_audit(uow: UnitOfWork, out_dir: str, current: str) -> list[str]:
+    """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
+    runs = export_earlier_runs(uow, Path(out_dir), current=current)
+    if runs:
+        record_written(uow, out_dir, FileKind.AUDIT, current, None)
+    if runs:
+        get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
+    return runs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.config import PromotionLimits
-from mempipe.services.promotion import promote_sessions
+from mempipe.services.promote import promote_sessions
 from tests import helpers
 
 FIXTURE_TURNS = {

@@ -17,7 +17,7 @@ from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.promotion import promote_sessions
+from mempipe.services.promote import promote_sessions
 from mempipe.services.replay import ReplayContext, replay_one
 from tests.fakes.openai_server import error, fake_openai
 from tests.helpers import ingest

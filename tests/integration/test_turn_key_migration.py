@@ -13,7 +13,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.migrations import all_migrations
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.promotion import promote_sessions
+from mempipe.services.promote import promote_sessions
 from mempipe.services.reembed import embed_collection
 from mempipe.services.search import search
 from tests.contract.test_store_contract import turn

@@ -26,7 +26,7 @@ from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.audit import scan_audit, write_audit
-from mempipe.services.promotion import promote_sessions
+from mempipe.services.promote import promote_sessions
 from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
 from tests.fakes.memory_store import FakeBusyError, InMemoryStore
 from tests.helpers import ingest

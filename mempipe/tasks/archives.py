@@ -1,0 +1,23 @@
+"""Find the archive files paths name, in groups: what a backfill and an import read."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.archives import expand_paths
+from mempipe.domain.partitioning import file_groups
+
+GROUP_FILES = 2000
+GROUP_BYTES = 64 * 1024 * 1024
+"""An ingest task reads at most this many files, or about this many bytes: a directory of many
+small files is a few tasks (each a Prefect task run and its state round trips), not one a file."""
+
+
+@task(name="resolve-archives", cache_policy=NO_CACHE)
+def resolve_archives(paths: list[str]) -> list[list[str]]:
+    """The archive files the paths name, in groups: one ingest task each."""
+    files = [(str(p), p.stat().st_size) for p in expand_paths(paths)]
+    groups = file_groups(files, GROUP_FILES, GROUP_BYTES)
+    get_run_logger().info("found %d archive file(s), read in %d task(s)", len(files), len(groups))
+    return groups

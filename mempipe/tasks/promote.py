@@ -1,0 +1,36 @@
+"""The promote job's task: cut sessions into snapshots (a backfill ends with it)."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.bootstrap import given_store
+from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.summaries import PromotionSummary
+from mempipe.services import promote
+from mempipe.tasks.policies import retry_if_transient
+
+
+@task(
+    name="promote-sessions",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    retry_condition_fn=retry_if_transient,
+)
+@given_store()
+def promote_sessions(
+    uow: UnitOfWork, limits: PromotionLimits, handlers: list[str], run_id: str
+) -> PromotionSummary:
+    """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
+    summary = promote.promote_sessions(uow, limits, handlers, run_id=run_id)
+    get_run_logger().info(
+        "promoted %d turns of %d sessions into %d snapshots %s",
+        summary.turns_promoted,
+        summary.sessions,
+        summary.snapshots_created,
+        summary.by_reason,
+    )
+    return summary
