@@ -12,11 +12,11 @@ from mempipe.cli.options import (
     identity_options,
     json_option,
     pairs,
+    plan_option,
     rejects_dir_option,
     reports_errors,
     store_options,
 )
-from mempipe.cli.plans import plan_option
 from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:

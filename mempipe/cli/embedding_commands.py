@@ -8,11 +8,12 @@ import click
 
 from mempipe.cli.options import (
     json_option,
+    plan_option,
     reports_errors,
     scale_out_options,
     store_options,
+    via_option,
 )
-from mempipe.cli.plans import plan_option, via_option
 from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:

@@ -11,11 +11,12 @@ from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.options import (
     counts_text,
     json_option,
+    plan_option,
     reports_errors,
     scale_out_options,
     store_options,
+    via_option,
 )
-from mempipe.cli.plans import plan_option, via_option
 from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:

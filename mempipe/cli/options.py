@@ -243,3 +243,22 @@ def scale_out_options(command: F) -> F:
         show_default=True,
         help="threads in this process, or Dask worker processes (prefect-dask).",
     )(command)
+
+
+def plan_option(command: F) -> F:
+    return click.option(
+        "--plan",
+        is_flag=True,
+        help="Write nothing; print the requests, tokens, cost (live and batch) and duration.",
+    )(command)
+
+
+def via_option(command: F) -> F:
+    return click.option(
+        "--via",
+        type=click.Choice(["live", "batch"]),
+        default="live",
+        show_default=True,
+        help="live: requests as the run goes; batch: the provider's Batch API (half price, "
+        "within 24 h; OpenAI-compatible providers).",
+    )(command)

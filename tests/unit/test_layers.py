@@ -1,23 +1,209 @@
-"""The architecture's direction: lower layers never import higher ones."""
+"""ARCHITECTURE.md's map, pinned: every arrow of its diagram is an import rule checked here, a
+job is found by its name and meets other jobs only through the seams named below, the store is
+given by one injector, and the upper floors stay short."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
+ROOT = Path(__file__).parents[2]
+PACKAGE = ROOT / "mempipe"
 
-def test_domain_and_schemas_import_nothing_from_adapters() -> None:
-    """The layers point one way: value types and pure rules never reach into adapters."""
-    package = Path(__file__).parents[2] / "mempipe"
-    offenders = []
-    for layer in ("domain", "schemas"):
-        for path in (package / layer).glob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "mempipe.adapters"
-                ):
-                    offenders.append(f"{path.name}: {node.module}")
-    assert offenders == []
+ALLOWED: dict[str, set[str]] = {
+    "cli": {"flows", "services", "bootstrap", "adapters", "archives", "domain", "schemas"},
+    "flows": {"tasks", "services", "bootstrap", "adapters", "archives", "domain", "schemas"},
+    "tasks": {"services", "bootstrap", "adapters", "archives", "migrations", "domain", "schemas"},
+    "bootstrap": {"adapters", "domain", "schemas"},
+    "services": {"adapters", "archives", "migrations", "domain", "schemas"},
+    "adapters": {"migrations", "domain", "schemas"},
+    "archives": {"domain", "schemas"},
+    "migrations": {"schemas"},
+    "domain": {"schemas"},
+    "schemas": {"domain"},
+}
+"""The layers each layer may import (besides itself and the small modules every layer shares:
+errors, redaction, credentials, settings, interrupts, progress, ...). The diagram of
+ARCHITECTURE.md draws exactly these."""
+
+WITHOUT_PREFECT = ("services", "domain", "schemas", "archives", "migrations")
+"""Plain Python: a service, a rule, a model, a reader or a migration runs without Prefect."""
+
+JOB_OF = {
+    "memory_import": "import_",
+    "bundle_import": "import_",
+    "bundle_vectors": "export",
+    "reembed_batch": "reembed",
+    "replay_batch": "replay",
+    "replay_summary": "replay",
+    "evaluation": "eval",
+    "report_page": "report",
+}
+"""A job's modules whose file is not named after it (a second file of the job's own)."""
+JOBS = {
+    "backfill",
+    "promote",
+    "replay",
+    "report",
+    "reembed",
+    "indexes",
+    "copy",
+    "export",
+    "import_",
+    "erase",
+    "eval",
+}
+
+SEAMS: dict[tuple[str, str], str] = {
+    ("backfill", "promote"): "a backfill ends with the promote job's task",
+    ("backfill", "reembed"): "`backfill --embed` runs the incremental re-embed as a subflow",
+    ("replay", "report"): "a replay exports its audit through the report job's task",
+    ("import_", "report"): "an import exports its audit through the report job's task",
+    ("import_", "replay"): "an import reconciles memories as a replay does",
+    ("reembed", "eval"): "the recall gate scores labelled queries as `mempipe eval` does",
+    ("erase", "report"): "an erase redacts the report pages the store wrote",
+    ("import_", "export"): "a bundle is read as an export writes it (records, digests, vectors)",
+    ("copy", "export"): "a copy is verified by the export's digests",
+    ("copy", "import_"): "a copy writes records as a bundle import does",
+    ("report", "export"): "the report page reads the store's records as an export does",
+}
+"""Where one job uses another, and why: nothing else of a job reaches into another's."""
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "mempipe" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in ALLOWED else None
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found.append((".".join(parts[:-1] if parts[-1] == "__init__" else parts), path))
+    return found
+
+
+def _imported(path: Path) -> list[tuple[str, list[str]]]:
+    """Every module a file imports, at the top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+    return found
+
+
+def test_every_import_follows_an_arrow_of_the_diagram() -> None:
+    crossing = [
+        f"{module} imports {target}"
+        for module, path in _modules()
+        if (source := _layer(module)) is not None
+        for target, _ in _imported(path)
+        if (layer := _layer(target)) not in (None, source) and layer not in ALLOWED[source]
+    ]
+    assert crossing == []
+
+
+def test_the_diagram_draws_the_rules() -> None:
+    """Each arrow of ARCHITECTURE.md's layer table names what its layer may import."""
+    doc = (ROOT / "ARCHITECTURE.md").read_text()
+    drawn = {
+        layer: {name.strip("`/ ") for name in imports.split(",") if name.strip()}
+        for layer, imports in re.findall(r"^\| `(\w+)/?` \| [^|]+ \| ([^|]*) \|", doc, re.M)
+    }
+    assert {layer: drawn.get(layer) for layer in ALLOWED} == ALLOWED
+
+
+def test_nothing_imports_the_cli() -> None:
+    reaching = [
+        module
+        for module, path in _modules()
+        if not module.startswith(("mempipe.cli", "mempipe.__main__"))
+        for target, _ in _imported(path)
+        if target.startswith("mempipe.cli")
+    ]
+    assert reaching == []
+
+
+def test_services_rules_models_readers_and_migrations_import_no_prefect() -> None:
+    importing = [
+        module
+        for module, path in _modules()
+        if _layer(module) in WITHOUT_PREFECT
+        for target, _ in _imported(path)
+        if target.split(".")[0] in ("prefect", "prefect_dask")
+    ]
+    assert importing == []
+
+
+def _job(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in ("flows", "tasks", "services"):
+        return None
+    job = JOB_OF.get(parts[2], parts[2])
+    return job if job in JOBS else None
+
+
+def test_jobs_meet_only_through_named_seams() -> None:
+    met = {
+        (source, target): f"{module} imports {imported}"
+        for module, path in _modules()
+        if (source := _job(module)) is not None
+        for imported, _ in _imported(path)
+        if (target := _job(imported)) not in (None, source)
+    }
+    assert {pair: met[pair] for pair in set(met) - set(SEAMS)} == {}
+    assert set(SEAMS) - set(met) == set(), "a seam no longer used: take it off the list"
+
+
+def test_each_job_is_found_by_its_name_on_each_floor() -> None:
+    """A job's flow is ``flows/<job>.py``; no module of the upper floors holds every job's
+    plans, requests or commands' wiring."""
+    flows = {path.stem for path in (PACKAGE / "flows").glob("*.py")}
+    assert JOBS - {"eval"} <= flows, JOBS - flows
+    for floor in ("flows", "tasks", "services", "cli"):
+        assert not (PACKAGE / floor / "plans.py").exists()
+
+
+def test_one_injector_opens_a_store() -> None:
+    """Only the wiring (``bootstrap``: its context and :func:`given_store`) and the store's
+    own package open a store or a unit of work; every other function is given one."""
+    opening = [
+        f"{module}: {node.func.id}"  # type: ignore[attr-defined]
+        for module, path in _modules()
+        if not module.startswith(("mempipe.bootstrap", "mempipe.adapters.store"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") in ("unit_of_work", "open_store", "UnitOfWork")
+    ]
+    assert opening == []
+
+
+def _functions(floor: str, decorated: str | None = None) -> list[tuple[str, int]]:
+    found = []
+    for path in (PACKAGE / floor).glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            names = [ast.unparse(d) for d in node.decorator_list]
+            if decorated is None or any(decorated in name for name in names):
+                found.append((f"{path.name}:{node.name}", node.end_lineno - node.lineno + 1))
+    return found
+
+
+def test_a_command_is_its_options_and_one_call_and_a_flow_a_short_recipe() -> None:
+    commands = [
+        (name, lines)
+        for name, lines in _functions("cli", "command")
+        if lines > 30 and not name.startswith("session_server")
+    ]
+    assert commands == [], "a CLI command is at most 30 lines"
+    flows = [(name, lines) for name, lines in _functions("flows", "flow") if lines > 40]
+    assert flows == [], "a flow function is at most 40 lines"
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:
@@ -31,14 +217,13 @@ def _imports(path: Path) -> list[tuple[str, str]]:
 
 def test_services_receive_a_unit_of_work_and_never_open_a_store() -> None:
     """A service reaches the store through the unit of work it is given (its repositories,
-    transactions and fence), so a unit of work over a fake is enough to run it; opening one
-    from a URL is the tasks' and the CLI's job."""
-    services = Path(__file__).parents[2] / "mempipe" / "services"
+    transactions and fence), so a unit of work over a fake is enough to run it."""
+    services = PACKAGE / "services"
     opened = [
         f"{path.name}: {module}.{name}"
         for path in services.glob("*.py")
         for module, name in _imports(path)
-        if name in {"Store", "open_store", "unit_of_work"}
+        if name in {"Store", "open_store", "unit_of_work", "given_store"}
     ]
     assert opened == []
     for path in services.glob("*.py"):
@@ -56,7 +241,7 @@ def test_services_receive_a_unit_of_work_and_never_open_a_store() -> None:
 def _decorated(layer: str, decorator: str) -> list[tuple[str, str]]:
     """(Prefect name, function name) of every ``@decorator(name=...)`` function in the layer."""
     found = []
-    for path in (Path(__file__).parents[2] / "mempipe" / layer).glob("*.py"):
+    for path in (PACKAGE / layer).glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             if not isinstance(node, ast.FunctionDef):
                 continue
