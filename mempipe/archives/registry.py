@@ -62,6 +62,7 @@ BUILT_IN: dict[str, tuple[FormatKind, str]] = {
     MemoryFormat.MEM0: (FormatKind.MEMORIES, "mempipe.archives.memories:Mem0"),
     MemoryFormat.LANGGRAPH: (FormatKind.MEMORIES, "mempipe.archives.memories:LangGraph"),
     MemoryFormat.MEMORIES: (FormatKind.MEMORIES, "mempipe.archives.memories:Memories"),
+    "letta": (FormatKind.MEMORIES, "mempipe.archives.memories.letta:Letta"),
 }
 """Each built-in format's kind and class, imported when first needed. Detection tries the
 record-told formats in this order, most specific first (a ChatGPT conversation also has a list

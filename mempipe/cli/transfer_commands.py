@@ -67,7 +67,8 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
     required=True,
     help="bundle: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
     "get_all returns or its export; langgraph: LangGraph store items (LangMem values too); "
-    "memories: mempipe's memory JSONL. (mempipe: the old name of bundle.)",
+    "letta: Letta's archival memory passages; memories: mempipe's memory JSONL. (mempipe: the "
+    "old name of bundle.)",
 )
 @identity_options
 @click.option(

@@ -217,3 +217,37 @@ def test_an_import_counts_the_same_in_any_record_order(tmp_path) -> None:
         store.close()
         outcomes.append((summary.added, summary.reinforced, kept))
     assert outcomes[0] == outcomes[1] == (2, 1, [("", 0), ("bot", 1)])
+
+
+def test_letta_archival_passages_import_as_their_agents_facts(store, tmp_path) -> None:
+    """Letta's archival memory, as its API lists an agent's passages: each a fact of that
+    agent, its tags kept, Letta's own embedding left behind; a passage without text is a
+    reject with its place, and the same fact again reinforces."""
+    path = FIXTURES / "letta_passages.json"
+    rejects = tmp_path / "rejects.jsonl"
+    summary = imported(store, path, "letta", rejects)
+
+    assert (summary.records_read, summary.added, summary.reinforced, summary.rejected) == (
+        4,
+        2,
+        1,
+        1,
+    )
+    (bad,) = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert bad["path"] == str(path)
+    memories = {m.text: m for m in held(store)}
+    airport = memories["The user's home airport is Lisbon (LIS)."]
+    assert (airport.agent_id, airport.reinforcement_count) == ("agent-travel", 1)
+    assert airport.evidence == ["letta:passage-0001", "letta:passage-0004"]
+
+
+def test_letta_passages_kept_verbatim_keep_their_tags_and_times(store, tmp_path) -> None:
+    path = FIXTURES / "letta_passages.json"
+    summary = imported(store, path, "letta", tmp_path / "rejects.jsonl", verbatim=True)
+
+    assert (summary.added, summary.rejected) == (3, 1)
+    first = next(m for m in held(store) if m.created_at.isoformat().startswith("2025-03-01"))
+    assert (first.agent_id, first.metadata) == (
+        "agent-travel",
+        {"source": "chat", "letta_tags": ["travel"]},
+    )
