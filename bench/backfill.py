@@ -57,9 +57,11 @@ def write_archive(path: Path, turns: int, turns_per_session: int = 10) -> None:
 
 
 def end_to_end(archive: Path, store_url: str, work: Path) -> tuple[float, dict]:
+    from mempipe.bootstrap import prepare_store
     from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.flows.backfill import backfill_flow
 
+    prepare_store(store_url, None, create=True)  # as `mempipe backfill` does before its flow
     started = time.perf_counter()
     with reporting_to_prefect():  # as `mempipe backfill` runs it
         summary = backfill_flow(
@@ -123,9 +125,12 @@ def main() -> None:
     write_archive(archive, args.turns)
     print(f"archive: {args.turns:,} turns, {archive.stat().st_size / 1e6:.1f} MB", flush=True)
 
+    from mempipe.bootstrap import prepare_store
     from mempipe.flows.migrate import migrate_flow
 
-    migrate_flow(store=f"sqlite:///{work / 'warmup.db'}", config=str(work / "none.yaml"))
+    warmup = f"sqlite:///{work / 'warmup.db'}"
+    prepare_store(warmup, None, create=True)  # a flow refuses a store that is not there
+    migrate_flow(store=warmup, config=str(work / "none.yaml"))
 
     e2e_seconds, summary = end_to_end(archive, f"sqlite:///{work / 'e2e.db'}", work)
     raw_seconds = raw_apsw(archive, f"sqlite:///{work / 'raw.db'}")

@@ -13,7 +13,8 @@ from mempipe.cli.runner import run_query
 from mempipe.schemas.run import RunStatus
 
 if TYPE_CHECKING:
-    from mempipe.services.runs import Cancelled, Recovery, RunList, RunShown
+    from mempipe.services.provider_batches import Cancelled
+    from mempipe.services.runs import Recovery, RunList, RunShown
 
 
 @click.group(invoke_without_command=True)
@@ -140,7 +141,7 @@ def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None
 def cancel_run(**options: Any) -> None:
     """Cancel RUN's open provider batches (``--via batch``). The run, or the next one with the
     same command, applies what they finished; their other requests are left for a rerun."""
-    from mempipe.services.runs import cancel_run
+    from mempipe.services.provider_batches import cancel_run
 
     run_query(cancel_run, options, _show_cancelled, read_only=False, existing=True)
 

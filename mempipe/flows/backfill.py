@@ -32,9 +32,7 @@ from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
 from mempipe.services.backfill import (
-    archive_texts,
     artifact_rows,
-    backfill_plan,
     run_counts,
     summarize_backfill,
 )
@@ -71,6 +69,8 @@ class Backfill(Job[BackfillSummary]):
     def plan(self, context: AppContext) -> RunPlan:
         """What ``--embed`` would send; a store not there yet embeds with the configured
         model (and is not created)."""
+        from mempipe.services.backfill_plan import archive_texts, backfill_plan
+
         defaults = context.identity_defaults(
             self.org_id, self.project_id, self.user_id, self.agent_id
         )
@@ -95,6 +95,8 @@ class Backfill(Job[BackfillSummary]):
 
 @given_store(read_only=True, existing=True)
 def _plan(uow: UnitOfWork, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
+    from mempipe.services.backfill_plan import backfill_plan
+
     return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
 
 

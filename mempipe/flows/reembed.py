@@ -43,7 +43,6 @@ from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
 from mempipe.schemas.embedding import COLLECTIONS, ModelState
 from mempipe.schemas.reembed import CollectionReport, ReembedSummary
-from mempipe.services.reembed import reembed_plan
 from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
@@ -89,6 +88,8 @@ class Reembed(Job[ReembedSummary], ListsCollections):
 
 @given_store(read_only=True, existing=True)
 def _plan(uow: UnitOfWork, request: Reembed, config: ProjectConfig) -> RunPlan:
+    from mempipe.services.reembed_plan import reembed_plan
+
     return reembed_plan(
         uow,
         chosen_collections(request.collections),

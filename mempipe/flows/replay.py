@@ -33,7 +33,6 @@ from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.replay import replay_plan
 from mempipe.services.replay_summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
@@ -110,6 +109,8 @@ def _plan(
     settings: ReplaySettings,
     costs: CostConfig,
 ) -> RunPlan:
+    from mempipe.services.replay_plan import replay_plan
+
     return replay_plan(
         uow,
         request.selection,

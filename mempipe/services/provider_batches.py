@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.costs import FileFill
 from mempipe.domain.failures import RetryPolicy, status_failure
@@ -25,6 +27,8 @@ from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.schemas.batch import OPEN, BatchLimits, BatchRequest, BatchStatus, ProviderBatch
 from mempipe.schemas.provider import BATCH_RUNNING, BatchInfo, BatchOutputLine
+from mempipe.services.runs import recorded
+from mempipe.settings import load_llm_settings
 
 ENDED = {
     "completed": BatchStatus.APPLIED,
@@ -221,3 +225,17 @@ def cancel_batches(batches: list[ProviderBatch], client: BatchClient) -> list[st
             client.cancel(batch.batch_id)
             cancelled.append(batch.batch_id)
     return cancelled
+
+
+class Cancelled(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    run_id: str
+    cancelled: list[str] = Field(description="the provider's ids of the batches cancelled")
+
+
+def cancel_run(uow: UnitOfWork, run_id: str) -> Cancelled:
+    recorded(uow, run_id)
+    done = cancel_batches(uow.batches.run_batches(run_id), OpenAIBatches(load_llm_settings()))
+    return Cancelled(store=uow.url, run_id=run_id, cancelled=done)

@@ -9,31 +9,24 @@ anywhere and started again ends with exactly one vector per record and model.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from mempipe.adapters.embedding import Embedder
-from mempipe.adapters.embedding.openai_compat import BATCH as EMBEDDING_REQUEST_TEXTS
-from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.domain.costs import cut_into_files
 from mempipe.domain.failures import RetryPolicy, failure_class
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
-from mempipe.schemas.batch import BatchLimits
-from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.embedding import ModelState
 from mempipe.schemas.evaluation import QueryFile
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.reembed import CollectionReport, GateReport
-from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts
 from mempipe.services.evaluation import evaluate
-from mempipe.services.run_plans import Tally, embedding_line, probe_line, request_chunks, run_plan
 
 """What a re-embed embeds first, before anything is registered, to check the model answers."""
 FAILED_BATCHES_IN_A_ROW = 3
@@ -197,47 +190,3 @@ def recall_gate(
         min_ratio=min_ratio,
         passed=ratio >= min_ratio,
     )
-
-
-def reembed_plan(
-    uow: UnitOfWork,
-    collections: Sequence[str],
-    model_id: str,
-    *,
-    incremental: bool,
-    batch_size: int,
-    via: Via,
-    costs: CostConfig,
-    llm: LLMSettings,
-    limits: BatchLimits,
-) -> RunPlan:
-    """Every record still without a vector of the model the run fills (the serving one, for an
-    incremental run), read in pages; each page cut into requests as the embedder cuts it."""
-    lines = [probe_line(model_id)]
-    files = 0
-    for collection in collections:
-        target = model_id
-        if incremental:
-            serving = uow.models.active_embedding(collection)
-            target = serving[0] if serving is not None else model_id
-        counter = embedding_counter(target)
-        tally = Tally(sizes=[] if via == "batch" else None)
-        page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
-        for page in _missing_texts(uow, collection, target, page_size):
-            for texts in request_chunks(page):
-                tally.add({"model": target, "input": texts}, len(texts), sum(counter.count(texts)))
-        if not tally.items:
-            continue
-        if tally.sizes is not None:
-            files += len(cut_into_files(tally.sizes, limits, embeddings=True))
-        lines.append(embedding_line(f"embed {collection}", target, counter, tally))
-    return run_plan("reembed", uow.url, via, lines, files, costs, llm, [])
-
-
-def _missing_texts(
-    uow: UnitOfWork, collection: str, model_id: str, batch_size: int
-) -> Iterator[list[str]]:
-    after = 0
-    while batch := uow.vectors.records_missing_vectors(collection, model_id, after, batch_size):
-        after = batch[-1][0]
-        yield [text or "" for _, text in batch]

@@ -10,14 +10,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.liveness import death
 from mempipe.errors import ConfigError
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
-from mempipe.services.provider_batches import cancel_batches
-from mempipe.settings import load_llm_settings
 
 
 class RecoveredRun(BaseModel):
@@ -82,14 +79,6 @@ def shown_batches(batches: list[ProviderBatch]) -> list[BatchShown]:
     return [BatchShown.model_validate(b.model_dump(include=fields)) for b in batches]
 
 
-class Cancelled(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    store: str
-    run_id: str
-    cancelled: list[str] = Field(description="the provider's ids of the batches cancelled")
-
-
 class Recovery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -117,7 +106,7 @@ def list_runs(uow: UnitOfWork, running: bool, limit: int) -> RunList:
 
 def show_run(uow: UnitOfWork, run_id: str) -> RunShown:
     """One run's record, the files it wrote (and which were never written) and its batches."""
-    run = _recorded(uow, run_id)
+    run = recorded(uow, run_id)
     files = [f for f in uow.files.written_files() if f.run_id == run_id]
     return RunShown(
         store=uow.url,
@@ -129,17 +118,12 @@ def show_run(uow: UnitOfWork, run_id: str) -> RunShown:
     )
 
 
-def cancel_run(uow: UnitOfWork, run_id: str) -> Cancelled:
-    _recorded(uow, run_id)
-    done = cancel_batches(uow.batches.run_batches(run_id), OpenAIBatches(load_llm_settings()))
-    return Cancelled(store=uow.url, run_id=run_id, cancelled=done)
-
-
 def recover(uow: UnitOfWork) -> Recovery:
     return Recovery(store=uow.url, recovered=recover_dead_runs(uow))
 
 
-def _recorded(uow: UnitOfWork, run_id: str) -> RunRecord:
+def recorded(uow: UnitOfWork, run_id: str) -> RunRecord:
+    """The run's record; a run the store does not hold is an error saying where to look."""
     run = uow.runs.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} in {uow.url} (`mempipe runs` lists them)")

@@ -39,6 +39,9 @@ JOB_OF = {
     "replay_summary": "replay",
     "evaluation": "eval",
     "report_page": "report",
+    "backfill_plan": "backfill",
+    "reembed_plan": "reembed",
+    "replay_plan": "replay",
 }
 """A job's modules whose file is not named after it (a second file of the job's own)."""
 JOBS = {
