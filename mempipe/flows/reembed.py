@@ -22,6 +22,7 @@ killed one left open before it submits anything (:mod:`mempipe.services.reembed_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, ClassVar
 
 from prefect import Task, flow, get_run_logger
@@ -104,24 +105,30 @@ def _plan(uow: UnitOfWork, request: Reembed, config: ProjectConfig) -> RunPlan:
 
 
 class EndMove(Job[BaseModel], ListsCollections):
-    """The request of ``reembed finalize`` and ``reembed rollback``."""
+    """The request of ``reembed finalize`` and ``reembed rollback``: ``end`` names its flow."""
 
     prepares_store: ClassVar[bool] = False
     collections: list[str] | None = None
 
+    @staticmethod
+    def end() -> Callable[..., list[str]]:
+        raise NotImplementedError
+
+    def run(self, context: AppContext) -> Collections:
+        done = self.end()(**self.model_dump(), **context.flow_options())
+        return Collections(collections=done)
+
 
 class Finalize(EndMove):
-    def run(self, context: AppContext) -> Collections:
-        return Collections(
-            collections=reembed_finalize_flow(**self.model_dump(), **context.flow_options())
-        )
+    @staticmethod
+    def end() -> Callable[..., list[str]]:
+        return reembed_finalize_flow
 
 
 class Rollback(EndMove):
-    def run(self, context: AppContext) -> Collections:
-        return Collections(
-            collections=reembed_rollback_flow(**self.model_dump(), **context.flow_options())
-        )
+    @staticmethod
+    def end() -> Callable[..., list[str]]:
+        return reembed_rollback_flow
 
 
 class Collections(BaseModel):

@@ -61,17 +61,10 @@ COUNTS = {
 """The counts recorded with the run and published as its table artifact."""
 
 
-class Replay(Job[ReplaySummary]):
-    """The request of ``mempipe replay``: the options of the command, the parameters of
-    :func:`replay_flow`."""
+class Replay(Job[ReplaySummary], SnapshotSelection):
+    """The request of ``mempipe replay``: the options of the command (its selection's first),
+    the parameters of :func:`replay_flow`."""
 
-    org_id: str | None = None
-    project_id: str | None = None
-    user_id: str | None = None
-    session_id: str | None = None
-    snapshot_ids: list[str] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
     handlers: list[str] | None = None
     extractor: str = "offline"
     concurrency: int = 4

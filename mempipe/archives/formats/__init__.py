@@ -72,6 +72,21 @@ class JsonFormat:
                 yield from self(record)
 
 
+class ClaimedFormat:
+    """A format not told by its records: claimed by the files' suffixes, or named only
+    (``--format``); made per file with its path."""
+
+    suffixes: ClassVar[tuple[str, ...]] = ()
+    streamed: ClassVar[bool] = True
+
+    @staticmethod
+    def recognises(record: dict[str, Any]) -> bool:
+        return False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
 def first_present(mapping: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         value = mapping.get(key)

@@ -5,26 +5,17 @@ record by record as the other formats are."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from mempipe.archives.drafts import Draft
-from mempipe.archives.formats import FileReading
+from mempipe.archives.formats import ClaimedFormat, FileReading
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import FormatKind
 
 
-class Bundle:
+class Bundle(ClaimedFormat):
     format = "bundle"
     kind = FormatKind.BUNDLE
-    suffixes: tuple[str, ...] = ()
     streamed = False
-
-    @staticmethod
-    def recognises(record: dict[str, Any]) -> bool:
-        return False
-
-    def __init__(self, path: str) -> None:
-        self.path = path
 
     def drafts(self, reading: FileReading) -> Iterator[Draft]:
         raise ArchiveError(

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from mempipe.archives.drafts import Draft, Location, location
-from mempipe.archives.formats import FileReading
+from mempipe.archives.formats import ClaimedFormat, FileReading
 from mempipe.archives.paths import logical_suffix
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat, FormatKind
@@ -124,20 +124,12 @@ def parquet_drafts(path: str, explicit: Mapping[str, str]) -> Iterator[Draft]:
         raise ArchiveError(str(exc)) from exc
 
 
-class Csv:
+class Csv(ClaimedFormat):
     """CSV (and tab-separated ``.tsv``) files, one row per turn."""
 
     format = ArchiveFormat.CSV
     kind = FormatKind.TURNS
     suffixes = (".csv", ".tsv")
-    streamed = True
-
-    @staticmethod
-    def recognises(record: dict[str, Any]) -> bool:
-        return False
-
-    def __init__(self, path: str) -> None:
-        self.path = path
 
     def drafts(self, reading: FileReading) -> Iterator[Draft]:
         assert reading.stream is not None
@@ -145,20 +137,13 @@ class Csv:
         yield from csv_drafts(reading.stream.stream, self.path, reading.columns, delimiter)
 
 
-class Parquet:
+class Parquet(ClaimedFormat):
     """Parquet files, one row per turn, read from the path (Arrow reads its own pages)."""
 
     format = ArchiveFormat.PARQUET
     kind = FormatKind.TURNS
     suffixes = (".parquet",)
     streamed = False
-
-    @staticmethod
-    def recognises(record: dict[str, Any]) -> bool:
-        return False
-
-    def __init__(self, path: str) -> None:
-        self.path = path
 
     def drafts(self, reading: FileReading) -> Iterator[Draft]:
         yield from parquet_drafts(self.path, reading.columns)
