@@ -516,6 +516,7 @@ def turn_count(db: Path) -> int:
         return 0
 
 
+@pytest.mark.timeout(600)  # thousands of files, read twice, beside another test's processes
 def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupted_one(
     prefect_server, tmp_path
 ) -> None:
