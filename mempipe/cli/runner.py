@@ -10,13 +10,16 @@ its timeout). It knows no job."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
 
 from mempipe.cli.options import emit, run_flow
 from mempipe.schemas.costs import RunPlan
+
+if TYPE_CHECKING:
+    from mempipe.bootstrap import AppContext
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -33,14 +36,13 @@ def run_job(
     """Run ``job`` (a :class:`~mempipe.flows.job.Job`) with the command's ``options``;
     ``show(summary, incomplete)`` prints the human summary; ``ask(request, store_url)``, where
     given, asks the user before anything is changed (and aborts the command on a no)."""
-    from mempipe.bootstrap import load_context, reach_store
+    from mempipe.bootstrap import reach_store
     from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.interrupts import stop_on_signals
     from mempipe.progress import show_on_terminal
 
-    common = {name: options.pop(name, None) for name in COMMON}
+    common, context = _taken(options)
     as_json = bool(common["as_json"])
-    context = load_context(common["store"], common["config"], common["store_secret"])
     reach_store(context.store_url, creates=job.creates_store)
     request = job.model_validate(options)
     request.check(context)
@@ -57,6 +59,14 @@ def run_job(
         emit(summary, as_json, lambda: show(summary, incomplete is not None), incomplete)
 
 
+def _taken(options: dict[str, Any]) -> tuple[dict[str, Any], AppContext]:
+    """The runner's own options, taken out of ``options``, and the context they name."""
+    from mempipe.bootstrap import load_context
+
+    common = {name: options.pop(name, None) for name in COMMON}
+    return common, load_context(common["store"], common["config"], common["store_secret"])
+
+
 def run_query(
     query: Callable[..., S],
     options: dict[str, Any],
@@ -71,10 +81,9 @@ def run_query(
     (``read_only``, ``existing`` as :func:`~mempipe.bootstrap.given_store` takes them;
     ``prepare``: migrated and declared first); ``show(result)`` prints the human answer. A
     result's ``notes`` (a search's, say) go to stderr, with ``--json`` too."""
-    from mempipe.bootstrap import given_store, load_context
+    from mempipe.bootstrap import given_store
 
-    common = {name: options.pop(name, None) for name in COMMON}
-    context = load_context(common["store"], common["config"], common["store_secret"])
+    common, context = _taken(options)
     if prepare:
         context.prepare_store()
     answer = given_store(read_only=read_only, existing=existing)(query)
