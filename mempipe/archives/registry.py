@@ -92,8 +92,11 @@ def _plugins() -> dict[str, type[Format]]:
     return found
 
 
+@functools.cache
 def _plugin_kinds() -> dict[str, FormatKind]:
-    """The plug-ins' names and kinds; a transcript group's entry is known without loading it."""
+    """The plug-ins' names and kinds; a transcript group's entry is known without loading it.
+    Read once per process, as the installed packages are: detection asks for every file, and
+    reading the entry points of every installed distribution costs milliseconds each time."""
     kinds = {point.name: FormatKind.TURNS for point in entry_points(group=TRANSCRIPT_GROUP)}
     if entry_points(group=ENTRY_POINT_GROUP):
         kinds |= {name: cls.kind for name, cls in _plugins().items()}
@@ -131,6 +134,7 @@ def detected() -> tuple[type[Format], ...]:
     return (*told, format_class(CATCH_ALL))
 
 
+@functools.cache
 def by_suffix(suffix: str) -> str | None:
     """The format of turns that claims files of this suffix (``.csv``), if one does."""
     claiming = (format_class(name) for name in names(FormatKind.TURNS))
