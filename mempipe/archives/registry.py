@@ -13,11 +13,11 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Iterator
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol
 
 from pydantic import AfterValidator
 
+from mempipe.plugins import installed
 from mempipe.schemas.archive import ArchiveFormat, FormatKind
 from mempipe.schemas.memory_import import MemoryFormat
 
@@ -87,18 +87,16 @@ def _transcript_format(parser: type[Any]) -> type[Format]:
 
 @functools.cache
 def _plugins() -> dict[str, type[Format]]:
-    found = {p.name: _transcript_format(p.load()) for p in entry_points(group=TRANSCRIPT_GROUP)}
-    found |= {point.name: point.load() for point in entry_points(group=ENTRY_POINT_GROUP)}
+    found = {p.name: _transcript_format(p.load()) for p in installed(TRANSCRIPT_GROUP)}
+    found |= {point.name: point.load() for point in installed(ENTRY_POINT_GROUP)}
     return found
 
 
 @functools.cache
 def _plugin_kinds() -> dict[str, FormatKind]:
-    """The plug-ins' names and kinds; a transcript group's entry is known without loading it.
-    Read once per process, as the installed packages are: detection asks for every file, and
-    reading the entry points of every installed distribution costs milliseconds each time."""
-    kinds = {point.name: FormatKind.TURNS for point in entry_points(group=TRANSCRIPT_GROUP)}
-    if entry_points(group=ENTRY_POINT_GROUP):
+    """The plug-ins' names and kinds; a transcript group's entry is known without loading it."""
+    kinds = {point.name: FormatKind.TURNS for point in installed(TRANSCRIPT_GROUP)}
+    if installed(ENTRY_POINT_GROUP):
         kinds |= {name: cls.kind for name, cls in _plugins().items()}
     return kinds
 

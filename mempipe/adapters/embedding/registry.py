@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
 from mempipe.adapters.embedding.base import Embedder
 from mempipe.errors import ConfigError
+from mempipe.plugins import installed
 
 ENTRY_POINT_GROUP = "mempipe.embedding_providers"
 
@@ -101,7 +101,7 @@ def providers() -> tuple[EmbeddingProvider, ...]:
     """The built-ins, then each registered plug-in (a provider object, or a class to make one);
     one that is not a provider is an error naming its entry point."""
     found: list[EmbeddingProvider] = list(BUILT_IN)
-    for point in entry_points(group=ENTRY_POINT_GROUP):
+    for point in installed(ENTRY_POINT_GROUP):
         loaded = point.load()
         provider = loaded() if isinstance(loaded, type) else loaded
         if not isinstance(provider, EmbeddingProvider):

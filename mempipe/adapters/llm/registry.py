@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from mempipe.adapters.llm.base import Extractor
 from mempipe.errors import ConfigError
+from mempipe.plugins import installed
 from mempipe.schemas.replay import LLMSettings
 
 ENTRY_POINT_GROUP = "mempipe.extractors"
@@ -36,12 +36,12 @@ BUILT_IN: dict[str, ExtractorFactory] = {"offline": _offline, "openai": _openai}
 def extractor_names() -> list[str]:
     """Every extractor's name, the plug-ins' read from their entry points without loading
     them (what ``--extractor`` offers)."""
-    return [*BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))]
+    return [*BUILT_IN, *(p.name for p in installed(ENTRY_POINT_GROUP))]
 
 
 @functools.cache
 def _plugin(name: str) -> ExtractorFactory | None:
-    point = next((p for p in entry_points(group=ENTRY_POINT_GROUP) if p.name == name), None)
+    point = next((p for p in installed(ENTRY_POINT_GROUP) if p.name == name), None)
     return None if point is None else point.load()
 
 

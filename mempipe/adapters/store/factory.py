@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from urllib.parse import urlsplit
 
 from mempipe.adapters.store.base import Store
 from mempipe.credentials import connect_url, public_url
 from mempipe.errors import CREATE_HINT, StoreDamagedError, StoreError
+from mempipe.plugins import installed
 
 ENTRY_POINT_GROUP = "mempipe.store_backends"
 Opener = Callable[..., Store]
@@ -35,12 +35,12 @@ BUILT_IN: dict[str, Opener] = {"sqlite": _sqlite, "mongodb": _mongodb, "mongodb+
 
 def schemes() -> list[str]:
     """Every backend's URL scheme, the plug-ins' read from their entry points."""
-    return [*BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))]
+    return [*BUILT_IN, *(p.name for p in installed(ENTRY_POINT_GROUP))]
 
 
 @functools.cache
 def _plugin(scheme: str) -> Opener | None:
-    point = next((p for p in entry_points(group=ENTRY_POINT_GROUP) if p.name == scheme), None)
+    point = next((p for p in installed(ENTRY_POINT_GROUP) if p.name == scheme), None)
     return None if point is None else point.load()
 
 
