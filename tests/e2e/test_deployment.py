@@ -22,9 +22,9 @@ import pytest
 
 from mempipe.adapters.store import open_store
 from mempipe.services.audit import scan_audit
+from tests.docs import page
 
 ROOT = Path(__file__).parents[2]
-README = ROOT / "README.md"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 MEMPIPE = str(Path(sys.executable).with_name("mempipe"))
 
@@ -289,7 +289,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
 def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_holds_it(
     ops_env, fixtures, tmp_path
 ) -> None:
-    """Ops keep the store's URL (credentials and all) in a Secret block, created as the README
+    """Ops keep the store's URL (credentials and all) in a Secret block, created as the secrets page
     shows; the deployment run names the block, the worker's run loads it at run time.
     Prefect's database holds the block (encrypted at rest) and the name, never the URL in
     clear."""
@@ -299,7 +299,7 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
     db = tmp_path / "secret-store.db"
     url = f"sqlite:///{db}"
-    [creating] = re.findall(r"^python -c '(.*?)'$", README.read_text(), re.M | re.S)
+    [creating] = re.findall(r"^python -c '(.*?)'$", page("operations/secrets.md"), re.M | re.S)
     saved = subprocess.run(
         [sys.executable, "-c", creating],
         env={**ops_env, "MEMPIPE_STORE": url},
@@ -333,10 +333,10 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
 def test_a_deployment_run_that_cannot_reach_its_store_says_why_where_ops_look(
     ops_env, fixtures, tmp_path
 ) -> None:
-    """A worker whose store folder does not exist (the README's first mistake): the reason is
-    the run's last log line, which ``--watch`` prints, the state's message, which ``prefect
-    flow-run inspect`` prints, and ``mempipe runs show`` prints Prefect's record of the run,
-    since the store never recorded it."""
+    """A worker whose store folder does not exist (the first mistake the deployments page
+    warns of): the reason is the run's last log line, which ``--watch`` prints, the state's
+    message, which ``prefect flow-run inspect`` prints, and ``mempipe runs show`` prints
+    Prefect's record of the run, since the store never recorded it."""
     prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
     prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
     missing = f"sqlite:///{tmp_path / 'no-such-folder' / 'memory.db'}"

@@ -1,17 +1,18 @@
-"""The README cannot drift: its console blocks are run, in order, in one fresh directory as a
-new user would type them, and every output they show is compared with the real one.
+"""The README and the docs pages cannot drift: the console blocks of each page are run, in
+order, in one fresh directory per page (the clone's ``examples/`` and an ``exports/`` folder in
+it) as a new user would type them, and every output they show is compared with the real one.
 
 In a block, a line starting with ``$ `` is a command; the lines after it, up to the next command,
 are what it prints on stdout (progress bars, the lines drawn with ``━``, go to stderr and are
 not compared). ``…`` in a shown output stands for any text, across lines too. Run ids, memory
 ids, durations, times, the host and pid, the directory the example runs in and so the padding
 of columns differ from run to run: they are compared as placeholders. A block preceded by
-``<!-- readme-test: skip (why) -->`` is not run (it needs a server this machine does not have).
+``<!-- docs-test: skip (why) -->`` is not run (it needs a server this machine does not have).
 
-``MEMPIPE_README_UPDATE=1 pytest tests/e2e/test_readme.py`` writes what each stale command
-printed into the README in place of what it showed (the directory as ``/home/ops``, the host
-as ``ops-laptop``), for the
-author to review with ``git diff`` and to shorten again with ``…`` where a listing is long."""
+``MEMPIPE_DOCS_UPDATE=1 pytest tests/e2e/test_examples.py`` writes what each stale command
+printed into its page in place of what it showed (the directory as ``/home/ops``, the host
+as ``ops-laptop``), for the author to review with ``git diff`` and to shorten again with ``…``
+where a listing is long."""
 
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from mempipe.cli import cli
+from tests.docs import README, ROOT, pages
 from tests.helpers import noisy_lines
 
-ROOT = Path(__file__).parents[2]
-README = ROOT / "README.md"
-SHOWN_HOME = "/home/ops"  # where the README's outputs say the example ran
+SHOWN_HOME = "/home/ops"  # where the pages' outputs say the examples ran
 SHOWN_HOST = "ops-laptop"  # and on which machine
 
-_BLOCK = re.compile(r"(<!-- readme-test: skip \(.+?\) -->\n)?```console\n(.*?)```", re.S)
+_BLOCK = re.compile(r"(<!-- docs-test: skip \(.+?\) -->\n)?```console\n(.*?)```", re.S)
 _VARYING = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<run-id>"),
     (re.compile(r"mem_[0-9a-f]{24}"), "mem_<id>"),
@@ -49,11 +50,11 @@ _VARYING = [
 class Step:
     command: str
     shown: str
-    line: int  # of the command in README.md
+    line: int  # of the command in its page
 
 
 def steps(text: str) -> list[Step]:
-    """Every command of every console block that is run, with the output the README shows."""
+    """Every command of every console block that is run, with the output the page shows."""
     found = []
     for block in _BLOCK.finditer(text):
         if block.group(1):
@@ -74,6 +75,11 @@ def steps(text: str) -> list[Step]:
     return found
 
 
+def walked() -> list[Path]:
+    """The pages with commands to run, each a walk of its own from a fresh directory."""
+    return [path for path in pages() if steps(path.read_text())]
+
+
 def normalised(text: str) -> str:
     for pattern, placeholder in _VARYING:
         text = pattern.sub(placeholder, text)
@@ -81,14 +87,14 @@ def normalised(text: str) -> str:
 
 
 def as_shown(printed: str, workdir: Path) -> str:
-    """What a command printed in ``workdir`` on this machine, as if run where the README's
+    """What a command printed in ``workdir`` on this machine, as if run where the pages'
     outputs say."""
     on_host = re.compile(rf"\b{re.escape(socket.gethostname())}(?=:\d)")
     return on_host.sub(SHOWN_HOST, printed.replace(str(workdir), SHOWN_HOME))
 
 
 def matches(shown: str, printed: str, workdir: Path) -> bool:
-    """Whether ``printed`` (run in ``workdir``) is what the README shows."""
+    """Whether ``printed`` (run in ``workdir``) is what the page shows."""
     expected = normalised(shown)
     actual = normalised(as_shown(printed, workdir))
     pattern = ".*?".join(re.escape(part) for part in expected.split("…"))
@@ -96,8 +102,8 @@ def matches(shown: str, printed: str, workdir: Path) -> bool:
 
 
 def test_the_quick_start_runs_the_commands_the_worked_example_shows() -> None:
-    """The quick start's one line (after the install) is commands of the worked example, in
-    its order, which the test below runs and compares."""
+    """The quick start's one line (after the install) is commands of the README's worked
+    example, in its order, which the test below runs and compares."""
     text = README.read_text()
     [line] = re.findall(
         r"^python3 -m venv .venv && .* pip install '\.\[local\]' && (.*)$", text, re.M
@@ -107,14 +113,16 @@ def test_the_quick_start_runs_the_commands_the_worked_example_shows() -> None:
     assert all(command in run for command in quick), "in the same order"
 
 
-def test_every_command_of_the_command_reference_is_run_by_a_console_block() -> None:
-    """The table under "## Commands" lists each command; each is run above (but ``server``,
-    whose output names a pid and port: tests/e2e/test_session_server.py compares it)."""
-    text = README.read_text()
-    reference = text[text.index("## Commands") : text.index("### Failures")]
-    listed = set(re.findall(r"^\| `mempipe ([a-z-]+)", reference, re.M))
-    run = {step.command.split()[1] for step in steps(text) if step.command.startswith("mempipe ")}
-    assert listed - run == {"server"}
+def test_every_command_is_run_by_a_console_block_of_some_page() -> None:
+    """Each command of ``mempipe`` is run somewhere in the docs (but ``server``, whose output
+    names a pid and port: tests/e2e/test_session_server.py compares it)."""
+    run = {
+        step.command.split()[1]
+        for path in pages()
+        for step in steps(path.read_text())
+        if step.command.startswith("mempipe ")
+    }
+    assert set(cli.commands) - run == {"server"}
 
 
 def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
@@ -128,7 +136,8 @@ def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
 
 
 @pytest.mark.prefect
-def test_every_console_block_of_the_readme_prints_what_it_shows(prefect_server, tmp_path) -> None:
+@pytest.mark.parametrize("page", walked(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_console_block_prints_what_it_shows(page: Path, prefect_server, tmp_path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     (tmp_path / "exports").mkdir()
     shutil.copy(
@@ -138,9 +147,10 @@ def test_every_console_block_of_the_readme_prints_what_it_shows(prefect_server, 
     env["PREFECT_API_URL"] = prefect_server
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["COLUMNS"] = "100"
+    name = page.relative_to(ROOT)
     stale: list[str] = []
     printed: dict[int, str] = {}
-    for step in steps(README.read_text()):
+    for step in steps(page.read_text()):
         done = subprocess.run(
             ["bash", "-c", step.command],
             cwd=tmp_path,
@@ -150,25 +160,25 @@ def test_every_console_block_of_the_readme_prints_what_it_shows(prefect_server, 
             timeout=300,
         )
         if done.returncode != 0:
-            stale.append(f"README.md:{step.line}: $ {step.command}\n--- failed:\n{done.stderr}")
+            stale.append(f"{name}:{step.line}: $ {step.command}\n--- failed:\n{done.stderr}")
         elif noise := noisy_lines(done.stderr):
-            stale.append(f"README.md:{step.line}: $ {step.command}\n--- stderr:\n{noise}")
+            stale.append(f"{name}:{step.line}: $ {step.command}\n--- stderr:\n{noise}")
         elif not matches(step.shown, done.stdout, tmp_path):
-            stale.append(f"README.md:{step.line}: $ {step.command}\n--- printed:\n{done.stdout}")
+            stale.append(f"{name}:{step.line}: $ {step.command}\n--- printed:\n{done.stdout}")
             printed[step.line] = as_shown(done.stdout, tmp_path)
-    if os.environ.get("MEMPIPE_README_UPDATE"):
-        update(printed)
-    assert not stale, "the README shows other output than its commands print:\n" + "\n".join(stale)
+    if os.environ.get("MEMPIPE_DOCS_UPDATE"):
+        update(page, printed)
+    assert not stale, f"{name} shows other output than its commands print:\n" + "\n".join(stale)
 
 
-def update(printed: dict[int, str]) -> None:
+def update(page: Path, printed: dict[int, str]) -> None:
     """Replace the output each stale command shows (its lines up to the next command or the
     block's end; progress bars kept) with what it printed, from the bottom up."""
-    lines = README.read_text().split("\n")
+    lines = page.read_text().split("\n")
     for line in sorted(printed, reverse=True):
-        end = line  # README lines count from 1: index ``line`` is the one after the command
+        end = line  # lines count from 1: index ``line`` is the one after the command
         while not lines[end].startswith(("$ ", "```")):
             end += 1
         bars = [shown for shown in lines[line:end] if "━" in shown]
         lines[line:end] = bars + printed[line].rstrip("\n").split("\n")
-    README.write_text("\n".join(lines))
+    page.write_text("\n".join(lines))

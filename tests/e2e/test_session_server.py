@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs import page
 from tests.e2e.crash_kit import gone, run, start
 from tests.helpers import noisy_lines
 
@@ -83,12 +84,12 @@ def test_commands_without_a_prefect_api_share_one_server_that_records_their_runs
     assert recorded == ["COMPLETED"] * 3, "every command's run is in the Prefect home's database"
 
     said = run(["server", "status"], tmp_path, env).stdout.strip().splitlines()
-    readme = (ROOT / "README.md").read_text().splitlines()
-    at = next(n for n, line in enumerate(readme) if line.startswith("mempipe's Prefect server"))
-    assert masked(said[0]) == masked(readme[at]), "the README shows what `server status` says"
+    shown = page("operations/session-server.md").splitlines()
+    at = next(n for n, line in enumerate(shown) if line.startswith("mempipe's Prefect server"))
+    assert masked(said[0]) == masked(shown[at]), "the docs show what `server status` says"
     assert said[1].startswith("started by this installation: mempipe ")
     assert said[1].endswith(sys.executable)
-    assert readme[at + 1].startswith("started by this installation: mempipe ")
+    assert shown[at + 1].startswith("started by this installation: mempipe ")
 
     stopped = run(["server", "stop", "--json"], tmp_path, env)
     assert stopped.returncode == 0, stopped.stderr

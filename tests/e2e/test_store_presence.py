@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mempipe.cli import cli
+from tests.docs import page
 from tests.e2e.test_cli import ROOT, mempipe
 
 NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
@@ -36,9 +37,9 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
 }
 CREATES_A_STORE = ("init", "backfill", "import", "copy --to")
 NO_STORE = ("server status", "server start", "server stop")
-README_ERROR = next(
+SHOWN_ERROR = next(
     line
-    for line in (ROOT / "README.md").read_text().splitlines()
+    for line in page("stores/index.md").splitlines()
     if line.startswith("error: 'sqlite:///typo.db': no store at")
 )
 
@@ -67,7 +68,7 @@ def test_a_command_that_needs_a_store_refuses_a_missing_one_and_creates_nothing(
     assert result.returncode == 1, result.stdout + result.stderr
     error = json.loads(result.stdout)["error"]
     assert "no store at 'typo.db'" in error
-    assert result.stderr.strip() == README_ERROR, "the README shows the error as it is"
+    assert result.stderr.strip() == SHOWN_ERROR, "the stores page shows the error as it is"
     assert "`mempipe init` creates" in error
     assert result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr
