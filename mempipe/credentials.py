@@ -86,7 +86,7 @@ def load_store_secret(name: str, store: str | None) -> str:
         block = Secret.load(name, _sync=True)  # type: ignore[call-arg]
     except ValueError as exc:
         raise ConfigError(
-            f"no Prefect Secret block named {name!r}: create it first (README, Operations)"
+            f"no Prefect Secret block named {name!r}: create it first (docs/operations/secrets.md)"
         ) from exc
     value = block.get()
     if not isinstance(value, str) or not value:

@@ -141,7 +141,8 @@ ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (TransientError, "transient"),
     (MempipeError, "error"),
 )
-"""The ``kind`` of a failure, as ``--json`` reports it; the README's failure table lists them."""
+"""The ``kind`` of a failure, as ``--json`` reports it; the troubleshooting page's failure
+table lists them."""
 
 
 def error_kind(exc: BaseException) -> str:

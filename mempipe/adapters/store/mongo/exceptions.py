@@ -48,7 +48,9 @@ def _translated(exc: errors.PyMongoError, where: str) -> MempipeError:
         if exc.code in (SEARCH_NOT_ENABLED, UNKNOWN_STAGE):
             return SearchUnavailableError(f"{where}: {message}; {NO_SEARCH_HINT}")
         if exc.code in (13, 18):
-            return StoreError(f"{where}: not authorized: {message} (see the README's permissions)")
+            return StoreError(
+                f"{where}: not authorized: {message} (see docs/stores/mongodb.md, Permissions)"
+            )
         return StoreError(f"{where}: {message}")
     if isinstance(exc, errors.ConfigurationError | errors.InvalidURI):
         return StoreError(f"{where}: {exc}")
