@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 @click.pass_context
 @reports_errors
 def runs(ctx: click.Context, **options: Any) -> None:
-    """Recent runs, newest first: flow, status, host and pid, heartbeat, the locks each holds,
-    and whether a run recorded as running is in fact dead (free it with `mempipe recover`).
-    `runs show RUN` shows one run's outcome."""
+    """Recent runs, newest first: flow, status, host and pid, start time, the locks each holds,
+    and whether a run recorded as running is in fact dead (free it with `mempipe recover`);
+    `--json` adds each run's last heartbeat. `runs show RUN` shows one run's outcome."""
     from mempipe.services.runs import list_runs
 
     if not ctx.invoked_subcommand:
