@@ -92,7 +92,6 @@ def _plugins() -> dict[str, type[Format]]:
     return found
 
 
-@functools.cache
 def _plugin_kinds() -> dict[str, FormatKind]:
     """The plug-ins' names and kinds; a transcript group's entry is known without loading it."""
     kinds = {point.name: FormatKind.TURNS for point in installed(TRANSCRIPT_GROUP)}
@@ -132,7 +131,6 @@ def detected() -> tuple[type[Format], ...]:
     return (*told, format_class(CATCH_ALL))
 
 
-@functools.cache
 def by_suffix(suffix: str) -> str | None:
     """The format of turns that claims files of this suffix (``.csv``), if one does."""
     claiming = (format_class(name) for name in names(FormatKind.TURNS))

@@ -103,12 +103,7 @@ def test_detecting_many_files_reads_the_installed_entry_points_once(tmp_path, mo
         reads.append(selection["group"])
         return real(**selection)
 
-    for cached in (
-        plugins.installed,
-        registry._plugins,
-        registry._plugin_kinds,
-        registry.by_suffix,
-    ):
+    for cached in (plugins.installed, registry._plugins):
         cached.cache_clear()
     monkeypatch.setattr(plugins, "entry_points", counted)
     for n in range(50):
