@@ -396,7 +396,7 @@ def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
     args = [
         "import",
-        str(ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json"),
+        str(ROOT / "examples" / "mem0-get-all.json"),
         "--format",
         "mem0",
     ]

@@ -1,6 +1,6 @@
 """The README and the docs pages cannot drift: the console blocks of each page are run, in
-order, in one fresh directory per page (the clone's ``examples/`` and an ``exports/`` folder in
-it) as a new user would type them, and every output they show is compared with the real one.
+order, in one fresh directory per page (the clone's ``examples/`` in it) as a new user would
+type them, and every output they show is compared with the real one.
 
 In a block, a line starting with ``$ `` is a command; the lines after it, up to the next command,
 are what it prints on stdout (progress bars, the lines drawn with ``━``, go to stderr and are
@@ -139,10 +139,6 @@ def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
 @pytest.mark.parametrize("page", walked(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_console_block_prints_what_it_shows(page: Path, prefect_server, tmp_path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    (tmp_path / "exports").mkdir()
-    shutil.copy(
-        ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json", tmp_path / "exports" / "mem0.json"
-    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPIPE_")}
     env["PREFECT_API_URL"] = prefect_server
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"

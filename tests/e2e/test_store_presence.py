@@ -87,7 +87,7 @@ def test_the_commands_that_bring_data_in_create_their_store(prefect_server, tmp_
     ran("backfill", str(sample), "--user-id", "maya", "--store", "sqlite:///backfill.db")
     ran("copy", "--store", "sqlite:///backfill.db", "--to", "sqlite:///copy.db")
     (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
-    mem0 = ROOT / "tests" / "memory_fixtures" / "mem0_get_all.json"
+    mem0 = ROOT / "examples" / "mem0-get-all.json"
     ran("import", str(mem0), "--format", "mem0", "--store", "sqlite:///import.db")
     for name in ("init", "backfill", "copy", "import"):
         stats = ran("stats", "--store", f"sqlite:///{name}.db")

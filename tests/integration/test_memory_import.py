@@ -22,6 +22,7 @@ from mempipe.services.replay import ReplayContext
 from tests.fakes.openai_server import completion, fake_openai
 
 FIXTURES = Path(__file__).parents[1] / "memory_fixtures"
+MEM0 = Path(__file__).parents[2] / "examples" / "mem0-get-all.json"  # the sample the docs import
 """Kept apart from tests/fixtures, which holds conversation archives only."""
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 
@@ -53,7 +54,7 @@ def held(store) -> list:
 
 def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp_path) -> None:
     rejects = tmp_path / "rejects.jsonl"
-    summary = imported(store, FIXTURES / "mem0_get_all.json", MemoryFormat.MEM0, rejects)
+    summary = imported(store, MEM0, MemoryFormat.MEM0, rejects)
 
     assert (summary.records_read, summary.added, summary.reinforced, summary.rejected) == (
         5,
@@ -62,7 +63,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
         1,
     )
     (bad,) = [json.loads(line) for line in rejects.read_text().splitlines()]
-    assert (bad["message_index"], bad["path"]) == (3, str(FIXTURES / "mem0_get_all.json"))
+    assert (bad["message_index"], bad["path"]) == (3, str(MEM0))
     memories = {m.text: m for m in held(store)}
     airport = memories["User's home airport is LIS."]
     assert (airport.org_id, airport.user_id, airport.reinforcement_count) == ("acme", "alice", 1)
@@ -78,7 +79,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
 
     again = imported(
         store,
-        FIXTURES / "mem0_get_all.json",
+        MEM0,
         MemoryFormat.MEM0,
         tmp_path / "again.jsonl",
         ctx=context(run_id="imp2"),

@@ -31,7 +31,7 @@ from mempipe.schemas.run import FileKind, RunRecord, RunStatus, WrittenFile
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai
 from tests.integration.test_memory_import import DEFAULTS, context, imported
 
-MEM0 = Path(__file__).parents[1] / "memory_fixtures" / "mem0_get_all.json"
+MEM0 = Path(__file__).parents[2] / "examples" / "mem0-get-all.json"
 
 
 def write_turns(path: Path, count: int, content: str) -> Path:
