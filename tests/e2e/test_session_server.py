@@ -59,6 +59,7 @@ def flow_runs(api_url: str) -> list[dict]:
 def test_commands_without_a_prefect_api_share_one_server_that_records_their_runs(
     env, tmp_path
 ) -> None:
+    write_config(tmp_path)
     assert status(tmp_path, env)["running"] is False
     quiet = run(["backfill", str(SAMPLE), "--store", "sqlite:///zero.db"], tmp_path, env)
     assert quiet.returncode == 0, quiet.stderr
@@ -79,9 +80,10 @@ def test_commands_without_a_prefect_api_share_one_server_that_records_their_runs
     assert second.returncode == 0, err2
     assert STARTED not in err2, "the next command reuses it"
     assert status(tmp_path, env)["server"]["pid"] == server["pid"]
+    quiet_on_stderr(["replay", "report", "reembed --incremental"], "two.db", tmp_path, env)
 
     recorded = [flow_run["state_type"] for flow_run in flow_runs(server["api_url"])]
-    assert recorded == ["COMPLETED"] * 3, "every command's run is in the Prefect home's database"
+    assert recorded == ["COMPLETED"] * 6, "every command's run is in the Prefect home's database"
 
     said = run(["server", "status"], tmp_path, env).stdout.strip().splitlines()
     shown = page("operations/session-server.md").splitlines()
@@ -146,27 +148,30 @@ def _cmdline(entry: Path) -> bytes:
         return b""
 
 
-@pytest.mark.parametrize("mode", ["session", "temporary"])
-def test_a_command_that_succeeds_prints_nothing_on_stderr_with_either_server(
-    env, tmp_path, mode
-) -> None:
+def write_config(cwd: Path) -> None:
+    """The hashing model: what these tests watch is the server, not the embedding."""
+    (cwd / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+
+
+def quiet_on_stderr(commands: list[str], store: str, cwd: Path, env: dict[str, str]) -> None:
     """No traceback, exception text or Prefect warning after a job that did all its work (the
     cancelled server tasks, the events still being sent as a command ends)."""
-    env = {**env, "MEMPIPE_SERVER_MODE": mode}
-    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
-    store = ("--store", "sqlite:///quiet.db")
-    try:
-        for command in (
-            ["backfill", str(SAMPLE), "--user-id", "maya"],
-            ["replay"],
-            ["report"],
-            ["reembed", "--incremental"],
-        ):
-            done = run([*command, *store], tmp_path, env)
-            assert done.returncode == 0, done.stderr
-            assert noisy_lines(done.stderr) == "", f"{command[0]}: {done.stderr}"
-    finally:
-        run(["server", "stop"], tmp_path, env)
+    for command in commands:
+        done = run([*command.split(), "--store", f"sqlite:///{store}"], cwd, env)
+        assert done.returncode == 0, done.stderr
+        assert noisy_lines(done.stderr) == "", f"{command}: {done.stderr}"
+
+
+def test_a_command_that_succeeds_prints_nothing_on_stderr_with_a_temporary_server(
+    env, tmp_path
+) -> None:
+    """As with the session's server (the test above), each command starting and stopping
+    Prefect's temporary server of its own."""
+    env = {**env, "MEMPIPE_SERVER_MODE": "temporary"}
+    write_config(tmp_path)
+    commands = [f"backfill {SAMPLE} --user-id maya", "replay", "reembed --incremental"]
+    quiet_on_stderr(commands, "quiet.db", tmp_path, env)
+    assert status(tmp_path, env)["running"] is False, "no session server was started"
 
 
 def test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force(env, tmp_path) -> None:

@@ -152,12 +152,12 @@ def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_s
         started = time.monotonic()
         policy = RetryPolicy(max_attempts=2, max_seconds=10, rate_limit_default=0)
         vectors = policy.run(lambda: embedder.embed(texts))
+        _, token_limit = budget_names(str(embedder._client.base_url), "budget-embed")
+        with get_client(sync_client=True) as client:  # read at once: the slots decay meanwhile
+            limit = client.read_global_concurrency_limit_by_name(token_limit)
+        refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
         assert len(vectors) == 2
         assert len(fake.requests) == 2
-    _, token_limit = budget_names(str(embedder._client.base_url), "budget-embed")
-    with get_client(sync_client=True) as client:
-        limit = client.read_global_concurrency_limit_by_name(token_limit)
-    refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
     assert limit.limit == 60, "a tenth of the minute's budget at once"
     assert limit.slot_decay_per_second == pytest.approx(540 / 60)
     assert 2 * tokens - refilled > tokens, "the check below tells one attempt from two"

