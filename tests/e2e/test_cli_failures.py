@@ -28,22 +28,6 @@ def assert_failed(result, kind: str) -> dict:
     return document
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("stats",),
-        ("search", "hello"),
-        ("models",),
-        ("report",),
-    ],
-)
-def test_read_only_commands_refuse_a_missing_store_and_create_nothing(tmp_path, command) -> None:
-    result = mempipe(*command, "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
-    document = assert_failed(result, "store")
-    assert "no store at" in document["error"]
-    assert list(tmp_path.iterdir()) == [], "nothing created: no store, no WAL, no audit folder"
-
-
 def test_stats_on_a_foreign_sqlite_file_leaves_it_untouched(tmp_path) -> None:
     foreign = tmp_path / "app.db"
     with sqlite3.connect(foreign) as conn:

@@ -6,9 +6,11 @@ create a store."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from mempipe.cli import cli
 from tests.docs import page
@@ -58,21 +60,40 @@ def test_every_command_is_listed_as_needing_or_creating_a_store() -> None:
     assert command_paths() >= listed
 
 
+def refused_and_nothing_created(stdout: str, stderr: str, created: list[str]) -> None:
+    document = json.loads(stdout)
+    assert document["kind"] == "store", "the failure kind the troubleshooting page lists"
+    error = document["error"]
+    assert "no store at 'typo.db'" in error
+    assert stderr.strip() == SHOWN_ERROR, "the stores page shows the error as it is"
+    assert "`mempipe init` creates" in error
+    assert stderr.startswith("error: ")
+    assert "Traceback" not in stderr
+    assert created == [], "nothing was created"
+
+
 @pytest.mark.parametrize("name", sorted(NEEDS_A_STORE))
 def test_a_command_that_needs_a_store_refuses_a_missing_one_and_creates_nothing(
-    name, tmp_path
+    name, tmp_path, monkeypatch
 ) -> None:
+    """Each command, in this process (the refusal comes before any flow or server); the one
+    below is the same refusal in a process of its own, as a user meets it."""
     (tmp_path / "queries.jsonl").write_text('{"query": "seat", "relevant_ids": ["t1"]}\n')
-    before = sorted(p.name for p in tmp_path.iterdir())
-    result = mempipe(*NEEDS_A_STORE[name], "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
+    before = set(tmp_path.iterdir())
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        cli, [*NEEDS_A_STORE[name], "--store", "sqlite:///typo.db", "--json"]
+    )
+    assert result.exit_code == 1, result.output
+    refused_and_nothing_created(
+        result.stdout, result.stderr, sorted(p.name for p in set(tmp_path.iterdir()) - before)
+    )
+
+
+def test_a_missing_store_is_refused_by_a_commands_own_process(tmp_path) -> None:
+    result = mempipe("replay", "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    error = json.loads(result.stdout)["error"]
-    assert "no store at 'typo.db'" in error
-    assert result.stderr.strip() == SHOWN_ERROR, "the stores page shows the error as it is"
-    assert "`mempipe init` creates" in error
-    assert result.stderr.startswith("error: ")
-    assert "Traceback" not in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing was created"
+    refused_and_nothing_created(result.stdout, result.stderr, sorted(os.listdir(tmp_path)))
 
 
 @pytest.mark.prefect
