@@ -151,5 +151,8 @@ def test_an_unreachable_mongodb_is_said_within_its_timeout_before_prefect_starts
     took = time.monotonic() - started
     assert done.returncode == 1
     assert "MongoDB is unreachable" in done.stderr
-    assert took < 2 + 6, f"{took:.1f} s: the timeout and the command's start, nothing more"
+    assert took < 2 + 15, (
+        f"{took:.1f} s: the 2 s timeout and the command's start (slow on a loaded machine), "
+        "not pymongo's default 30 s"
+    )
     assert not (tmp_path / "prefect" / "mempipe-server.json").exists(), "no Prefect started"
