@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mempipe.adapters.embedding import local
-from mempipe.adapters.embedding.minilm_numpy import NumpyMiniLM
+from mempipe.adapters.embedding.minilm_numpy import NumpyMiniLM, token_count
 
 DATA = Path(__file__).parents[3] / "shared" / "data" / "longmemeval-dev" / "turns.jsonl.gz"
 
@@ -65,7 +65,11 @@ def test_a_process_encodes_in_numpy_until_its_tokens_would_have_paid_for_loading
     monkeypatch.setattr(local, "_models", {})
     monkeypatch.setattr(local, "_numpy_tokens", 0)
     query, batch = ["where do I fly from"], real_turns(16)
-    tokens = local._numpy_encoder().tokens
+    encoder = local._numpy_encoder()
+
+    def tokens(texts: list[str]) -> int:
+        return token_count(encoder.tokenized(texts))
+
     monkeypatch.setattr(local, "NUMPY_TOKENS", tokens(query) + tokens(batch) * 3 // 2)
     (vector,) = local.LocalMiniLM().embed(query)
     assert set(local._models) == {"numpy"}, "torch's model was not loaded for one query"

@@ -76,11 +76,13 @@ def _load() -> Any:
         return _models[MODEL_ID]
 
 
-def _numpy_turn(texts: Sequence[str]) -> bool:
+def _numpy_turn(encodings: list[Any]) -> bool:
     """Whether these texts still go through numpy: the process's numpy tokens so far, these
     included, within :data:`NUMPY_TOKENS`."""
+    from mempipe.adapters.embedding.minilm_numpy import token_count
+
     global _numpy_tokens
-    tokens = _numpy_encoder().tokens(texts)
+    tokens = token_count(encodings)
     with _lock:
         if _numpy_tokens + tokens > NUMPY_TOKENS:
             return False
@@ -98,8 +100,11 @@ class LocalMiniLM:
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         if not texts:
             return []
-        if MODEL_ID not in _models and _numpy_turn(texts):
-            return _numpy_encoder().encode(texts).tolist()
+        if MODEL_ID not in _models:
+            encoder = _numpy_encoder()
+            encodings = encoder.tokenized(texts)
+            if _numpy_turn(encodings):
+                return encoder.encode_tokenized(encodings).tolist()
         vectors = _load().encode(
             list(texts),
             batch_size=self.batch_size,

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 MAX_TOKENS = 256
 """The model's ``max_seq_length`` (sentence_bert_config.json)."""
@@ -48,6 +52,11 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
     return (x - mean) / np.sqrt(var + EPSILON) * weight + bias
 
 
+def token_count(encodings: list[Encoding]) -> int:
+    """The tokens the model runs through for these encodings (padding excluded)."""
+    return sum(sum(e.attention_mask) for e in encodings)
+
+
 class NumpyMiniLM:
     """Encodes texts as the sentence-transformers model does; ``path`` is the model folder."""
 
@@ -64,32 +73,33 @@ class NumpyMiniLM:
     def _w(self, name: str) -> np.ndarray:
         return self._weights[name]
 
-    def tokens(self, texts: Sequence[str]) -> int:
-        """The tokens :meth:`encode` would run through the model for these texts."""
-        return sum(sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts)))
+    def tokenized(self, texts: Sequence[str]) -> list[Encoding]:
+        """The texts as the model reads them (WordPiece, truncated to :data:`MAX_TOKENS`)."""
+        return self._tokenizer.encode_batch(list(texts))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text. BLAS runs on one thread: on a chunk's small matrices
-        OpenBLAS's threads cost more than they give (200 real turns: 74 s on two threads, 21 s
-        on one, BENCHMARKS.md "The local model's first texts"), and they would compete with
-        torch's once the process loads it."""
+        """Unit vectors, one row per text."""
+        return self.encode_tokenized(self.tokenized(texts))
+
+    def encode_tokenized(self, encodings: list[Encoding]) -> np.ndarray:
+        """Unit vectors, one row per encoding. BLAS runs on one thread: on a chunk's small
+        matrices OpenBLAS's threads cost more than they give (200 real turns: 74 s on two
+        threads, 21 s on one, BENCHMARKS.md "The local model's first texts"), and they would
+        compete with torch's once the process loads it."""
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._encode_all(texts)
-
-    def _encode_all(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(encodings)), key=lambda i: sum(encodings[i].attention_mask))
+        lengths = [sum(e.attention_mask) for e in encodings]
+        order = sorted(range(len(encodings)), key=lengths.__getitem__)
         width = self._w("embeddings.LayerNorm.weight").shape[0]
         vectors = np.empty((len(encodings), width), np.float32)
-        for start in range(0, len(order), CHUNK):
-            chunk = order[start : start + CHUNK]
-            vectors[chunk] = self._encode([encodings[i] for i in chunk])
+        with threadpool_limits(limits=1, user_api="blas"):
+            for start in range(0, len(order), CHUNK):
+                chunk = order[start : start + CHUNK]
+                length = max(lengths[i] for i in chunk)
+                vectors[chunk] = self._encode([encodings[i] for i in chunk], length)
         return vectors
 
-    def _encode(self, encodings: list) -> np.ndarray:
-        length = max(sum(e.attention_mask) for e in encodings)
+    def _encode(self, encodings: list[Encoding], length: int) -> np.ndarray:
         ids = np.array([e.ids[:length] for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask[:length] for e in encodings], dtype=np.float32)
         types = np.array([e.type_ids[:length] for e in encodings], dtype=np.int64)
