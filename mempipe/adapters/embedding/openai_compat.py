@@ -7,9 +7,8 @@ JSON is the provider's failure of that batch (``invalid_response``), never a tex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from pydantic import ValidationError
 
 from mempipe.adapters.embedding.base import Vector
@@ -18,6 +17,9 @@ from mempipe.adapters.llm.guard import ProviderGuard
 from mempipe.adapters.llm.openai_compat import openai_client
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import embedding_counter
+
+if TYPE_CHECKING:
+    import openai
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings

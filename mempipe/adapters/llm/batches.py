@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import openai
 from pydantic import ValidationError
 
 from mempipe.adapters.llm.answers import invalid_response
@@ -19,6 +18,9 @@ from mempipe.adapters.llm.openai_compat import openai_client
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import BatchInfo, BatchOutputLine
 from mempipe.schemas.replay import LLMSettings
+
+if TYPE_CHECKING:
+    import openai
 
 COMPLETION_WINDOW = "24h"
 DOWNLOAD_CHUNK = 1 << 20
@@ -79,6 +81,8 @@ class OpenAIBatches:
 
     def delete_file(self, file_id: str) -> None:
         """Gone already counts as deleted."""
+        import openai
+
         try:
             self._client.files.delete(file_id)
         except openai.NotFoundError:

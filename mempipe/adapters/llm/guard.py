@@ -15,18 +15,20 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import hashlib
+import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mempipe.adapters.llm.ratelimit import Limiter, prefect_server_present
 from mempipe.domain.failures import CircuitBreaker, FailureKind, failure_error
 from mempipe.errors import MempipeError
 from mempipe.settings import load_retry_policy
+
+if TYPE_CHECKING:
+    import openai
 
 T = TypeVar("T")
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
@@ -92,15 +94,24 @@ class ProviderGuard:
             self._limiter.acquire(tokens)
         try:
             result = call()
-        except openai.APIError as exc:
-            error = translate(exc)
-            self.breaker.failed(error)
-            raise error from exc
         except MempipeError as exc:
             self.breaker.failed(exc)
             raise
+        except Exception as exc:
+            if not _from_openai(exc):
+                raise
+            error = translate(exc)  # type: ignore[arg-type]
+            self.breaker.failed(error)
+            raise error from exc
         self.breaker.succeeded()
         return result
+
+
+def _from_openai(exc: Exception) -> bool:
+    """Whether ``exc`` is the ``openai`` client's: that client, once it exists, has imported
+    the package, so a process whose providers are all local never loads it."""
+    client = sys.modules.get("openai")
+    return client is not None and isinstance(exc, client.APIError)
 
 
 def _read_variable(name: str) -> str | None:
@@ -129,6 +140,8 @@ def translate(exc: openai.APIError) -> MempipeError:
         root = root.__cause__
     if root is not exc and str(root) and str(root) not in message:
         message = f"{message} ({root})"
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return failure_error(FailureKind.TIMEOUT, message)
     if isinstance(exc, openai.APIConnectionError):

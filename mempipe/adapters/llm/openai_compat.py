@@ -10,9 +10,8 @@ retry policy (domain/failures.py) decides.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from pydantic import BaseModel, ValidationError, create_model
 
 from mempipe.adapters.llm.answers import invalid_response, validated
@@ -30,6 +29,9 @@ from mempipe.schemas.provider import ChatCompletion
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.transcript import SnapshotContent
 
+if TYPE_CHECKING:
+    import openai
+
 CHAT_ENDPOINT = "/v1/chat/completions"
 
 
@@ -41,7 +43,11 @@ def output_model(memory_type: MemoryType) -> type[BaseModel]:
 
 def openai_client(settings: LLMSettings) -> openai.OpenAI:
     """The ``openai`` client of an endpoint, its own retries off: mempipe's retry policy
-    decides by failure class."""
+    decides by failure class. ``openai`` is imported here, by the first provider a run
+    builds: a job with the offline extractor and a local model never loads it (0.7 s of a
+    command's start)."""
+    import openai
+
     return openai.OpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value() or "unset",
