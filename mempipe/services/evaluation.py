@@ -174,23 +174,27 @@ PREFETCH_BATCH = 256
 
 
 class PrefetchedEmbedder:
-    """An embedder whose vectors for the texts it was given were computed up front, in the
-    model's own batches (one call per text costs a model far more than one batch); any other
-    text is embedded on demand."""
+    """An embedder whose query vectors for the texts it was given were computed up front, in
+    the model's own batches (one call per text costs a model far more than one batch); any other
+    query is embedded on demand, and documents as the model embeds them."""
 
     def __init__(self, inner: Embedder, texts: Sequence[str]) -> None:
         self.model_id, self.dimensions = inner.model_id, inner.dimensions
+        self.symmetric = inner.symmetric
         self._inner = inner
         self._known: dict[str, Vector | None] = {}
         distinct = list(dict.fromkeys(texts))
         for start in range(0, len(distinct), PREFETCH_BATCH):
             batch = distinct[start : start + PREFETCH_BATCH]
-            self._known.update(zip(batch, inner.embed(batch), strict=True))
+            self._known.update(zip(batch, inner.embed_query(batch), strict=True))
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._inner.embed(texts)
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector | None]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._known]
         if missing:
-            self._known.update(zip(missing, self._inner.embed(missing), strict=True))
+            self._known.update(zip(missing, self._inner.embed_query(missing), strict=True))
         return [self._known[t] for t in texts]
 
 

@@ -164,7 +164,7 @@ def _query_vector(
             f"the {source} vector index does not cover {', '.join(missing)} yet (declared after "
             "it was built): run `mempipe rebuild-indexes --force`"
         )
-    (vector,) = embedder.embed([query])
+    (vector,) = embedder.embed_query([query])
     if vector is None:
         raise SearchError(f"the query could not be embedded by {index_model}")
     if vector_problem(vector) is not None:

@@ -49,15 +49,19 @@ PROBE_RETRY = RetryPolicy(max_attempts=2, max_seconds=20)
 
 @task(name="probe-model", cache_policy=NO_CACHE)
 def probe_model(model: str) -> int:
-    """Embed one text with ``model`` before anything is registered: an unknown model, a refused
-    connection or rejected credentials fail here, naming the cause. Returns the dimensions."""
+    """Embed one text with ``model`` (as a document, and as a query where the model has two
+    sides) before anything is registered: an unknown model, a refused connection, rejected
+    credentials or a side the provider does not take fail here, naming the cause. Returns the
+    dimensions."""
     embedder = embedder_for(model)
-    try:
-        (vector,) = PROBE_RETRY.run(lambda: embedder.embed([PROBE_TEXT]))
-    except MempipeError as exc:
-        raise ConfigError(f"{model} cannot embed, so nothing was changed: {exc}") from exc
-    if vector is None or len(vector) != embedder.dimensions:
-        raise ConfigError(f"{model} gave no usable vector for a probe; nothing was changed")
+    sides = (embedder.embed,) if embedder.symmetric else (embedder.embed, embedder.embed_query)
+    for side in sides:
+        try:
+            (vector,) = PROBE_RETRY.run(lambda side=side: side([PROBE_TEXT]))
+        except MempipeError as exc:
+            raise ConfigError(f"{model} cannot embed, so nothing was changed: {exc}") from exc
+        if vector is None or len(vector) != embedder.dimensions:
+            raise ConfigError(f"{model} gave no usable vector for a probe; nothing was changed")
     return embedder.dimensions
 
 

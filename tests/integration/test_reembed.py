@@ -183,15 +183,18 @@ def test_evaluation_embeds_its_queries_in_batches_and_finds_the_same(big) -> Non
     labelled = QueryFile(queries=queries)
     calls: list[int] = []
 
-    class Counting:
-        model_id, dimensions = OLD.model_id, OLD.dimensions
-
-        def embed(self, texts):
+    class Counting(HashingEmbedder):
+        def embed_query(self, texts):
             calls.append(len(texts))
-            return OLD.embed(texts)
+            return OLD.embed_query(texts)
 
     batched = evaluate(
-        UnitOfWork(big), lambda _: Counting(), labelled, "semantic", SearchMode.SEMANTIC, [5]
+        UnitOfWork(big),
+        lambda _: Counting(OLD.dimensions),
+        labelled,
+        "semantic",
+        SearchMode.SEMANTIC,
+        [5],
     ).result
     per_query = [
         search(

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mempipe.adapters.embedding.base import Vector
+from mempipe.adapters.embedding.base import Symmetric, Vector
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
-class HashingEmbedder:
+class HashingEmbedder(Symmetric):
     def __init__(self, dimensions: int = 256) -> None:
         self.dimensions = dimensions
         self.model_id = f"hashing-{dimensions}"

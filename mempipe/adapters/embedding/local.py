@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mempipe.adapters.embedding.base import Vector
+from mempipe.adapters.embedding.base import Symmetric, Vector
 from mempipe.errors import ConfigError
 
 MODEL_ID = "all-MiniLM-L6-v2"
@@ -90,7 +90,7 @@ def _numpy_turn(encodings: list[Any]) -> bool:
         return True
 
 
-class LocalMiniLM:
+class LocalMiniLM(Symmetric):
     model_id = MODEL_ID
     dimensions = DIMENSIONS
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from mempipe.adapters.embedding.base import Vector
+from mempipe.adapters.embedding.base import Symmetric, Vector
 from mempipe.adapters.llm.answers import embedding_vectors, invalid_response, validated
 from mempipe.adapters.llm.guard import ProviderGuard
 from mempipe.adapters.llm.openai_compat import openai_client
@@ -32,7 +32,7 @@ DEFAULT_DIMENSIONS = {
 }
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Symmetric):
     def __init__(
         self,
         model: str,

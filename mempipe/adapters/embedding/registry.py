@@ -8,7 +8,7 @@ import functools
 import re
 from typing import Protocol, runtime_checkable
 
-from mempipe.adapters.embedding.base import Embedder
+from mempipe.adapters.embedding.base import Embedder, SymmetricPlugin
 from mempipe.errors import ConfigError
 from mempipe.plugins import installed
 
@@ -49,6 +49,26 @@ class LocalProvider:
         from mempipe.adapters.embedding import local
 
         return {local.MODEL_ID: local.DIMENSIONS}
+
+
+class LocalE5Provider:
+    form = "multilingual-e5-small"
+
+    def claims(self, model_id: str) -> bool:
+        from mempipe.adapters.embedding import e5
+
+        return model_id == e5.MODEL_ID
+
+    def build(self, model_id: str) -> Embedder:
+        from mempipe.adapters.embedding import e5
+
+        e5.require_extra()
+        return e5.LocalE5()
+
+    def catalog(self) -> dict[str, int]:
+        from mempipe.adapters.embedding import e5
+
+        return {e5.MODEL_ID: e5.DIMENSIONS}
 
 
 class HashingProvider:
@@ -93,7 +113,12 @@ class OpenAIProvider:
         return {f"openai:{model}": d for model, d in DEFAULT_DIMENSIONS.items()}
 
 
-BUILT_IN: tuple[EmbeddingProvider, ...] = (LocalProvider(), HashingProvider(), OpenAIProvider())
+BUILT_IN: tuple[EmbeddingProvider, ...] = (
+    LocalProvider(),
+    LocalE5Provider(),
+    HashingProvider(),
+    OpenAIProvider(),
+)
 
 
 @functools.cache
@@ -114,10 +139,12 @@ def providers() -> tuple[EmbeddingProvider, ...]:
 
 
 def embedder_for(model_id: str) -> Embedder:
-    """The embedder of ``model_id``, from the first provider that claims it."""
+    """The embedder of ``model_id``, from the first provider that claims it. A plug-in's
+    embedder with no query side of its own answers queries as documents."""
     for provider in providers():
         if provider.claims(model_id):
-            return provider.build(model_id)
+            built = provider.build(model_id)
+            return built if hasattr(built, "embed_query") else SymmetricPlugin(built)
     known = ", ".join(p.form for p in providers())
     raise ConfigError(f"unknown embedding model {model_id!r}; known: {known}")
 

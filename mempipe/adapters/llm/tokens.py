@@ -83,13 +83,27 @@ def openai_counter(model: str, default: str) -> TokenCounter:
 
 def embedding_counter(model_id: str) -> TokenCounter:
     """The counter of an embedding model id (``openai:<model>[:N]``, the local model, ...)."""
-    from mempipe.adapters.embedding import local
+    from mempipe.adapters.embedding import e5, local
 
     if model_id.startswith("openai:"):
         return openai_counter(model_id.split(":")[1], DEFAULT_EMBEDDING_ENCODING)
     if model_id == local.MODEL_ID:
         return _local_counter()
+    if model_id == e5.MODEL_ID:
+        return _E5Tokenizer()
     return _Words()
+
+
+class _E5Tokenizer:
+    """E5's own tokenizer, its document prefix and special tokens counted."""
+
+    name = "multilingual-e5-small"
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        from mempipe.adapters.embedding.e5 import LocalE5
+
+        model = LocalE5()
+        return [model.token_count(text) for text in texts]
 
 
 @functools.cache
