@@ -45,6 +45,13 @@ if TYPE_CHECKING:
     help="Queries JSONL: refuse to switch if recall falls below --min-recall-ratio of the old.",
 )
 @click.option(
+    "--gate-source",
+    default="semantic",
+    show_default=True,
+    metavar="SOURCE",
+    help="With --gate: the collection its queries' relevant ids are in (stm: the turns).",
+)
+@click.option(
     "--min-recall-ratio",
     default=0.95,
     show_default=True,

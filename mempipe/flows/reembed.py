@@ -69,6 +69,7 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     collections: list[str] | None = None
     batch_size: int = 256
     gate: str | None = None
+    gate_source: str = "semantic"
     min_recall_ratio: float = 0.95
     incremental: bool = False
     partitions: int = 1
@@ -79,6 +80,11 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     def check(self, context: AppContext) -> None:
         if self.model is not None:
             embedder_for(self.model)
+        if self.gate and self.gate_source not in chosen_collections(self.collections):
+            raise ConfigError(
+                f"--gate-source {self.gate_source} is not among the collections this re-embed "
+                "moves: the gate measures the model that would serve it"
+            )
 
     def plan(self, context: AppContext) -> RunPlan:
         return _plan(context.store_url, self, context.config)
@@ -144,6 +150,7 @@ def reembed_flow(
     collections: list[str] | None = None,
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256,
     gate: str | None = None,
+    gate_source: str = "semantic",
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
     incremental: bool = False,
     partitions: Annotated[int, Field(ge=1, le=256)] = 1,
@@ -173,7 +180,7 @@ def reembed_flow(
         )
         summary.incremental, summary.collections = incremental, reports
         if not incremental and gate:
-            summary.gate = recall_gate(url, gate, model_id, min_recall_ratio)
+            summary.gate = recall_gate(url, gate, gate_source, model_id, min_recall_ratio)
         _switch(url, summary, plans)
         run.end(summary.run_counts(), summary.reason)
     headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"

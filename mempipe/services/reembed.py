@@ -171,14 +171,17 @@ def recall_gate(
     new_model: str,
     min_ratio: float,
     k: int = 10,
+    *,
+    source: str = "semantic",
 ) -> GateReport | None:
-    """Recall@k of the serving model and of the new one on the same queries (semantic memories);
-    None when nothing serves yet, so there is nothing to be worse than."""
-    serving = uow.models.active_embedding("semantic")
+    """Recall@k of the serving model and of the new one on the same queries, searched in
+    ``source`` (semantic memories unless told; ``stm`` for queries labelled with turns); None
+    when nothing serves yet, so there is nothing to be worse than."""
+    serving = uow.models.active_embedding(source)
     if serving is None:
         return None
     old, new = (
-        evaluate(uow, embedder_for, queries, "semantic", SearchMode.SEMANTIC, [k], model).result
+        evaluate(uow, embedder_for, queries, source, SearchMode.SEMANTIC, [k], model).result
         for model in (serving[0], new_model)
     )
     ratio = new.recall / old.recall if old.recall else (1.0 if new.recall else 0.0)

@@ -190,13 +190,13 @@ def count_vectors(
 @task(name="recall-gate", cache_policy=NO_CACHE)
 @given_store()
 def recall_gate(
-    uow: UnitOfWork, queries_path: str, model: str, min_ratio: float
+    uow: UnitOfWork, queries_path: str, source: str, model: str, min_ratio: float
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
-    uow.models.wait_searchable(["semantic"], model)
+    uow.models.wait_searchable([source], model)
     return reembedding.recall_gate(
-        uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio
+        uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio, source=source
     )
 
 

@@ -237,3 +237,53 @@ def test_incremental_fills_what_the_serving_model_lacks_turns_included(
     )
     assert [h.message_id for h in found.hits] == ["m-4"]
     assert json.loads(found.model_dump_json())["mode"] == "semantic"
+
+
+def test_the_recall_gate_measures_turns_with_queries_labelled_by_turns(
+    store, fixtures, defaults, tmp_path
+) -> None:
+    """``--gate-source stm``: the gate searches the collection the queries' ids are in; on the
+    memory collections these turn-labelled queries would find nothing for either model."""
+    from tests.helpers import ingest
+
+    ingest(store, fixtures / "turns.jsonl", defaults, tmp_path / "r.jsonl")
+    for model, state in ((OLD, "serving"), (BLIND, "building")):
+        embed_collection(UnitOfWork(store), "stm", model, run_id="r", batch_size=4, state=state)
+    queries = QueryFile(queries=[EvalQuery(query="recovery time objective", relevant_ids=["m-4"])])
+    gate = recall_gate(
+        UnitOfWork(store), MODELS.__getitem__, queries, BLIND.model_id, 0.9, k=1, source="stm"
+    )
+    assert gate is not None
+    assert (gate.old_recall, gate.passed) == (1.0, False)
+    assert recall_gate(UnitOfWork(store), MODELS.__getitem__, queries, BLIND.model_id, 0.9) is None
+
+
+def test_a_gate_on_a_collection_the_move_leaves_alone_is_refused_before_any_work(
+    tmp_path, monkeypatch
+) -> None:
+    from click.testing import CliRunner
+
+    from mempipe.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "queries.jsonl").write_text('{"query": "seat", "relevant_ids": ["m-1"]}\n')
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", "--store", "sqlite:///m.db"]).exit_code == 0
+    refused = runner.invoke(
+        cli,
+        [
+            "reembed",
+            "--model",
+            "hashing-32",
+            "--collections",
+            "semantic",
+            "--gate",
+            "queries.jsonl",
+            "--gate-source",
+            "stm",
+            "--store",
+            "sqlite:///m.db",
+        ],
+    )
+    assert refused.exit_code == 1
+    assert "--gate-source stm is not among the collections this re-embed moves" in refused.stderr

