@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from mempipe.adapters.embedding.registry import declare_options
 from mempipe.adapters.llm.registry import require_extractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
@@ -120,7 +121,9 @@ def load_context(
     else:
         public = remember(settings.store)
     settings = settings.model_copy(update={"store": public, "store_secret": None})
-    return AppContext(settings=settings, config=load_project_config(settings.config))
+    config = load_project_config(settings.config)
+    declare_options(config.memory.embedding.options)
+    return AppContext(settings=settings, config=config)
 
 
 P = ParamSpec("P")

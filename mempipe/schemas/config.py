@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
 from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.costs import CostConfig
+from mempipe.schemas.embedding import ModelOptions
 from mempipe.schemas.memory import MemoryType
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -78,6 +79,10 @@ class EmbeddingConfig(BaseModel):
 
     model: str = "all-MiniLM-L6-v2"
     dimensions: int | None = Field(default=None, ge=1)
+    options: dict[str, ModelOptions] = Field(
+        default_factory=dict,
+        description="a provider model's request options, by model id (openai:<model>:<N>)",
+    )
 
 
 class MemoryConfig(BaseModel):

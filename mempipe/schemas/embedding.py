@@ -12,6 +12,38 @@ COLLECTIONS = ("stm", *MEMORY_COLLECTIONS)
 """Everything that carries vectors: the turns, and each long-term memory collection."""
 
 
+RequestValue = str | int | float | bool
+
+
+class SideOptions(BaseModel):
+    """How one side (query or document) of a model is asked for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = Field(default="", description="put before each text (E5: 'query: ')")
+    fields: dict[str, RequestValue] = Field(
+        default_factory=dict, description="request fields of this side (input_type: query)"
+    )
+
+
+class ModelOptions(BaseModel):
+    """A provider model's options, as the project configuration declares them
+    (``memory.embedding.options``, by model id): what each side sends, the fields every request
+    carries (Voyage's ``output_dimension`` / ``output_dtype``), and the name the provider gives
+    its dimension parameter (``None``: the model has one size and takes none)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: SideOptions = Field(default_factory=SideOptions)
+    document: SideOptions = Field(default_factory=SideOptions)
+    fields: dict[str, RequestValue] = Field(default_factory=dict)
+    dimensions_parameter: str | None = "dimensions"
+
+    @property
+    def symmetric(self) -> bool:
+        return self.query == self.document
+
+
 class ModelState(StrEnum):
     SERVING = "serving"
     BUILDING = "building"

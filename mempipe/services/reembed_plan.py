@@ -40,7 +40,7 @@ def reembed_plan(
         tally = Tally(sizes=[] if via == "batch" else None)
         page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
         for page in _missing_texts(uow, collection, target, page_size):
-            for texts in request_chunks(page):
+            for texts in request_chunks(page, target):
                 tally.add({"model": target, "input": texts}, len(texts), sum(counter.count(texts)))
         if not tally.items:
             continue

@@ -46,10 +46,14 @@ def is_provider_model(model_id: str) -> bool:
     return model_id.startswith("openai:")
 
 
-def request_chunks(texts: Sequence[str]) -> Iterator[list[str]]:
-    """The texts of each embeddings request, as the embedder cuts them."""
+def request_chunks(texts: Sequence[str], model_id: str) -> Iterator[list[str]]:
+    """The texts of each embeddings request, as the embedder cuts and sends them: a model
+    declared with a document prefix is sent each text behind it, and bills its tokens."""
+    from mempipe.adapters.embedding.registry import options_for
+
+    prefix = options_for(model_id).document.prefix
     for start in range(0, len(texts), EMBEDDING_REQUEST_TEXTS):
-        yield list(texts[start : start + EMBEDDING_REQUEST_TEXTS])
+        yield [prefix + text for text in texts[start : start + EMBEDDING_REQUEST_TEXTS]]
 
 
 def embedding_line(purpose: str, model_id: str, counter: TokenCounter, tally: Tally) -> PlanLine:
@@ -67,7 +71,7 @@ def embedding_line(purpose: str, model_id: str, counter: TokenCounter, tally: Ta
 
 
 def count_page(tally: Tally, page: list[str], model_id: str, counter: TokenCounter) -> None:
-    for texts in request_chunks(page):
+    for texts in request_chunks(page, model_id):
         tally.add({"input": texts}, len(texts), sum(counter.count(texts)))
 
 
@@ -76,15 +80,20 @@ def chat_tokens(counter: TokenCounter, messages: list[dict[str, str]]) -> int:
 
 
 def probe_line(model_id: str) -> PlanLine:
+    """The probe's text, as a document and, for a model declared with two sides, as a query."""
+    from mempipe.adapters.embedding.registry import options_for
+
     counter = embedding_counter(model_id)
     provider = is_provider_model(model_id)
+    options = options_for(model_id)
+    sides = [options.document] if options.symmetric else [options.document, options.query]
     return PlanLine(
         purpose="probe",
         model=model_id,
         tokenizer=counter.name,
-        items=1,
-        requests=1 if provider else 0,
-        input_tokens=sum(counter.count([PROBE_TEXT])),
+        items=len(sides),
+        requests=len(sides) if provider else 0,
+        input_tokens=sum(counter.count([side.prefix + PROBE_TEXT for side in sides])),
         provider=provider,
     )
 

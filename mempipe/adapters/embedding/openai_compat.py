@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from mempipe.adapters.embedding.base import Symmetric, Vector
+from mempipe.adapters.embedding.base import Vector
 from mempipe.adapters.llm.answers import embedding_vectors, invalid_response, validated
 from mempipe.adapters.llm.guard import ProviderGuard
 from mempipe.adapters.llm.openai_compat import openai_client
@@ -20,6 +20,7 @@ from mempipe.adapters.llm.tokens import embedding_counter
 
 if TYPE_CHECKING:
     import openai
+from mempipe.schemas.embedding import ModelOptions, SideOptions
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings
@@ -32,18 +33,23 @@ DEFAULT_DIMENSIONS = {
 }
 
 
-class OpenAIEmbedder(Symmetric):
+class OpenAIEmbedder:
     def __init__(
         self,
         model: str,
         dimensions: int,
         settings: LLMSettings,
         client: openai.OpenAI | None = None,
+        options: ModelOptions | None = None,
     ) -> None:
         self.model = model
         self.dimensions = dimensions
         self.model_id = f"openai:{model}:{dimensions}"
-        self._send_dimensions = DEFAULT_DIMENSIONS.get(model) != dimensions
+        self.options = options or ModelOptions()
+        self.symmetric = self.options.symmetric
+        self._send_dimensions = bool(
+            DEFAULT_DIMENSIONS.get(model) != dimensions and self.options.dimensions_parameter
+        )
         self._client = client or openai_client(settings)
         self._guard = ProviderGuard(
             str(self._client.base_url),
@@ -54,13 +60,22 @@ class OpenAIEmbedder(Symmetric):
 
     endpoint = "/v1/embeddings"
 
-    def request_body(self, texts: Sequence[str]) -> dict[str, Any]:
-        """One embeddings request, the same live and in a batch file."""
-        body: dict[str, Any] = {"model": self.model, "input": list(texts)}
+    def request_body(self, texts: Sequence[str], *, query: bool = False) -> dict[str, Any]:
+        """One embeddings request, the same live and in a batch file: the side's prefix before
+        each text, the model's fields and the side's, the dimension under the model's name
+        for it. Fields go in the body, where an OpenAI-shaped endpoint (Voyage's, a local
+        server's) reads its own parameters."""
+        side = self._side(query)
+        body: dict[str, Any] = {"model": self.model, "input": [side.prefix + t for t in texts]}
         body["encoding_format"] = "float"
         if self._send_dimensions:
-            body["dimensions"] = self.dimensions
+            body[str(self.options.dimensions_parameter)] = self.dimensions
+        body.update(self.options.fields)
+        body.update(side.fields)
         return body
+
+    def _side(self, query: bool) -> SideOptions:
+        return self.options.query if query else self.options.document
 
     def vectors_from(self, body: object, inputs: int) -> list[Vector]:
         """The vectors of an answer's body (a batch line's), validated as a live answer is."""
@@ -73,14 +88,29 @@ class OpenAIEmbedder(Symmetric):
         return embedding_vectors(answer, inputs, self.dimensions, self.model_id)
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._embed(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> list[Vector | None]:
         vectors: list[Vector | None] = []
+        prefix = self._side(query).prefix
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
-            tokens = sum(self._counter.count(chunk)) if self._counter is not None else 0
-            vectors.extend(self._guard.send(lambda chunk=chunk: self._send(chunk), tokens))
+            sent = [prefix + text for text in chunk]
+            tokens = sum(self._counter.count(sent)) if self._counter is not None else 0
+            vectors.extend(
+                self._guard.send(lambda chunk=chunk: self._send(chunk, query=query), tokens)
+            )
         return vectors
 
-    def _send(self, chunk: list[str]) -> list[Vector]:
-        raw = self._client.embeddings.with_raw_response.create(**self.request_body(chunk))
+    def _send(self, chunk: list[str], *, query: bool) -> list[Vector]:
+        body = self.request_body(chunk, query=query)
+        known = {"model", "input", "encoding_format", "dimensions"}
+        extra = {k: v for k, v in body.items() if k not in known}
+        raw = self._client.embeddings.with_raw_response.create(
+            **{k: v for k, v in body.items() if k in known}, extra_body=extra or None
+        )
         answer = validated(raw, EmbeddingList, self.model_id)
         return embedding_vectors(answer, len(chunk), self.dimensions, self.model_id)

@@ -6,13 +6,29 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from mempipe.adapters.embedding.base import Embedder, SymmetricPlugin
 from mempipe.errors import ConfigError
 from mempipe.plugins import installed
+from mempipe.schemas.embedding import ModelOptions
 
 ENTRY_POINT_GROUP = "mempipe.embedding_providers"
+_declared: dict[str, ModelOptions] = {}
+
+
+def declare_options(options: Mapping[str, ModelOptions]) -> None:
+    """The project's model options (``memory.embedding.options``), for the embedders this
+    process builds: every command and flow run loads its context, and declares them, first."""
+    _declared.clear()
+    _declared.update(options)
+
+
+def options_for(*model_ids: str) -> ModelOptions:
+    """The options declared under the first of ``model_ids`` that has any; none: the
+    provider's defaults."""
+    return next((_declared[m] for m in model_ids if m in _declared), ModelOptions())
 
 
 @runtime_checkable
@@ -105,7 +121,13 @@ class OpenAIProvider:
         dimensions = match["dimensions"] or DEFAULT_DIMENSIONS.get(match["model"])
         if dimensions is None:
             raise ConfigError(f"{model_id}: name the dimension, openai:{match['model']}:N")
-        return OpenAIEmbedder(match["model"], int(dimensions), load_llm_settings())
+        canonical = f"openai:{match['model']}:{dimensions}"
+        return OpenAIEmbedder(
+            match["model"],
+            int(dimensions),
+            load_llm_settings(),
+            options=options_for(model_id, canonical),
+        )
 
     def catalog(self) -> dict[str, int]:
         from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS
