@@ -167,8 +167,7 @@ def reembed_flow(
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     url, model_id = context.store_url, model or context.config.memory.embedding.model
-    embedder = _usable(model_id, dimensions, via)
-    chosen = chosen_collections(collections)
+    embedder, chosen = _usable(model_id, dimensions, via), chosen_collections(collections)
     _require_search(url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
     with recorded_run(context, "reembed", asked, lock="reembed", lock_wait_s=lock_wait_s) as run:

@@ -70,6 +70,10 @@ VERSIONS: tuple[Migration, ...] = (
     Migration("0018_written_files", "The files mempipe wrote that hold users' text"),
     Migration("0019_provider_batches", "What a run submitted to a provider's Batch API"),
     Migration("0020_store_identity", "The store's own id, made once"),
+    Migration(
+        "0021_model_options",
+        "The embedding registry records how each model was asked for its sides and dimension",
+    ),
 )
 
 

@@ -58,6 +58,9 @@ class RegistryEntry(BaseModel):
     dimensions: int
     state: ModelState
     vector_table: str
+    options: ModelOptions | None = Field(
+        default=None, description="how the model was asked (a provider model's declared options)"
+    )
 
 
 class ModelInfo(BaseModel):

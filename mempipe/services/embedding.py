@@ -6,13 +6,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mempipe.adapters.embedding import Embedder, Vector
+from mempipe.adapters.embedding import Embedder, Vector, embedder_for
+from mempipe.adapters.embedding.registry import remember_recorded
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.domain.vectors import vector_problem
 from mempipe.errors import MempipeError
 
 PROBE_TEXT = "mempipe probe"
 """What a model is asked to embed to show it answers (a re-embed's probe, a plan's line)."""
+
+
+def store_embedder(uow: UnitOfWork, model_id: str) -> Embedder:
+    """The embedder of ``model_id`` asked as this store's registry recorded it (a two-sided
+    provider model's sides): what its stored vectors were made with."""
+    recorded_options(uow)
+    return embedder_for(model_id)
+
+
+def recorded_options(uow: UnitOfWork) -> None:
+    remember_recorded(uow.models.registry())
 
 
 def embed_texts(

@@ -26,6 +26,7 @@ from mempipe.schemas.search import (
     SearchResult,
     collection_of,
 )
+from mempipe.services.embedding import recorded_options
 
 SOURCES = (STM, *(t.value for t in MemoryType))
 CANDIDATES = 50
@@ -149,6 +150,7 @@ def _query_vector(
             )
         return None
     index_model, dimensions = active
+    recorded_options(uow)
     embedder = embedder_for(index_model)
     if embedder.dimensions != dimensions:
         raise SearchError(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from prefect import get_run_logger
 
-from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.replay import ReplaySettings
+from mempipe.services.embedding import store_embedder
 from mempipe.services.replay import ReplayContext, memory_embedding_model
 
 
@@ -29,7 +29,7 @@ def extraction_context(settings: ReplaySettings, run_id: str, uow: UnitOfWork) -
     return ReplayContext(
         run_id=run_id,
         extractor=extractor_for(settings.extractor, settings.llm),
-        embedder=embedder_for(model),
+        embedder=store_embedder(uow, model),
         thresholds=settings.thresholds,
         retry=settings.retry,
         sleep=interruptible_sleep,

@@ -10,15 +10,17 @@ from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
+from mempipe.adapters.embedding.registry import options_for
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
+from mempipe.schemas.embedding import ModelOptions
 from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.services import reembed as reembedding
-from mempipe.services.embedding import PROBE_TEXT
+from mempipe.services.embedding import PROBE_TEXT, store_embedder
 from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import (
@@ -75,14 +77,22 @@ def plan_embedding(
     partitions: int,
     retry: RetryPolicy,
 ) -> EmbeddingPlan:
-    """Registers the model's vector index once, before any range writes into it."""
-    embedder = embedder_for(model)
+    """Registers the model's vector index once, before any range writes into it, with the
+    options it is asked with (a provider model's sides), recorded for every later process."""
+    embedder = store_embedder(uow, model)
     if incremental:
         serving = uow.models.active_embedding(collection)
         if serving is not None:
-            embedder = embedder_for(serving[0])
+            embedder = store_embedder(uow, serving[0])
     state = target_state(uow, collection, embedder.model_id, incremental=incremental)
-    uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
+    options = options_for(model, embedder.model_id)
+    uow.vectors.register_model(
+        collection,
+        embedder.model_id,
+        embedder.dimensions,
+        state,
+        None if options == ModelOptions() else options,
+    )
     ranges = id_ranges(uow.vectors.record_id_bounds(collection), partitions)
     return EmbeddingPlan(
         collection=collection, model_id=embedder.model_id, state=state, ranges=ranges, retry=retry
@@ -104,7 +114,7 @@ def embed_range(
     return embed_collection(
         uow,
         plan.collection,
-        embedder_for(plan.model_id),
+        store_embedder(uow, plan.model_id),
         run_id=run_id,
         batch_size=batch_size,
         retry=plan.retry,
@@ -125,7 +135,7 @@ def embed_range(
 def embed_via_batch(uow: UnitOfWork, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
     """The collection's missing vectors through the provider's Batch API: the batches an
     earlier run left open first, then what is still missing. Idempotent like a live range."""
-    embedder = embedder_for(plan.model_id)
+    embedder = store_embedder(uow, plan.model_id)
     if not isinstance(embedder, OpenAIEmbedder):
         raise ConfigError(f"{plan.model_id}: --via batch needs an OpenAI-compatible model")
     work = BatchWork(

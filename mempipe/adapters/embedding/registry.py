@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from mempipe.adapters.embedding.base import Embedder, SymmetricPlugin
 from mempipe.errors import ConfigError
 from mempipe.plugins import installed
-from mempipe.schemas.embedding import ModelOptions
+from mempipe.schemas.embedding import ModelOptions, RegistryEntry
 
 ENTRY_POINT_GROUP = "mempipe.embedding_providers"
 _declared: dict[str, ModelOptions] = {}
+_recorded: dict[str, ModelOptions] = {}
 
 
 def declare_options(options: Mapping[str, ModelOptions]) -> None:
@@ -25,10 +26,20 @@ def declare_options(options: Mapping[str, ModelOptions]) -> None:
     _declared.update(options)
 
 
+def remember_recorded(entries: Iterable[RegistryEntry]) -> None:
+    """The options a store's registry recorded with its models. They decide how a registered
+    model is asked, whatever configuration the process read: its vectors were made so."""
+    _recorded.update({e.model_id: e.options for e in entries if e.options is not None})
+
+
 def options_for(*model_ids: str) -> ModelOptions:
-    """The options declared under the first of ``model_ids`` that has any; none: the
-    provider's defaults."""
-    return next((_declared[m] for m in model_ids if m in _declared), ModelOptions())
+    """How a model is asked: as a store recorded it, else as the project declares it, under
+    the first of ``model_ids`` that has any; else the provider's defaults."""
+    for table in (_recorded, _declared):
+        for model_id in model_ids:
+            if model_id in table:
+                return table[model_id]
+    return ModelOptions()
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
-from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.embedding import ModelOptions, RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus
 from mempipe.schemas.memory import MemoryRecord
@@ -160,8 +160,16 @@ class AuditLog(Protocol):
 class Vectors(Protocol):
     """Vectors beside the records, one set per (collection, model)."""
 
-    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
-        """Create (or find) the vector table of (collection, model), in ``state`` if new."""
+    def register_model(
+        self,
+        collection: str,
+        model_id: str,
+        dimensions: int,
+        state: str,
+        options: ModelOptions | None = None,
+    ) -> str:
+        """Create (or find) the vector table of (collection, model), in ``state`` if new, with
+        the options the model is asked with (recorded once, with the model)."""
         ...
 
     def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]: ...

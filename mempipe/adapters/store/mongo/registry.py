@@ -34,6 +34,7 @@ class MongoRegistry(MongoParts):
                 dimensions=e["dimensions"],
                 state=e["state"],
                 vector_table=e["vector_table"],
+                options=e.get("options"),
             )
             for e in entries
         ]

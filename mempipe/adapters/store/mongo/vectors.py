@@ -15,6 +15,7 @@ from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.errors import StoreError
+from mempipe.schemas.embedding import ModelOptions
 from mempipe.schemas.search import STM
 
 EMBEDDED_FIELDS = dict.fromkeys(("text", "content", "name"), 1)
@@ -52,7 +53,14 @@ class MongoVectors(MongoParts):
             self._queryable.add((memory_type, name))
         return name
 
-    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+    def register_model(
+        self,
+        collection: str,
+        model_id: str,
+        dimensions: int,
+        state: str,
+        options: ModelOptions | None = None,
+    ) -> str:
         """Register (collection, model) with its own vector field and create its vector search
         index beside the others (not waited for here: writes do not need it; the switch does)."""
         registry = self.db[REGISTRY]
@@ -90,6 +98,7 @@ class MongoVectors(MongoParts):
                     "state": state,
                     "created_at": now(),
                     "serving_since": now() if state == "serving" else None,
+                    "options": None if options is None else options.model_dump(),
                 }
             )
         return name

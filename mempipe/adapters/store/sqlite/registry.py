@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.domain.reembed import RegistryChange, finalize_plan, rollback_plan, switch_plan
-from mempipe.schemas.embedding import ModelState, RegistryEntry
+from mempipe.schemas.embedding import ModelOptions, ModelState, RegistryEntry
 
 
 class SqliteRegistry(SqliteParts):
@@ -17,10 +17,15 @@ class SqliteRegistry(SqliteParts):
     def registry(self) -> list[RegistryEntry]:
         return [
             RegistryEntry(
-                collection=c, model_id=m, dimensions=d, state=ModelState(s), vector_table=t
+                collection=c,
+                model_id=m,
+                dimensions=d,
+                state=ModelState(s),
+                vector_table=t,
+                options=None if o is None else ModelOptions.model_validate_json(o),
             )
-            for c, m, d, s, t in self._rows(
-                "SELECT collection, model_id, dimensions, state, vector_table "
+            for c, m, d, s, t, o in self._rows(
+                "SELECT collection, model_id, dimensions, state, vector_table, options "
                 "FROM embedding_registry ORDER BY collection, created_at"
             )
         ]

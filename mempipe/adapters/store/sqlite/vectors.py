@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
 from mempipe.errors import StoreError
+from mempipe.schemas.embedding import ModelOptions
 
 
 class SqliteVectors(SqliteParts):
@@ -34,7 +35,14 @@ class SqliteVectors(SqliteParts):
             self.register_model(memory_type, model_id, dimensions, "serving")
         return memory_sql.vector_table(memory_type, model_id)
 
-    def register_model(self, collection: str, model_id: str, dimensions: int, state: str) -> str:
+    def register_model(
+        self,
+        collection: str,
+        model_id: str,
+        dimensions: int,
+        state: str,
+        options: ModelOptions | None = None,
+    ) -> str:
         name = memory_sql.vector_table(collection, model_id)
         registered = self._rows(
             "SELECT dimensions FROM embedding_registry WHERE collection = ? AND model_id = ?",
@@ -52,9 +60,17 @@ class SqliteVectors(SqliteParts):
                 # Workers of one run may register the same model at once: one row wins.
                 self._conn.execute(
                     "INSERT INTO embedding_registry (collection, model_id, dimensions, "
-                    "vector_table, state, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                    "vector_table, state, created_at, options) VALUES (?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (collection, model_id) DO NOTHING",
-                    (collection, model_id, dimensions, name, state, now_text()),
+                    (
+                        collection,
+                        model_id,
+                        dimensions,
+                        name,
+                        state,
+                        now_text(),
+                        None if options is None else options.model_dump_json(),
+                    ),
                 )
         return name
 
