@@ -112,11 +112,10 @@ def import_bundle(
 
 def _vectors(uow: UnitOfWork, path: Path, manifest: Manifest, batch_size: int) -> int:
     """The bundle's vectors set where the target can serve them (:func:`reusable`)."""
-    dimensions = {(e.collection, e.model_id): e.dimensions for e in manifest.registry}
+    entries = {(e.collection, e.model_id): e for e in manifest.registry}
     reused = 0
     for collection, model_id in manifest.vectors.items():
-        key = (store_collection(collection), model_id)
-        if not reusable(uow, collection, model_id, dimensions[key]):
+        if not reusable(uow, collection, entries[(store_collection(collection), model_id)]):
             continue
         for page in read_vectors(path / f"vectors-{collection}.parquet", batch_size):
             reused += set_vectors(uow, collection, model_id, page)

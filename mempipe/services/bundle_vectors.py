@@ -59,13 +59,18 @@ def write_vectors(
     return written
 
 
-def reusable(target: UnitOfWork, collection: str, model_id: str, dimensions: int) -> bool:
-    """The target serves this model for the collection, or serves nothing there yet (then it
-    serves the source's model from now on)."""
+def reusable(target: UnitOfWork, collection: str, source: RegistryEntry) -> bool:
+    """The target serves the source's model for the collection, or serves nothing there yet
+    (then it serves the source's model from now on, asked as the source recorded)."""
+    model_id = source.model_id
     served = target.models.serving_model(store_collection(collection))
     if served is None:
         target.vectors.register_model(
-            store_collection(collection), model_id, dimensions, ModelState.SERVING.value
+            store_collection(collection),
+            model_id,
+            source.dimensions,
+            ModelState.SERVING.value,
+            source.options,
         )
         return True
     return served == model_id

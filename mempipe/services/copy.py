@@ -98,7 +98,7 @@ def _copy_vectors(source: UnitOfWork, target: UnitOfWork, batch_size: int) -> di
     copied: dict[str, int] = {}
     for entry in serving(source):
         name = bundle_collection(entry.collection)
-        if not reusable(target, name, entry.model_id, entry.dimensions):
+        if not reusable(target, name, entry):
             continue
         copied[name] = sum(
             set_vectors(target, name, entry.model_id, page)

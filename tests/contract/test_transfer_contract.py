@@ -186,3 +186,28 @@ def test_turn_values_read_back_exactly_as_written(backend) -> None:
         assert by_seq[written.turn_seq].model_dump(exclude={"snapshot_id"}) == written.model_dump(
             exclude={"snapshot_id"}
         )
+
+
+def test_a_models_options_are_recorded_with_it_and_travel_with_its_vectors(backend) -> None:
+    """Recorded once, with the model; a copy or a bundle's target that takes the model over
+    records them too, so it is searched as the source was embedded."""
+    from mempipe.schemas.embedding import ModelOptions, SideOptions
+    from mempipe.services.bundle_vectors import reusable
+
+    asked = ModelOptions(
+        query=SideOptions(fields={"input_type": "query"}),
+        document=SideOptions(fields={"input_type": "document"}),
+        dimensions_parameter="output_dimension",
+    )
+    model = "openai:voyage-3.5:8"
+    backend.register_model("semantic", model, 8, "serving", asked)
+    backend.register_model("semantic", model, 8, "serving", ModelOptions())
+    backend.register_model("stm", "hashing-8", 8, "serving")
+    recorded = {e.model_id: e.options for e in backend.registry()}
+    assert recorded == {model: asked, "hashing-8": None}
+
+    source = next(e for e in backend.registry() if e.model_id == model)
+    moved = source.model_copy(update={"collection": "episodic"})
+    assert reusable(UnitOfWork(backend), "episodic", moved)
+    taken = {e.collection: e.options for e in backend.registry() if e.model_id == model}
+    assert taken == {"semantic": asked, "episodic": asked}
