@@ -24,7 +24,13 @@ if TYPE_CHECKING:
 
 @click.group(invoke_without_command=True)
 @click.option("--model", default=None, help="Embedding model id (default: the configured one).")
-@click.option("--dimensions", type=int, default=None, help="Check the model's dimension.")
+@click.option(
+    "--dimensions",
+    type=int,
+    default=None,
+    help="An openai: model's size to move to (a Matryoshka model's is cut from the stored "
+    "vectors, with no request); for any other model, the size it must have.",
+)
 @click.option(
     "--collections",
     default=None,

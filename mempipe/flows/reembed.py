@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
+from mempipe.adapters.embedding.registry import OPENAI_MODEL
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.reembed import decide_switch
@@ -52,6 +53,7 @@ from mempipe.tasks.reembed import (
     embed_range,
     embed_via_batch,
     finalize_models,
+    find_cuts,
     plan_embedding,
     probe_model,
     recall_gate,
@@ -79,7 +81,7 @@ class Reembed(Job[ReembedSummary], ListsCollections):
 
     def check(self, context: AppContext) -> None:
         if self.model is not None:
-            embedder_for(self.model)
+            embedder_for(target_model(self.model, self.dimensions, context.config))
         if self.gate and self.gate_source not in chosen_collections(self.collections):
             raise ConfigError(
                 f"--gate-source {self.gate_source} is not among the collections this re-embed "
@@ -100,7 +102,7 @@ def _plan(uow: UnitOfWork, request: Reembed, config: ProjectConfig) -> RunPlan:
     return reembed_plan(
         uow,
         chosen_collections(request.collections),
-        request.model or config.memory.embedding.model,
+        target_model(request.model, request.dimensions, config),
         incremental=request.incremental,
         batch_size=request.batch_size,
         via=request.via,
@@ -166,7 +168,7 @@ def reembed_flow(
     (``incremental``): the module's notes say how, and what a failure leaves."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, model_id = context.store_url, model or context.config.memory.embedding.model
+    url, model_id = context.store_url, target_model(model, dimensions, context.config)
     embedder, chosen = _usable(model_id, dimensions, via), chosen_collections(collections)
     _require_search(url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
@@ -202,8 +204,11 @@ def _usable(model_id: str, dimensions: int | None, via: Via) -> Embedder:
 def _plans(
     url: str, chosen: list[str], model_id: str, incremental: bool, partitions: int
 ) -> list[EmbeddingPlan]:
-    """The model probed (before the registry is touched), then each collection's plan."""
-    probe_model(model_id)
+    """The model probed (before the registry is touched), then each collection's plan. A move
+    whose every collection is cut from the vectors it holds (a Matryoshka model's smaller size)
+    sends no request, and no probe."""
+    if incremental or not all(find_cuts(url, chosen, model_id).values()):
+        probe_model(model_id)
     retry = load_retry_policy()
     return [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
 
@@ -266,6 +271,18 @@ def _embed_live(
         )
     )
     return [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]
+
+
+def target_model(model: str | None, dimensions: int | None, config: ProjectConfig) -> str:
+    """The model a re-embed moves to: ``--model``, else the configured one. ``--dimensions`` is
+    the size of an OpenAI-compatible model (``openai:MODEL`` at ``N``: a Matryoshka model's
+    smaller size is cut from the vectors the store holds); for any other, the size it must
+    have."""
+    model_id = model or config.memory.embedding.model
+    match = OPENAI_MODEL.match(model_id)
+    if dimensions is None or match is None:
+        return model_id
+    return f"openai:{match['model']}:{dimensions}"
 
 
 def chosen_collections(collections: list[str] | None) -> list[str]:

@@ -38,6 +38,11 @@ class ModelOptions(BaseModel):
     document: SideOptions = Field(default_factory=SideOptions)
     fields: dict[str, RequestValue] = Field(default_factory=dict)
     dimensions_parameter: str | None = "dimensions"
+    matryoshka: bool = Field(
+        default=False,
+        description="its vector at N dimensions is its first N values, renormalized (OpenAI's "
+        "text-embedding-3-*, voyage-3.5): a smaller size is cut from stored vectors",
+    )
 
     @property
     def symmetric(self) -> bool:

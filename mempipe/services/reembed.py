@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from mempipe.adapters.embedding import Embedder
+from mempipe.adapters.embedding.registry import cut_of
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy, failure_class
+from mempipe.domain.vectors import vector_problem
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
+from mempipe.schemas.bundle import BundleSelection, bundle_collection
 from mempipe.schemas.embedding import ModelState
 from mempipe.schemas.evaluation import QueryFile
 from mempipe.schemas.failure import Failure
@@ -55,6 +60,36 @@ def target_state(uow: UnitOfWork, collection: str, model_id: str, *, incremental
     if serving is not None and (incremental or serving[0] == model_id):
         return ModelState.SERVING.value
     return ModelState.BUILDING.value
+
+
+def cut_source(uow: UnitOfWork, collection: str, model_id: str) -> str | None:
+    """The collection's serving model, where ``model_id``'s vectors are a cut of its."""
+    serving = uow.models.active_embedding(collection)
+    return serving[0] if serving is not None and cut_of(serving[0], model_id) else None
+
+
+def cut_collection(
+    uow: UnitOfWork, collection: str, source: str, target: str, dimensions: int, batch_size: int
+) -> int:
+    """Give every record that has a ``source`` vector its ``target`` vector without a provider
+    call: the first ``dimensions`` values, renormalized (what a Matryoshka model's provider
+    returns for that size). Records the source has no vector for are left to the embedder.
+    Idempotent: only missing vectors are written. Returns how many were written."""
+    name, everything, written, after = bundle_collection(collection), BundleSelection(), 0, None
+    while True:
+        page, after = uow.transfer.export_vectors(name, source, everything, after, batch_size)
+        if page:
+            cut = np.asarray([vector for _, vector in page], dtype=np.float64)[:, :dimensions]
+            cut /= np.maximum(np.linalg.norm(cut, axis=1, keepdims=True), 1e-12)
+            rowids = uow.transfer.record_rowids(name, [ref for ref, _ in page])
+            derived = [
+                (rowids[ref], row)
+                for (ref, _), row in zip(page, cut.tolist(), strict=True)
+                if ref in rowids and vector_problem(row) is None
+            ]
+            written += uow.vectors.set_vectors(collection, target, derived)
+        if after is None:
+            return written
 
 
 def embed_collection(

@@ -12,7 +12,15 @@ from mempipe.domain.costs import cut_into_files
 from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.replay import LLMSettings
-from mempipe.services.run_plans import Tally, embedding_line, probe_line, request_chunks, run_plan
+from mempipe.services.reembed import cut_source
+from mempipe.services.run_plans import (
+    Tally,
+    cut_line,
+    embedding_line,
+    probe_line,
+    request_chunks,
+    run_plan,
+)
 
 
 def reembed_plan(
@@ -29,7 +37,8 @@ def reembed_plan(
 ) -> RunPlan:
     """Every record still without a vector of the model the run fills (the serving one, for an
     incremental run), read in pages; each page cut into requests as the embedder cuts it."""
-    lines = [probe_line(model_id)]
+    cuts = [] if incremental else [cut_source(uow, c, model_id) for c in collections]
+    lines = [] if cuts and all(cuts) else [probe_line(model_id)]
     files = 0
     for collection in collections:
         target = model_id
@@ -39,7 +48,11 @@ def reembed_plan(
         counter = embedding_counter(target)
         tally = Tally(sizes=[] if via == "batch" else None)
         page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
-        for page in _missing_texts(uow, collection, target, page_size):
+        source = None if incremental else cut_source(uow, collection, target)
+        if source is not None:  # cut from the vectors held; the embedder gets what they lack
+            derived = uow.vectors.vector_counts(collection, source)[1]
+            lines.append(cut_line(f"cut {collection}", target, derived))
+        for page in _missing_texts(uow, collection, source or target, page_size):
             for texts in request_chunks(page, target):
                 tally.add({"model": target, "input": texts}, len(texts), sum(counter.count(texts)))
         if not tally.items:

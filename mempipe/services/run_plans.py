@@ -98,6 +98,19 @@ def probe_line(model_id: str) -> PlanLine:
     )
 
 
+def cut_line(purpose: str, model_id: str, vectors: int) -> PlanLine:
+    """Vectors cut from those the store holds: no request, no token."""
+    return PlanLine(
+        purpose=purpose,
+        model=model_id,
+        tokenizer="none: cut from stored vectors",
+        items=vectors,
+        requests=0,
+        input_tokens=0,
+        provider=False,
+    )
+
+
 def run_plan(
     job: str,
     store_url: str,

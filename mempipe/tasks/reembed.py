@@ -25,6 +25,8 @@ from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import (
     IdRange,
+    cut_collection,
+    cut_source,
     embed_collection,
     id_ranges,
     target_state,
@@ -43,6 +45,10 @@ class EmbeddingPlan(BaseModel):
     state: str
     ranges: list[IdRange]
     retry: RetryPolicy = RetryPolicy()
+    cut_from: str | None = None
+    """The serving model whose vectors the new ones are cut from (a Matryoshka model's smaller
+    size): no provider call but for records it has no vector for."""
+    dimensions: int = 0
 
 
 PROBE_RETRY = RetryPolicy(max_attempts=2, max_seconds=20)
@@ -93,10 +99,24 @@ def plan_embedding(
         state,
         None if options == ModelOptions() else options,
     )
-    ranges = id_ranges(uow.vectors.record_id_bounds(collection), partitions)
+    cut_from = None if incremental else cut_source(uow, collection, embedder.model_id)
+    ranges = id_ranges(uow.vectors.record_id_bounds(collection), 1 if cut_from else partitions)
     return EmbeddingPlan(
-        collection=collection, model_id=embedder.model_id, state=state, ranges=ranges, retry=retry
+        collection=collection,
+        model_id=embedder.model_id,
+        state=state,
+        ranges=ranges,
+        retry=retry,
+        cut_from=cut_from,
+        dimensions=embedder.dimensions,
     )
+
+
+@task(name="find-cuts", cache_policy=NO_CACHE)
+@given_store(read_only=True)
+def find_cuts(uow: UnitOfWork, collections: list[str], model_id: str) -> dict[str, str | None]:
+    """Each collection's serving model where ``model_id``'s vectors can be cut from it."""
+    return {c: cut_source(uow, c, model_id) for c in collections}
 
 
 @task(
@@ -110,8 +130,14 @@ def plan_embedding(
 def embed_range(
     uow: UnitOfWork, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
-    """Idempotent: only the vectors still missing in the range are written."""
-    return embed_collection(
+    """Idempotent: only the vectors still missing in the range are written. A cut writes what
+    it derives first; the embedder is asked only for what is left."""
+    cut = 0
+    if plan.cut_from is not None:
+        cut = cut_collection(
+            uow, plan.collection, plan.cut_from, plan.model_id, plan.dimensions, batch_size
+        )
+    report = embed_collection(
         uow,
         plan.collection,
         store_embedder(uow, plan.model_id),
@@ -122,6 +148,7 @@ def embed_range(
         state=plan.state,
         id_range=id_range,
     )
+    return report.model_copy(update={"embedded_now": report.embedded_now + cut})
 
 
 @task(

@@ -123,6 +123,23 @@ def faulty(fault: str, dimensions: int, hang_s: float = 30.0) -> Callable[[dict[
     return respond
 
 
+def matryoshka(full: int) -> Callable[[dict[str, Any]], Answer]:
+    """A Matryoshka model, as OpenAI's text-embedding-3-* answer: the vector at ``dimensions``
+    is the first values of the ``full`` one, renormalized."""
+
+    def answer(body: dict[str, Any]) -> Answer:
+        import numpy as np
+
+        whole = embeddings(body, full)
+        size = int(body.get("dimensions", full))
+        for item in whole.body["data"]:
+            cut = np.asarray(item["embedding"], dtype=np.float64)[:size]
+            item["embedding"] = (cut / np.linalg.norm(cut)).tolist()
+        return whole
+
+    return answer
+
+
 def _with_nan(body: dict[str, Any]) -> bytes:
     """The body with the first value of each vector NaN (Python's json writes it as ``NaN``)."""
     for item in body["data"]:

@@ -15,6 +15,8 @@ from mempipe.plugins import installed
 from mempipe.schemas.embedding import ModelOptions, RegistryEntry
 
 ENTRY_POINT_GROUP = "mempipe.embedding_providers"
+OPENAI_MODEL = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>[1-9]\d*))?$")
+"""``openai:<model>[:<dimensions>]``: a model of an OpenAI-compatible endpoint."""
 _declared: dict[str, ModelOptions] = {}
 _recorded: dict[str, ModelOptions] = {}
 
@@ -118,7 +120,7 @@ class OpenAIProvider:
     """Any model of an OpenAI-compatible endpoint, configured like the LLM (``MEMPIPE_LLM_*``)."""
 
     form = "openai:<model>[:<dimensions>]"
-    _ID = re.compile(r"^openai:(?P<model>[^:]+)(?::(?P<dimensions>[1-9]\d*))?$")
+    _ID = OPENAI_MODEL
 
     def claims(self, model_id: str) -> bool:
         return self._ID.match(model_id) is not None
@@ -144,6 +146,35 @@ class OpenAIProvider:
         from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS
 
         return {f"openai:{model}": d for model, d in DEFAULT_DIMENSIONS.items()}
+
+
+MATRYOSHKA = frozenset({"text-embedding-3-small", "text-embedding-3-large"})
+"""Provider models known to be Matryoshka without a declaration."""
+
+
+def cut_of(source_id: str, target_id: str) -> bool:
+    """Whether ``target_id``'s vectors are ``source_id``'s cut to fewer dimensions and
+    renormalized: the same provider model at a smaller size, the model Matryoshka (known, or
+    declared ``matryoshka`` in the project's options, under any of its ids). The same model
+    at a smaller size that is not Matryoshka is refused, naming the reason: its smaller
+    vectors are another model's, and would be paid for as one."""
+    from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS
+
+    source, target = OPENAI_MODEL.match(source_id), OPENAI_MODEL.match(target_id)
+    if source is None or target is None or source["model"] != target["model"]:
+        return False
+    sizes = [m["dimensions"] or DEFAULT_DIMENSIONS.get(m["model"]) for m in (source, target)]
+    if sizes[0] is None or sizes[1] is None or int(sizes[1]) >= int(sizes[0]):
+        return False
+    model = target["model"]
+    if model in MATRYOSHKA or options_for(target_id, source_id, f"openai:{model}").matryoshka:
+        return True
+    raise ConfigError(
+        f"{target_id} is not a cut of {source_id}: {model} is not declared Matryoshka (its "
+        f"first {sizes[1]} values are not its {sizes[1]}-dimension vector). Declare "
+        f"'matryoshka: true' under memory.embedding.options for openai:{model} if its "
+        "provider says so, or move to another model id"
+    )
 
 
 BUILT_IN: tuple[EmbeddingProvider, ...] = (
