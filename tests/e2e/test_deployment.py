@@ -1,6 +1,7 @@
 """What ops do: start a Prefect server on a free port, deploy from prefect.yaml, start a process
-worker, run the backfill, replay and audit-report deployments with `prefect deployment run ...
---param ... --watch`, and look at the store and the Parquet audit; tear everything down."""
+worker, run the backfill, replay, audit-report and re-embed deployments with `prefect deployment
+run ... --param ... --watch`, and look at the store and the Parquet audit; tear everything
+down."""
 
 from __future__ import annotations
 
@@ -186,6 +187,12 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
                 ops_env,
                 tmp_path,
             ),
+            run_deployment(  # to a real two-sided model, searched on its query side after
+                "reembed/reembed-migration",
+                {"model": "multilingual-e5-small", **common},
+                ops_env,
+                tmp_path,
+            ),
         ]
     for run in runs:
         output = run.stdout + run.stderr
@@ -196,9 +203,11 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     stats = opened.stats()
     orgs = opened._conn.execute("SELECT DISTINCT org_id FROM turns").fetchall()
     audited = len(list(opened.audit_rows()))
+    registry = opened.registry()
     opened.close()
     assert (stats.turns, stats.sessions, stats.unpromoted_turns) == (34, 12, 0)
-    assert stats.runs == {"completed": 3}, "backfill, replay and the report"
+    assert stats.runs == {"completed": 4}, "backfill, replay, the report and the move"
+    assert {e.model_id for e in registry if e.state == "serving"} == {"multilingual-e5-small"}
     assert orgs == [("acme",)]
     assert stats.snapshots["done"] == stats.snapshots["total"] > 0
     assert audited > 0
