@@ -20,11 +20,13 @@ PROBE_TEXT = "mempipe probe"
 def store_embedder(uow: UnitOfWork, model_id: str) -> Embedder:
     """The embedder of ``model_id`` asked as this store's registry recorded it (a two-sided
     provider model's sides): what its stored vectors were made with."""
-    recorded_options(uow)
+    take_recorded_options(uow)
     return embedder_for(model_id)
 
 
-def recorded_options(uow: UnitOfWork) -> None:
+def take_recorded_options(uow: UnitOfWork) -> None:
+    """How this store's registry says its models are asked, taken for the embedders this
+    process builds (before the configuration's: the stored vectors were made so)."""
     remember_recorded(uow.models.registry())
 
 

@@ -26,7 +26,7 @@ from mempipe.schemas.search import (
     SearchResult,
     collection_of,
 )
-from mempipe.services.embedding import recorded_options
+from mempipe.services.embedding import take_recorded_options
 
 SOURCES = (STM, *(t.value for t in MemoryType))
 CANDIDATES = 50
@@ -150,7 +150,7 @@ def _query_vector(
             )
         return None
     index_model, dimensions = active
-    recorded_options(uow)
+    take_recorded_options(uow)
     embedder = embedder_for(index_model)
     if embedder.dimensions != dimensions:
         raise SearchError(
