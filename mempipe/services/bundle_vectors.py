@@ -21,14 +21,12 @@ def serving(uow: UnitOfWork) -> list[RegistryEntry]:
 
 
 def vector_pages(
-    uow: UnitOfWork, collection: str, model_id: str, selection: BundleSelection, batch_size: int
+    uow: UnitOfWork, entry: RegistryEntry, selection: BundleSelection, batch_size: int
 ) -> Iterator[list[tuple[str, list[float]]]]:
-    """(reference, vector) of every record of ``collection`` (the store's name for it) that
-    has a ``model_id`` vector, in pages."""
     after = None
     while True:
         page, after = uow.transfer.export_vectors(
-            bundle_collection(collection), model_id, selection, after, batch_size
+            bundle_collection(entry.collection), entry.model_id, selection, after, batch_size
         )
         if page:
             yield page
@@ -49,7 +47,7 @@ def write_vectors(
         count = 0
         name = bundle_collection(entry.collection)
         with pq.ParquetWriter(out / f"vectors-{name}.parquet", schema) as writer:
-            for page in vector_pages(uow, entry.collection, entry.model_id, selection, batch_size):
+            for page in vector_pages(uow, entry, selection, batch_size):
                 writer.write_table(
                     pa.table(
                         {"id": [r for r, _ in page], "vector": [v for _, v in page]},

@@ -102,9 +102,7 @@ def _copy_vectors(source: UnitOfWork, target: UnitOfWork, batch_size: int) -> di
             continue
         copied[name] = sum(
             set_vectors(target, name, entry.model_id, page)
-            for page in vector_pages(
-                source, entry.collection, entry.model_id, EVERYTHING, batch_size
-            )
+            for page in vector_pages(source, entry, EVERYTHING, batch_size)
         )
     return copied
 

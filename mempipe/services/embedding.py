@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mempipe.adapters.embedding import Embedder, Vector, embedder_for
-from mempipe.adapters.embedding.registry import remember_recorded
+from mempipe.adapters.embedding.registry import OPENAI_MODEL, remember_recorded
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.domain.vectors import vector_problem
@@ -20,14 +20,17 @@ PROBE_TEXT = "mempipe probe"
 def store_embedder(uow: UnitOfWork, model_id: str) -> Embedder:
     """The embedder of ``model_id`` asked as this store's registry recorded it (a two-sided
     provider model's sides): what its stored vectors were made with."""
-    take_recorded_options(uow)
+    take_recorded_options(uow, model_id)
     return embedder_for(model_id)
 
 
-def take_recorded_options(uow: UnitOfWork) -> None:
-    """How this store's registry says its models are asked, taken for the embedders this
-    process builds (before the configuration's: the stored vectors were made so)."""
-    remember_recorded(uow.models.registry())
+def take_recorded_options(uow: UnitOfWork, model_id: str) -> None:
+    """How this store's registry says ``model_id`` is asked, taken for the embedders this
+    process builds (before the configuration's: the stored vectors were made so). Only a
+    provider model is asked with options: for any other the registry is not read (a search
+    pays for no extra read)."""
+    if OPENAI_MODEL.match(model_id):
+        remember_recorded(uow.models.registry())
 
 
 def embed_texts(

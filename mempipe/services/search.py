@@ -150,7 +150,7 @@ def _query_vector(
             )
         return None
     index_model, dimensions = active
-    take_recorded_options(uow)
+    take_recorded_options(uow, index_model)
     embedder = embedder_for(index_model)
     if embedder.dimensions != dimensions:
         raise SearchError(

@@ -17,13 +17,13 @@ from mempipe.adapters.llm.guard import ProviderGuard
 from mempipe.adapters.llm.openai_compat import openai_client
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import embedding_counter
-
-if TYPE_CHECKING:
-    import openai
 from mempipe.schemas.embedding import ModelOptions, SideOptions
 from mempipe.schemas.errors import describe
 from mempipe.schemas.provider import EmbeddingList
 from mempipe.schemas.replay import LLMSettings
+
+if TYPE_CHECKING:
+    import openai
 
 BATCH = 256
 DEFAULT_DIMENSIONS = {
@@ -95,22 +95,18 @@ class OpenAIEmbedder:
 
     def _embed(self, texts: Sequence[str], *, query: bool) -> list[Vector | None]:
         vectors: list[Vector | None] = []
-        prefix = self._side(query).prefix
         for start in range(0, len(texts), BATCH):
-            chunk = list(texts[start : start + BATCH])
-            sent = [prefix + text for text in chunk]
-            tokens = sum(self._counter.count(sent)) if self._counter is not None else 0
-            vectors.extend(
-                self._guard.send(lambda chunk=chunk: self._send(chunk, query=query), tokens)
-            )
+            body = self.request_body(texts[start : start + BATCH], query=query)
+            tokens = sum(self._counter.count(body["input"])) if self._counter is not None else 0
+            vectors.extend(self._guard.send(lambda body=body: self._send(body), tokens))
         return vectors
 
-    def _send(self, chunk: list[str], *, query: bool) -> list[Vector]:
-        body = self.request_body(chunk, query=query)
-        known = {"model", "input", "encoding_format", "dimensions"}
-        extra = {k: v for k, v in body.items() if k not in known}
+    def _send(self, body: dict[str, Any]) -> list[Vector]:
+        """The client's own parameters as such; the model's other fields in ``extra_body``."""
+        own = {"model", "input", "encoding_format", "dimensions"}
         raw = self._client.embeddings.with_raw_response.create(
-            **{k: v for k, v in body.items() if k in known}, extra_body=extra or None
+            **{k: v for k, v in body.items() if k in own},
+            extra_body={k: v for k, v in body.items() if k not in own} or None,
         )
         answer = validated(raw, EmbeddingList, self.model_id)
-        return embedding_vectors(answer, len(chunk), self.dimensions, self.model_id)
+        return embedding_vectors(answer, len(body["input"]), self.dimensions, self.model_id)
