@@ -98,13 +98,14 @@ class AppContext:
 
 def prepare_store(url: str, config: ProjectConfig | None, *, create: bool = False) -> None:
     """Apply pending migrations, then record ``config``'s partition keys and custom types
-    (write-once: a removal or a change is refused before any work starts), and what the
-    store's server can do. Without ``create`` a store that is not there is refused, and nothing
-    is created."""
+    (write-once: a removal or a change is refused before any work starts), its vector indexes'
+    quantization (changeable), and what the store's server can do. Without ``create`` a store
+    that is not there is refused, and nothing is created."""
     with closing(open_store(url, migrate=True, existing=not create)) as store:
         store.record_capabilities()
         if config is not None:
             store.declare(config.memory.metadata_partition_keys, config.memory.custom_types)
+            store.declare_quantization(config.memory.vector_index.declared())
 
 
 def load_context(

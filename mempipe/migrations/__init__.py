@@ -74,6 +74,7 @@ VERSIONS: tuple[Migration, ...] = (
         "0021_model_options",
         "The embedding registry records how each model was asked for its sides and dimension",
     ),
+    Migration("0022_vector_quantization", "Each collection declares its vector quantization"),
 )
 
 

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
 from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.costs import CostConfig
-from mempipe.schemas.embedding import ModelOptions
+from mempipe.schemas.embedding import COLLECTIONS, ModelOptions
+from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MemoryType
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -85,6 +86,30 @@ class EmbeddingConfig(BaseModel):
     )
 
 
+class VectorIndexConfig(BaseModel):
+    """How the vector indexes are built. Changeable: a changed quantization leaves the indexes
+    drifted until ``mempipe rebuild-indexes --force`` rebuilds them from the kept vectors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quantization: Quantization = Quantization.NONE
+    collections: dict[str, Quantization] = Field(
+        default_factory=dict, description="a collection's own quantization, over the default"
+    )
+
+    @field_validator("collections")
+    @classmethod
+    def _known(cls, collections: dict[str, Quantization]) -> dict[str, Quantization]:
+        unknown = sorted(set(collections) - set(COLLECTIONS))
+        if unknown:
+            raise ValueError(f"unknown collections {unknown}; known: {', '.join(COLLECTIONS)}")
+        return collections
+
+    def declared(self) -> dict[str, Quantization]:
+        """Every collection's quantization."""
+        return {c: self.collections.get(c, self.quantization) for c in COLLECTIONS}
+
+
 class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -95,6 +120,7 @@ class MemoryConfig(BaseModel):
     )
     custom_types: list[CustomTypeConfig] = Field(default_factory=list)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    vector_index: VectorIndexConfig = Field(default_factory=VectorIndexConfig)
     reconcile: ReconcileThresholds = Field(default_factory=ReconcileThresholds)
 
     @field_validator("metadata_partition_keys")

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mempipe.schemas.embedding import RegistryEntry
+from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
+
+
+class Quantization(StrEnum):
+    """How a vector index compares vectors, in Atlas Vector Search's words. A quantized index
+    finds its candidates by the quantized vectors and ranks them by the full ones, which the
+    store keeps (Atlas keeps them in the documents; SQLite beside the quantized column): scores
+    stay cosine similarities, so reconciliation's thresholds mean the same at every setting."""
+
+    NONE = "none"
+    """Full 32-bit floats (sqlite-vec ``float``)."""
+    SCALAR = "scalar"
+    """One byte a dimension (sqlite-vec ``int8``): a quarter of the bytes a search reads."""
+    BINARY = "binary"
+    """One bit a dimension (sqlite-vec ``bit``, Hamming distance): a thirty-second."""
+
+
+UNQUANTIZED: Mapping[str, Quantization] = MappingProxyType(
+    dict.fromkeys(COLLECTIONS, Quantization.NONE)
+)
+"""What a store declares until a configuration says otherwise."""
 
 
 class IndexState(StrEnum):

@@ -112,8 +112,21 @@ def _listed(index: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+QUANTIZATIONS = ("none", "scalar", "binary")
+"""Atlas Vector Search's ``quantization`` values ("Index Fields for Vector Search")."""
+
+
+def _check(definition: dict[str, Any]) -> None:
+    for field in definition.get("fields", []):
+        if field.get("type") == "vector" and field.get("quantization", "none") not in QUANTIZATIONS:
+            raise OperationFailure(
+                f"quantization must be one of {QUANTIZATIONS}: {field['quantization']!r}", code=2
+            )
+
+
 def create_search_index(self: mongomock.Collection, model: SearchIndexModel | dict) -> str:
     document = model.document if isinstance(model, SearchIndexModel) else model
+    _check(document["definition"])
     name = document.get("name", "default")
     if name in _indexes(self):
         # Atlas's answer to a duplicate name carries no documented code: never rely on one.
@@ -143,6 +156,7 @@ def update_search_index(self: mongomock.Collection, name: str, definition: dict)
     index = _indexes(self).get(name)
     if index is None or index["status"] == "DELETING":
         raise OperationFailure(f"Index {name} not found", code=27)
+    _check(definition)
     index["latestDefinition"] = definition
     if UPDATE_DELAY_S <= 0:
         index["serving"] = definition

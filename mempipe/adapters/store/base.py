@@ -4,7 +4,7 @@ of the same name (``sqlite/turns.py`` and ``mongo/turns.py``, ...)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
@@ -21,7 +21,7 @@ from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import ModelOptions, RegistryEntry
 from mempipe.schemas.failure import Failure
-from mempipe.schemas.indexes import IndexStatus
+from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.schemas.search import Hit, Near, ReadFilter
@@ -296,6 +296,14 @@ class Schema(Protocol):
     def declare(
         self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
     ) -> list[tuple[str, str]]: ...
+
+    quantization: Mapping[str, Quantization]
+    """Each collection's declared vector-index quantization."""
+
+    def declare_quantization(self, declared: Mapping[str, Quantization]) -> None:
+        """Record each collection's quantization as declared now (changeable: a change leaves
+        the vector indexes drifted until `rebuild-indexes --force`)."""
+        ...
 
     def applied_migrations(self) -> list[str]: ...
 

@@ -3,7 +3,7 @@ transaction, and error translation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from mempipe.adapters.store.mongo.documents import collection_name
 from mempipe.adapters.store.mongo.exceptions import translate
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
 from mempipe.errors import StoreError
+from mempipe.schemas.indexes import UNQUANTIZED, Quantization
 
 REGISTRY = "embedding_registry"
 CAPABILITIES = "capabilities"
@@ -73,6 +74,7 @@ class MongoParts:
     search_indexes: SearchIndexes
     partition_keys: tuple[str, ...] = ()
     custom_types: tuple[str, ...] = ()
+    quantization: Mapping[str, Quantization] = UNQUANTIZED
     _session: ClientSession | None = None
     _queryable: set[tuple[str, str]]
 

@@ -3,7 +3,7 @@ against them and rebuilt."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mempipe.adapters.store.mongo import pipelines
@@ -11,7 +11,7 @@ from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.domain.declarations import check_declarations, declared_definitions
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
-from mempipe.schemas.indexes import IndexState, IndexStatus
+from mempipe.schemas.indexes import UNQUANTIZED, IndexState, IndexStatus, Quantization
 
 TEXT_KIND = "search"
 VECTOR_KIND = "vectorSearch"
@@ -23,6 +23,11 @@ def vector_differences(actual: dict[str, Any], declared: dict[str, Any]) -> list
     for name in ("path", "numDimensions", "similarity"):
         if have.get(name) != want[name]:
             differences.append(f"{name} {have.get(name)}, declared {want[name]}")
+    quantization = have.get("quantization", Quantization.NONE.value)
+    if quantization != want.get("quantization", Quantization.NONE.value):
+        differences.append(
+            f"quantization {quantization}, declared {want.get('quantization', 'none')}"
+        )
     differences.extend(
         filter_differences(pipelines.declared_filters(actual), pipelines.declared_filters(declared))
     )
@@ -48,6 +53,26 @@ class MongoIndexAdmin(MongoParts):
             declared = list(self.db["declarations"].find().sort("name", 1))
         self.partition_keys = tuple(d["name"] for d in declared if d["kind"] == "partition_key")
         self.custom_types = tuple(d["name"] for d in declared if d["kind"] == "custom_type")
+        with self._errors("vector_index_settings"):
+            settings = list(self.db["vector_index_settings"].find())
+        self.quantization = {
+            **UNQUANTIZED,
+            **{s["_id"]: Quantization(s["quantization"]) for s in settings},
+        }
+
+    def declare_quantization(self, declared: Mapping[str, Quantization]) -> None:
+        """Record each collection's quantization as the configuration declares it now (a
+        change leaves its vector indexes drifted until rebuilt on purpose)."""
+        changed = {c: q for c, q in declared.items() if self.quantization[c] is not q}
+        if changed:
+            with self._errors("vector_index_settings"):
+                for collection, quantization in changed.items():
+                    self.db["vector_index_settings"].replace_one(
+                        {"_id": collection},
+                        {"quantization": quantization.value, "declared_at": now()},
+                        upsert=True,
+                    )
+            self.load_declarations()
 
     def declare(
         self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
@@ -165,7 +190,11 @@ class MongoIndexAdmin(MongoParts):
     def _declared_vector(self, entry: RegistryEntry) -> dict[str, Any]:
         path = self._entry(entry.collection, entry.model_id)["path"]
         return pipelines.vector_index_definition(
-            entry.collection, path, entry.dimensions, self.partition_keys
+            entry.collection,
+            path,
+            entry.dimensions,
+            self.partition_keys,
+            self.quantization[entry.collection],
         )
 
     def _repair(self, status: IndexStatus, force: bool) -> IndexStatus:

@@ -18,6 +18,7 @@ from mempipe.adapters.store.mongo.documents import (
     searched_fields,
 )
 from mempipe.domain.partition_keys import METADATA_PREFIX
+from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.search import STM
 
 SIMILARITY = "cosine"
@@ -52,11 +53,20 @@ def filter_paths(collection: str, partition_keys: tuple[str, ...]) -> tuple[str,
 
 
 def vector_index_definition(
-    collection: str, path: str, dimensions: int, partition_keys: tuple[str, ...]
+    collection: str,
+    path: str,
+    dimensions: int,
+    partition_keys: tuple[str, ...],
+    quantization: Quantization = Quantization.NONE,
 ) -> dict[str, Any]:
+    """Atlas Vector Search: ``quantization`` is left out when none (Atlas's default), so an
+    index made before quantization was declared is not drift."""
+    vector = {"type": "vector", "path": path, "numDimensions": dimensions, "similarity": SIMILARITY}
+    if quantization is not Quantization.NONE:
+        vector["quantization"] = quantization.value
     return {
         "fields": [
-            {"type": "vector", "path": path, "numDimensions": dimensions, "similarity": SIMILARITY},
+            vector,
             *({"type": "filter", "path": p} for p in filter_paths(collection, partition_keys)),
         ]
     }

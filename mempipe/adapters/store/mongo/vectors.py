@@ -82,7 +82,7 @@ class MongoVectors(MongoParts):
                 name,
                 "vectorSearch",
                 pipelines.vector_index_definition(
-                    collection, path, dimensions, self.partition_keys
+                    collection, path, dimensions, self.partition_keys, self.quantization[collection]
                 ),
             )
         # Workers of one run may register the same model at once: one document wins.

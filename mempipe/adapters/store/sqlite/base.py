@@ -3,7 +3,7 @@ back as mempipe's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +14,7 @@ import numpy as np
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.exceptions import translate
+from mempipe.schemas.indexes import UNQUANTIZED, Quantization
 
 
 def now_text() -> str:
@@ -32,6 +33,7 @@ class SqliteParts:
     _conn: apsw.Connection
     partition_keys: tuple[str, ...] = ()
     custom_types: tuple[str, ...] = ()
+    quantization: Mapping[str, Quantization] = UNQUANTIZED
 
     @contextmanager
     def _reader(self) -> Iterator[apsw.Connection]:

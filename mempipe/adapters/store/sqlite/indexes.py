@@ -4,14 +4,14 @@ checked against them and rebuilt."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.domain.declarations import check_declarations, declared_definitions
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.embedding import COLLECTIONS, RegistryEntry
-from mempipe.schemas.indexes import IndexState, IndexStatus
+from mempipe.schemas.indexes import UNQUANTIZED, IndexState, IndexStatus, Quantization
 
 TEXT_INDEXES = {name: f"{memory_sql.source_table(name)[0]}_fts" for name in COLLECTIONS}
 """collection -> its FTS5 index."""
@@ -31,6 +31,23 @@ class SqliteIndexAdmin(SqliteParts):
             declared = self._rows("SELECT kind, name FROM declarations ORDER BY name")
             self.partition_keys = tuple(n for k, n in declared if k == "partition_key")
             self.custom_types = tuple(n for k, n in declared if k == "custom_type")
+        if self._rows("SELECT 1 FROM sqlite_master WHERE name = 'vector_index_settings'"):
+            settings = self._rows("SELECT collection, quantization FROM vector_index_settings")
+            self.quantization = {**UNQUANTIZED, **{c: Quantization(q) for c, q in settings}}
+
+    def declare_quantization(self, declared: Mapping[str, Quantization]) -> None:
+        """Record each collection's quantization as the configuration declares it now (a
+        change leaves its vector indexes drifted until rebuilt on purpose)."""
+        changed = {c: q for c, q in declared.items() if self.quantization[c] is not q}
+        if changed:
+            with self._writing():
+                self._conn.executemany(
+                    "INSERT INTO vector_index_settings (collection, quantization, declared_at) "
+                    "VALUES (?, ?, datetime('now')) ON CONFLICT (collection) DO UPDATE SET "
+                    "quantization = excluded.quantization, declared_at = excluded.declared_at",
+                    [(c, q.value) for c, q in changed.items()],
+                )
+            self.load_declarations()
 
     def declare(
         self, partition_keys: Sequence[str], custom_types: Sequence[CustomTypeConfig]
@@ -63,7 +80,8 @@ class SqliteIndexAdmin(SqliteParts):
 
     def rebuild_indexes(self, force: bool) -> list[IndexStatus]:
         """Create absent indexes; rebuild drifted vector indexes when ``force`` (vectors are
-        copied, not re-computed; a dimension drift needs a re-embed and is only reported)."""
+        copied and quantized as declared, not re-computed; a dimension drift needs a re-embed
+        and is only reported)."""
         results = []
         for status in self.index_status():
             with self._writing():
@@ -89,12 +107,16 @@ class SqliteIndexAdmin(SqliteParts):
         if not sql:
             status.state = IndexState.ABSENT
             return status
-        dimensions, metric, columns = memory_sql.parse_vector_ddl(sql[0][0])
+        dimensions, metric, columns, quantization = memory_sql.parse_vector_ddl(sql[0][0])
         declared = memory_sql.declared_filters(entry.collection, self.partition_keys)
         if dimensions != entry.dimensions:
             status.differences.append(f"dimensions {dimensions}, declared {entry.dimensions}")
         if metric != METRIC:
             status.differences.append(f"metric {metric}, declared {METRIC}")
+        if quantization is not self.quantization[entry.collection]:
+            status.differences.append(
+                f"quantization {quantization}, declared {self.quantization[entry.collection]}"
+            )
         missing = [c for c in declared if c not in columns]
         extra = [c for c in columns if c not in declared]
         if missing:
@@ -132,7 +154,8 @@ class SqliteIndexAdmin(SqliteParts):
             return status
         entry = next(e for e in self.registry() if e.vector_table == status.name)
         columns = memory_sql.declared_filters(entry.collection, self.partition_keys)
-        ddl = memory_sql.vector_table_ddl(status.name, entry.dimensions, columns)
+        quantization = self.quantization[entry.collection]
+        ddl = memory_sql.vector_table_ddl(status.name, entry.dimensions, columns, quantization)
         if status.state is IndexState.ABSENT:
             self._conn.execute(ddl)
             return status.model_copy(update={"state": IndexState.CREATED})
@@ -145,17 +168,21 @@ class SqliteIndexAdmin(SqliteParts):
         staging = f"{status.name}__rebuild"
         values = memory_sql.filter_values_sql(entry.collection, columns)
         names = ", ".join(columns)
-        self._conn.execute(memory_sql.vector_table_ddl(staging, entry.dimensions, columns))
+        quantized = "" if quantization is Quantization.NONE else f"{memory_sql.QUANTIZED}, "
+        quantize = quantized and f"{memory_sql.quantize_sql(quantization, 'v.embedding')}, "
         self._conn.execute(
-            f"INSERT INTO {staging} (memory_rowid, embedding, {names}) "
-            f"SELECT v.memory_rowid, v.embedding, {values} FROM {status.name} v "
+            memory_sql.vector_table_ddl(staging, entry.dimensions, columns, quantization)
+        )
+        self._conn.execute(
+            f"INSERT INTO {staging} (memory_rowid, embedding, {quantized}{names}) "
+            f"SELECT v.memory_rowid, v.embedding, {quantize}{values} FROM {status.name} v "
             f"JOIN {source} s ON s.rowid = v.memory_rowid"
         )
         self._conn.execute(f"DROP TABLE {status.name}")
         self._conn.execute(ddl)
         self._conn.execute(
-            f"INSERT INTO {status.name} (memory_rowid, embedding, {names}) "
-            f"SELECT memory_rowid, embedding, {names} FROM {staging}"
+            f"INSERT INTO {status.name} (memory_rowid, embedding, {quantized}{names}) "
+            f"SELECT memory_rowid, embedding, {quantized}{names} FROM {staging}"
         )
         self._conn.execute(f"DROP TABLE {staging}")
         return status.model_copy(update={"state": IndexState.REBUILT})

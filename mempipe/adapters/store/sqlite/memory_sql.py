@@ -4,11 +4,13 @@ table per (type, embedding model)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from mempipe.adapters.store.sqlite.sql import to_sql
 from mempipe.domain.declarations import column_for
+from mempipe.errors import ConfigError
 from mempipe.schemas.identity import SESSION_IDENTITY_FIELDS
+from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MEMORY_MODELS, CustomMemory, MemoryRecord
 
 COMMON = tuple(f for f in MemoryRecord.model_fields if f != "embedding")
@@ -61,16 +63,48 @@ def text_index_ddl(collection: str) -> str:
 _VEC_DDL = re.compile(
     r"float\[(?P<dims>\d+)\]\s*distance_metric=(?P<metric>\w+),(?P<rest>.*)\)\s*$", re.S
 )
+QUANTIZED = "quantized"
+"""A quantized index's second vector column, beside the full vectors it is ranked by."""
+QUANTIZED_TYPES = {Quantization.SCALAR: "int8", Quantization.BINARY: "bit"}
+_QUANTIZERS = {
+    Quantization.SCALAR: "vec_quantize_int8(vec_normalize({}), 'unit')",
+    Quantization.BINARY: "vec_quantize_binary({})",
+}
 
 
-def parse_vector_ddl(sql: str) -> tuple[int, str, tuple[str, ...]]:
-    """(dimensions, metric, filter columns) of an existing vec0 table, from its DDL."""
+def quantize_sql(quantization: Quantization, value: str = "?") -> str:
+    """sqlite-vec's own quantizer of ``value``: a stored vector and a query are quantized alike.
+    Scalar quantization scales [-1, 1] to a byte, so the vector is brought to unit length first
+    (its cosine does not change)."""
+    return _QUANTIZERS[quantization].format(value)
+
+
+OVERSAMPLE = {Quantization.SCALAR: 2, Quantization.BINARY: 10}
+"""Candidates a quantized KNN finds per result, before the full vectors rank them (recall on the
+LongMemEval development set: BENCHMARKS.md, "Quantized vector indexes")."""
+
+
+class VectorShape(NamedTuple):
+    """What an existing vec0 table is, read from its DDL."""
+
+    dimensions: int
+    metric: str
+    columns: tuple[str, ...]
+    quantization: Quantization
+
+
+def parse_vector_ddl(sql: str) -> VectorShape:
     match = _VEC_DDL.search(sql)
     if match is None:
         raise ValueError(f"not a mempipe vector table: {sql}")
     parts = [part.split() for part in match["rest"].split(",") if part.strip()]
-    columns = tuple(words[0] for words in parts if "=" not in words[0])
-    return int(match["dims"]), match["metric"], columns
+    quantization = Quantization.NONE
+    for words in parts:
+        if words[0] == QUANTIZED:
+            kind = words[1].split("[")[0]
+            quantization = next(q for q, t in QUANTIZED_TYPES.items() if t == kind)
+    columns = tuple(words[0] for words in parts if "=" not in words[0] and words[0] != QUANTIZED)
+    return VectorShape(int(match["dims"]), match["metric"], columns, quantization)
 
 
 def vector_partition_key(sql: str) -> str | None:
@@ -97,16 +131,30 @@ the whole table (1,024) would multiply the file size by the number of users with
 (100,000 turns over 600 users: 927 MB at 1,024, 195 MB at 64)."""
 
 
-def vector_table_ddl(name: str, dimensions: int, columns: tuple[str, ...]) -> str:
-    """The vec0 table, then the index on its chunks' partition that sqlite-vec does not make."""
+def vector_table_ddl(
+    name: str,
+    dimensions: int,
+    columns: tuple[str, ...],
+    quantization: Quantization = Quantization.NONE,
+) -> str:
+    """The vec0 table, then the index on its chunks' partition that sqlite-vec does not make.
+    A quantized table holds the full vectors and their quantized copy, which its KNN scans."""
     filters = ", ".join(
         f"{column} text partition key" if column == PARTITION_KEY else f"{column} text"
         for column in columns
     )
+    quantized = ""
+    if quantization is not Quantization.NONE:
+        if quantization is Quantization.BINARY and dimensions % 8:
+            raise ConfigError(
+                f"binary quantization needs dimensions divisible by 8, not {dimensions}"
+            )
+        metric = " distance_metric=cosine" if quantization is Quantization.SCALAR else ""
+        quantized = f"{QUANTIZED} {QUANTIZED_TYPES[quantization]}[{dimensions}]{metric}, "
     table = (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
         f"memory_rowid integer primary key, embedding float[{dimensions}] distance_metric=cosine, "
-        f"{filters}, chunk_size={CHUNK_SIZE})"
+        f"{quantized}{filters}, chunk_size={CHUNK_SIZE})"
     )
     return f"{table}; {partition_index_ddl(name)}" if PARTITION_KEY in columns else table
 

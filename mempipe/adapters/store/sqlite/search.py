@@ -18,6 +18,7 @@ from mempipe.adapters.store.sqlite import (
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob
 from mempipe.domain.fusion import fuse_hits
 from mempipe.domain.query import query_words
+from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.search import STM, Hit, Near, ReadFilter, collection_of
 
 RANKED_FIRST = 500
@@ -156,12 +157,19 @@ class SqliteSearch(SqliteParts):
             if held is not None:
                 return held
         started = time.perf_counter()
-        sql, values = search_sql.vector_search_sql(source, near.model_id, filters)
-        rows = self._rows(sql, (blob(near.vector), k, *values))
+        table = memory_sql.vector_table(collection_of(source), near.model_id)
+        sql, values = search_sql.vector_search_sql(
+            source, near.model_id, self._quantization(table), filters, blob(near.vector), k
+        )
+        rows = self._rows(sql, values)
         if wide and self._scans is not None:
-            table = memory_sql.vector_table(collection_of(source), near.model_id)
             self._scans.searched(table, time.perf_counter() - started)
         return [_hit(source, row) for row in rows if row[-1] is not None]
+
+    def _quantization(self, table: str) -> Quantization:
+        """The table's own (a drifted one is searched as it is until rebuilt)."""
+        sql = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (table,))
+        return memory_sql.parse_vector_ddl(sql[0][0]).quantization if sql else Quantization.NONE
 
     def _wide_vector(
         self, source: str, near: Near, filters: ReadFilter, k: int

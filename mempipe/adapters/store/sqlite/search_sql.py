@@ -9,6 +9,7 @@ from mempipe.adapters.store.sqlite.scoped_bm25 import FUNCTION as BM25
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.domain.query import query_words
+from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.search import STM, ReadFilter, collection_of
 
 TURN_FIELDS = memory_sql.STM_FILTERS
@@ -176,29 +177,61 @@ def _memory_source(
     return table, where, values
 
 
-def vector_search_sql(source: str, model_id: str, filters: ReadFilter) -> tuple[str, list[Any]]:
+def knn_sql(
+    vectors: str,
+    quantization: Quantization,
+    where: tuple[str, list[Any]],
+    vector: bytes,
+    k: int,
+) -> tuple[str, list[Any]]:
+    """(memory_rowid, distance) of the k nearest, the filter inside the KNN; on a quantized
+    table, the quantized KNN's nearest candidates ranked again by their full vectors."""
+    if quantization is Quantization.NONE:
+        return (
+            f"SELECT memory_rowid, distance FROM {vectors} WHERE embedding MATCH ? AND k = ? "
+            f"AND {where[0]}",
+            [vector, k, *where[1]],
+        )
+    return (
+        "SELECT memory_rowid, vec_distance_cosine(embedding, ?) AS distance FROM "
+        f"(SELECT memory_rowid, embedding FROM {vectors} WHERE {memory_sql.QUANTIZED} MATCH "
+        f"{memory_sql.quantize_sql(quantization)} AND k = ? AND {where[0]}) "
+        "ORDER BY distance LIMIT ?",
+        [vector, vector, k * memory_sql.OVERSAMPLE[quantization], *where[1], k],
+    )
+
+
+def vector_search_sql(
+    source: str,
+    model_id: str,
+    quantization: Quantization,
+    filters: ReadFilter,
+    vector: bytes,
+    k: int,
+) -> tuple[str, list[Any]]:
     """A KNN with the identity filter as sqlite-vec metadata constraints inside it, so that
     ``k`` nearest means the k nearest *in scope*."""
     vectors = memory_sql.vector_table(collection_of(source), model_id)
     if source == STM:
-        where, values = vector_where(filters, TURN_FIELDS)
+        knn, values = knn_sql(vectors, quantization, vector_where(filters, TURN_FIELDS), vector, k)
         return (
             "SELECT t.session_id || '#' || t.turn_seq, t.content, t.org_id, t.project_id, "
             "t.user_id, t.agent_id, t.session_id, NULL, t.message_id, t.name, "
-            "1.0 - v.distance FROM "
-            f"(SELECT memory_rowid, distance FROM {vectors} WHERE embedding MATCH ? AND k = ? "
-            f"AND {where}) v JOIN turns t ON t.id = v.memory_rowid "
+            f"1.0 - v.distance FROM ({knn}) v JOIN turns t ON t.id = v.memory_rowid "
             "ORDER BY v.distance",
             values,
         )
     table = memory_sql.table(collection_of(source))
-    where, values = vector_where(filters, MEMORY_FIELDS)
+    where, scope = vector_where(filters, MEMORY_FIELDS)
+    knn, values = knn_sql(
+        vectors, quantization, (f"status = 'active' AND {where}", scope), vector, k
+    )
+    custom = collection_of(source) == "custom"
     return (
         "SELECT m.id, m.text, m.org_id, m.project_id, m.user_id, m.agent_id, m.session_id, "
-        "m.visibility, NULL, NULL, 1.0 - v.distance FROM (SELECT memory_rowid, distance FROM "
-        f"{vectors} WHERE embedding MATCH ? AND k = ? AND status = 'active' AND "
-        f"{where}) v JOIN {table} m ON m.rowid = v.memory_rowid "
-        + ("WHERE m.type_name = ? " if collection_of(source) == "custom" else "")
+        f"m.visibility, NULL, NULL, 1.0 - v.distance FROM ({knn}) v "
+        f"JOIN {table} m ON m.rowid = v.memory_rowid "
+        + ("WHERE m.type_name = ? " if custom else "")
         + "ORDER BY v.distance",
-        values + ([source] if collection_of(source) == "custom" else []),
+        [*values, *([source] if custom else [])],
     )

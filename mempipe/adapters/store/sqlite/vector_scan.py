@@ -8,9 +8,11 @@ stays with sqlite-vec (its partition holds only that user's vectors). Here the v
 once, scaled to unit length (cosine: the product is the similarity sqlite-vec reports as
 ``1 - distance``), with each filter column as integer codes: the scope's filter is a mask applied
 before the k nearest are picked, so the k nearest are the k nearest in scope, as inside the KNN.
-The copy is dropped when any connection writes to the database or changes its schema; a table
-is read only once sqlite-vec's wide searches since then have cost as much as reading it would
-(:class:`VectorScans`).
+A quantized table is held as its index compares it (bytes or bits: a quarter or a thirty-second
+of the floats' memory), and its nearest candidates are ranked by their full vectors, read from
+the table, as its KNN ranks them. The copy is dropped when any connection writes to the
+database or changes its schema; a table is read only once sqlite-vec's wide searches since
+then have cost as much as reading it would (:class:`VectorScans`).
 """
 
 from __future__ import annotations
@@ -21,31 +23,47 @@ from itertools import islice
 
 import apsw
 import numpy as np
+import orjson
 
 from mempipe.adapters.store.sqlite.held import database_version
-from mempipe.adapters.store.sqlite.memory_sql import parse_vector_ddl
+from mempipe.adapters.store.sqlite.memory_sql import (
+    OVERSAMPLE,
+    QUANTIZED,
+    parse_vector_ddl,
+    quantize_sql,
+)
+from mempipe.schemas.indexes import Quantization
 
 READ_SECONDS_PER_ROW = 25e-6
 """What reading a vector table into memory costs a row (measured: 2.8 s for 100,000 vectors of
 384 dimensions with their filter columns, on a busy 2-core machine)."""
 MAX_BYTES = 1 << 30
-"""Largest matrix held (2.8M vectors of 384 dimensions); a larger table is searched by
-sqlite-vec."""
+"""Largest matrix held (2.8M vectors of 384 dimensions as floats, 11M as bytes, 89M as bits); a
+larger table is searched by sqlite-vec."""
 BATCH = 10_000
+BLOCK = 8_192
+"""Rows of byte codes turned into floats at a time, so a scalar-quantized matrix is never held
+as floats."""
+BYTES_PER_DIMENSION = {Quantization.NONE: 4, Quantization.SCALAR: 1, Quantization.BINARY: 1 / 8}
 
 
 @dataclass(frozen=True)
 class VectorMatrix:
+    """A table's rows as its index compares them: unit floats, or its quantized codes (bytes,
+    or bits packed eight to a byte)."""
+
     rowids: np.ndarray
-    unit: np.ndarray
+    codes: np.ndarray
+    quantization: Quantization
     columns: dict[str, tuple[np.ndarray, dict[str, int]]]
     """Per filter column: each row's code, and the code of each value."""
 
     def nearest(
-        self, query: Sequence[float], where: Sequence[tuple[str, str]], k: int
+        self, query: np.ndarray, where: Sequence[tuple[str, str]], k: int
     ) -> list[tuple[int, float]]:
-        """The k nearest rows whose columns hold the given values: (rowid, similarity),
-        nearest first. Every column filtered on must be one of the table's."""
+        """The k nearest rows whose columns hold the given values: (rowid, score), nearest
+        first; the query is given as the rows are held. Every column filtered on must be one
+        of the table's."""
         in_scope: np.ndarray | None = None
         for column, value in where:
             codes, index = self.columns[column]
@@ -54,8 +72,7 @@ class VectorMatrix:
                 return []
             matches = codes == code
             in_scope = matches if in_scope is None else in_scope & matches
-        vector = np.asarray(query, dtype=np.float32)
-        scores = self.unit @ (vector / np.float32(np.linalg.norm(vector) or 1.0))
+        scores = self._scores(query)
         if in_scope is not None:
             scores = np.where(in_scope, scores, -np.inf)
         count = len(scores) if in_scope is None else int(np.count_nonzero(in_scope))
@@ -66,36 +83,78 @@ class VectorMatrix:
         order = top[np.argsort(-scores[top], kind="stable")]
         return [(int(self.rowids[i]), float(scores[i])) for i in order]
 
+    def _scores(self, query: np.ndarray) -> np.ndarray:
+        """Higher is nearer: cosine for floats and bytes, minus the Hamming distance for bits."""
+        if self.quantization is Quantization.BINARY:
+            return (
+                -np.bitwise_count(self.codes ^ query).sum(axis=1, dtype=np.int32).astype(np.float32)
+            )
+        if self.quantization is Quantization.NONE:
+            return self.codes @ unit(query)
+        scores = np.empty(len(self.codes), dtype=np.float32)
+        wanted = unit(query.astype(np.float32))
+        for start in range(0, len(self.codes), BLOCK):
+            block = self.codes[start : start + BLOCK].astype(np.float32)
+            norms = np.linalg.norm(block, axis=1)
+            scores[start : start + BLOCK] = (block @ wanted) / np.where(norms == 0, 1, norms)
+        return scores
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return vector / np.float32(np.linalg.norm(vector) or 1.0)
+
 
 def load(conn: apsw.Connection, table: str) -> VectorMatrix | None:
-    """The table's vectors and filter columns; None when it would pass :data:`MAX_BYTES` or
-    holds none."""
+    """The table's vectors as its index compares them, and its filter columns; None when they
+    would pass :data:`MAX_BYTES` or it holds none."""
     found = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchall()
     if not found:
         return None
-    dimensions, _, columns = parse_vector_ddl(found[0][0])
+    dimensions, _, columns, quantization = parse_vector_ddl(found[0][0])
     count = _rows(conn, table)
-    if count == 0 or count * dimensions * 4 > MAX_BYTES:
+    if count == 0 or count * dimensions * BYTES_PER_DIMENSION[quantization] > MAX_BYTES:
         return None
+    width, dtype = {
+        Quantization.NONE: (dimensions, np.float32),
+        Quantization.SCALAR: (dimensions, np.int8),
+        Quantization.BINARY: (dimensions // 8, np.uint8),
+    }[quantization]
+    held = "embedding" if quantization is Quantization.NONE else QUANTIZED
     rowids: list[np.ndarray] = []
     vectors: list[np.ndarray] = []
     values: list[list[str]] = [[] for _ in columns]
-    cursor = conn.execute(
-        f"SELECT {', '.join(('memory_rowid', 'embedding', *columns))} FROM {table}"
-    )
+    cursor = conn.execute(f"SELECT {', '.join(('memory_rowid', held, *columns))} FROM {table}")
     while rows := list(islice(cursor, BATCH)):
         rowids.append(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
         joined = b"".join(row[1] for row in rows)
-        vectors.append(np.frombuffer(joined, dtype=np.float32).reshape(len(rows), dimensions))
+        vectors.append(np.frombuffer(joined, dtype=dtype).reshape(len(rows), width))
         for i, column_values in enumerate(values):
             column_values.extend(row[2 + i] for row in rows)
-    unit = np.concatenate(vectors)
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    codes = np.concatenate(vectors)
+    if quantization is Quantization.NONE:
+        codes /= np.linalg.norm(codes, axis=1, keepdims=True)
     coded = {}
     for column, column_values in zip(columns, values, strict=True):
-        names, codes = np.unique(np.asarray(column_values, dtype=object), return_inverse=True)
-        coded[column] = (codes, {str(name): i for i, name in enumerate(names)})
-    return VectorMatrix(np.concatenate(rowids), unit, coded)
+        names, indices = np.unique(np.asarray(column_values, dtype=object), return_inverse=True)
+        coded[column] = (indices, {str(name): i for i, name in enumerate(names)})
+    return VectorMatrix(np.concatenate(rowids), codes, quantization, coded)
+
+
+def rescored(
+    conn: apsw.Connection, table: str, query: np.ndarray, candidates: list[int], k: int
+) -> list[tuple[int, float]]:
+    """The k of ``candidates`` nearest by their full vectors: (rowid, cosine similarity)."""
+    rows = conn.execute(
+        f"SELECT c.value, v.embedding FROM json_each(?) c JOIN {table} v "
+        "ON v.memory_rowid = c.value",
+        (orjson.dumps(candidates).decode(),),
+    ).fetchall()
+    if not rows:
+        return []
+    full = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+    scores = (full @ unit(query)) / np.linalg.norm(full, axis=1)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(int(rows[i][0]), float(scores[i])) for i in order]
 
 
 class VectorScans:
@@ -134,7 +193,17 @@ class VectorScans:
         matrix = self._held[table]
         if matrix is None or any(column not in matrix.columns for column, _ in where):
             return None
-        return matrix.nearest(query, where, k)
+        vector = np.asarray(query, dtype=np.float32)
+        if matrix.quantization is Quantization.NONE:
+            return matrix.nearest(vector, where, k)
+        quantized = self._conn.execute(
+            f"SELECT {quantize_sql(matrix.quantization)}", (vector.tobytes(),)
+        ).fetchall()[0][0]
+        dtype = np.uint8 if matrix.quantization is Quantization.BINARY else np.int8
+        found = matrix.nearest(
+            np.frombuffer(quantized, dtype=dtype), where, k * OVERSAMPLE[matrix.quantization]
+        )
+        return rescored(self._conn, table, vector, [rowid for rowid, _ in found], k)
 
     def searched(self, table: str, seconds: float) -> None:
         """A wide search of the table that sqlite-vec answered took ``seconds``."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import orjson
+
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelOptions
+from mempipe.schemas.indexes import Quantization
 
 
 class SqliteVectors(SqliteParts):
@@ -56,7 +59,11 @@ class SqliteVectors(SqliteParts):
         if not registered:
             with self._writing():
                 columns = memory_sql.declared_filters(collection, self.partition_keys)
-                self._conn.execute(memory_sql.vector_table_ddl(name, dimensions, columns))
+                self._conn.execute(
+                    memory_sql.vector_table_ddl(
+                        name, dimensions, columns, self.quantization[collection]
+                    )
+                )
                 # Workers of one run may register the same model at once: one row wins.
                 self._conn.execute(
                     "INSERT INTO embedding_registry (collection, model_id, dimensions, "
@@ -77,13 +84,16 @@ class SqliteVectors(SqliteParts):
     def vector_columns(self, collection: str, model_id: str) -> tuple[str, ...]:
         """The filter columns the vector table really has (they follow its DDL, not the
         configuration: a drifted table keeps working until it is rebuilt)."""
+        return self._vector_shape(collection, model_id).columns
+
+    def _vector_shape(self, collection: str, model_id: str) -> memory_sql.VectorShape:
         sql = self._rows(
             "SELECT sql FROM sqlite_master WHERE name = ?",
             (memory_sql.vector_table(collection, model_id),),
         )
         if not sql:
             raise StoreError(f"{collection}: no vector index for {model_id}")
-        return memory_sql.parse_vector_ddl(sql[0][0])[2]
+        return memory_sql.parse_vector_ddl(sql[0][0])
 
     def insert_vector(
         self, collection: str, model_id: str, rowid: int, vector: list[float]
@@ -94,20 +104,58 @@ class SqliteVectors(SqliteParts):
     def insert_vectors(
         self, collection: str, model_id: str, vectors: Sequence[tuple[int, list[float]]]
     ) -> list[int]:
-        """Insert vectors with their records' filter values, skipping records that have one;
-        returns the rowids written. Runs in the caller's transaction."""
+        """Insert vectors with their records' filter values (and their quantized copy, where the
+        table has one), skipping records that have one; returns the rowids written. Runs in the
+        caller's transaction."""
         source, _ = memory_sql.source_table(collection)
         table = memory_sql.vector_table(collection, model_id)
-        columns = self.vector_columns(collection, model_id)
-        values = memory_sql.filter_values_sql(collection, columns)
-        written = self._conn.executemany(
-            f"INSERT INTO {table} (memory_rowid, embedding, {', '.join(columns)}) "
-            f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
-            f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
-            "RETURNING memory_rowid",
-            [(blob(vector), rowid, rowid) for rowid, vector in vectors],
+        shape = self._vector_shape(collection, model_id)
+        values = memory_sql.filter_values_sql(collection, shape.columns)
+        names = ", ".join(shape.columns)
+        if shape.quantization is Quantization.NONE:
+            written = self._conn.executemany(
+                f"INSERT INTO {table} (memory_rowid, embedding, {names}) "
+                f"SELECT s.rowid, ?, {values} FROM {source} s WHERE s.rowid = ? "
+                f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_rowid = ?) "
+                "RETURNING memory_rowid",
+                [(blob(vector), rowid, rowid) for rowid, vector in vectors],
+            )
+            return [row[0] for row in written]
+        return self._insert_quantized(table, source, shape.quantization, values, names, vectors)
+
+    def _insert_quantized(
+        self,
+        table: str,
+        source: str,
+        quantization: Quantization,
+        values: str,
+        names: str,
+        vectors: Sequence[tuple[int, list[float]]],
+    ) -> list[int]:
+        """sqlite-vec knows a quantized value by its SQLite subtype, which a statement that also
+        reads the table (``NOT EXISTS``) or returns rows loses: the vectors present are looked up
+        first, and each insert is counted by its changes."""
+        present = {
+            row[0]
+            for row in self._conn.execute(
+                f"SELECT c.value FROM json_each(?) c JOIN {table} v ON v.memory_rowid = c.value",
+                (orjson.dumps([rowid for rowid, _ in vectors]).decode(),),
+            )
+        }
+        insert = (
+            f"INSERT INTO {table} (memory_rowid, embedding, {memory_sql.QUANTIZED}, {names}) "
+            f"SELECT s.rowid, ?, {memory_sql.quantize_sql(quantization)}, {values} "
+            f"FROM {source} s WHERE s.rowid = ?"
         )
-        return [row[0] for row in written]
+        written = []
+        for rowid, vector in vectors:
+            if rowid in present:
+                continue
+            self._conn.execute(insert, (blob(vector), blob(vector), rowid))
+            if self._conn.changes():
+                written.append(rowid)
+                present.add(rowid)
+        return written
 
     def record_id_bounds(self, collection: str) -> tuple[int, int] | None:
         source, _ = memory_sql.source_table(collection)
