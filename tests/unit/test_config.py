@@ -9,7 +9,9 @@ import pytest
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
+from mempipe.schemas.indexes import Quantization
 from mempipe.settings import load_project_config
+from tests.docs import page
 
 CONFIG = """
 org_id: acme
@@ -110,3 +112,12 @@ def test_a_config_file_that_is_not_a_mapping_is_refused(tmp_path) -> None:
     path.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="mapping"):
         load_project_config(path)
+
+
+def test_the_configuration_pages_example_is_a_valid_configuration(tmp_path) -> None:
+    block = page("reference/configuration.md").split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "project-config.yaml").write_text(block)
+    config = load_project_config(tmp_path / "project-config.yaml")
+    declared = config.memory.vector_index.declared()
+    assert declared["stm"] is Quantization.BINARY
+    assert declared["semantic"] is Quantization.NONE
