@@ -105,6 +105,24 @@ def sample(out: Path, questions: int, seed: int) -> tuple[int, list[str]]:
     return len(chosen), texts
 
 
+def load_and_embed(out: Path, store: str = "sides.db") -> None:
+    """The sampled turns backfilled, then embedded with MiniLM (the default model)."""
+    mempipe(
+        "backfill",
+        "turns.jsonl",
+        "--format",
+        "turns",
+        "--org-id",
+        "dev",
+        "--project-id",
+        "lme",
+        cwd=out,
+        store=store,
+    )
+    minilm = mempipe("reembed", "--incremental", "--collections", "stm", cwd=out, store=store)
+    print(f"MiniLM embeds the turns: {minilm['_seconds']:.1f} s")
+
+
 def passage_queries_recall(out: Path, mode: str) -> float:
     """E5's vectors searched with queries embedded as passages: the store's own search, given an
     embedder whose query side is its document side."""
@@ -153,19 +171,7 @@ def main() -> None:
         "characters on average)"
     )
 
-    mempipe(
-        "backfill",
-        "turns.jsonl",
-        "--format",
-        "turns",
-        "--org-id",
-        "dev",
-        "--project-id",
-        "lme",
-        cwd=out,
-    )
-    minilm = mempipe("reembed", "--incremental", "--collections", "stm", cwd=out)
-    print(f"MiniLM embeds the turns: {minilm['_seconds']:.1f} s")
+    load_and_embed(out)
     recall = {}
     for mode in ("semantic", "hybrid"):
         recall[("MiniLM", mode)] = mempipe(

@@ -5,6 +5,7 @@ and bits (``binary``: sqlite-vec bit), each through the configuration and ``rebu
 --force`` as an operator would change it.
 
     python bench/quantization.py [--questions 40] [--seed 7] [--out bench/out/quantization]
+        [--reuse]
 
 For each quantization it prints recall@10 of the evidence turns (``mempipe eval``: semantic and
 hybrid with each question searched within its own user, and semantic across every user), the
@@ -23,7 +24,7 @@ import statistics
 import time
 from pathlib import Path
 
-from embedding_sides import mempipe, sample
+from embedding_sides import load_and_embed, mempipe, sample
 
 STORE = "quantization.db"
 QUANTIZATIONS = ("none", "scalar", "binary")
@@ -65,9 +66,12 @@ def sizes(out: Path) -> dict[str, float]:
     }
 
 
-def latencies(out: Path, queries: list[dict]) -> dict[str, tuple[float, float]]:
+def latencies(
+    out: Path, queries: list[dict]
+) -> tuple[dict[str, tuple[float, float]], dict[str, list[set[str]]]]:
     """p50 / p95 milliseconds of a 10-nearest vector search: within the question's user, across
-    every user by sqlite-vec, and across every user from the held vectors."""
+    every user by sqlite-vec, and across every user from the held vectors; and what each
+    search found."""
     from contextlib import closing
 
     from mempipe.adapters.embedding.local import LocalMiniLM
@@ -77,6 +81,7 @@ def latencies(out: Path, queries: list[dict]) -> dict[str, tuple[float, float]]:
 
     vectors = LocalMiniLM().embed_query([q["query"] for q in queries])
     timed: dict[str, list[float]] = {"user": [], "all, sqlite-vec": [], "all, held": []}
+    found: dict[str, list[set[str]]] = {name: [] for name in timed}
     for path, threshold in (("all, sqlite-vec", 1e9), ("all, held", 1e-12)):
         vector_scan.READ_SECONDS_PER_ROW = threshold
         with closing(open_store(f"sqlite:///{out / STORE}", read_only=True)) as store:
@@ -89,12 +94,14 @@ def latencies(out: Path, queries: list[dict]) -> dict[str, tuple[float, float]]:
                     for _ in range(2):  # sqlite-vec's first, then the held copy is read
                         store.search_vector("stm", near, scope, 10)
                     started = time.perf_counter()
-                    store.search_vector("stm", near, scope, 10)
+                    hits = store.search_vector("stm", near, scope, 10)
                     timed[name].append((time.perf_counter() - started) * 1000)
-    return {
+                    found[name].append({hit.id for hit in hits})
+    percentiles = {
         name: (statistics.median(ms), statistics.quantiles(ms, n=20)[18])
         for name, ms in timed.items()
     }
+    return percentiles, found
 
 
 def main() -> None:
@@ -102,10 +109,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path("bench/out/quantization"))
+    parser.add_argument(
+        "--reuse", action="store_true", help="the store of the last run with the same sample"
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob(f"{STORE}*"), out / "project-config.yaml"]:
+    reuse = args.reuse and (out / STORE).exists()
+    for old in [*([] if reuse else out.glob(f"{STORE}*")), out / "project-config.yaml"]:
         old.unlink(missing_ok=True)
     questions, texts = sample(out, args.questions, args.seed)
     queries = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
@@ -113,19 +124,8 @@ def main() -> None:
         "".join(json.dumps({k: v for k, v in q.items() if k != "user_id"}) + "\n" for q in queries)
     )
     print(f"{questions} questions, {len(texts)} user turns")
-    run(
-        "backfill",
-        "turns.jsonl",
-        "--format",
-        "turns",
-        "--org-id",
-        "dev",
-        "--project-id",
-        "lme",
-        cwd=out,
-    )
-    embedded = run("reembed", "--incremental", "--collections", "stm", cwd=out)
-    print(f"MiniLM embeds the turns: {embedded['_seconds']:.1f} s")
+    if not reuse:
+        load_and_embed(out, STORE)
 
     rows = {}
     for quantization in QUANTIZATIONS:
@@ -156,8 +156,8 @@ def main() -> None:
             "rebuild_s": rebuilt["_seconds"] if rebuilt["rebuilt"] else 0.0,
             "recall": recall,
             "sizes": sizes(out),
-            "ms": latencies(out, queries),
         }
+        rows[quantization]["ms"], rows[quantization]["found"] = latencies(out, queries)
 
     print(
         f"\n{'':<8} {'drift':>5} {'rebuild':>8} {'semantic':>9} {'hybrid':>7} {'all users':>9} "
@@ -175,6 +175,16 @@ def main() -> None:
     base = rows["none"]
     for quantization in ("scalar", "binary"):
         row = rows[quantization]
+        same = {
+            name: statistics.mean(
+                len(a & b) / max(len(b), 1) for a, b in zip(row["found"][name], exact, strict=True)
+            )
+            for name, exact in base["found"].items()
+        }
+        print(
+            f"{quantization}: share of the float index's 10 nearest found, "
+            + ", ".join(f"{name} {share:.3f}" for name, share in same.items())
+        )
         recall = {name: row["recall"][name] / base["recall"][name] for name in base["recall"]}
         print(
             f"{quantization} vs none: recall {recall['semantic']:.3f}x "
