@@ -60,7 +60,7 @@ class AppContext:
         return ReplaySettings(
             extractor=extractor,
             embedding_model=memory.embedding.model,
-            llm=load_llm_settings(),
+            llm=load_llm_settings().model_copy(update={"prompts": memory.extraction.prompts}),
             thresholds=memory.reconcile,
             retry=load_retry_policy(),
         )

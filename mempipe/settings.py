@@ -154,7 +154,27 @@ def load_project_config(path: Path | None) -> ProjectConfig:
         memory["extraction"] = extraction
         extraction["enabled"] = [item.strip() for item in enabled.split(",") if item.strip()]
     try:
-        return ProjectConfig.model_validate(data)
+        config = ProjectConfig.model_validate(data)
     except ValidationError as exc:
         where = path if path is not None else "configuration"
         raise ConfigError(f"{where}: {describe(exc, with_input=True)}") from exc
+    return read_prompt_files(config, path.parent if path is not None else Path.cwd())
+
+
+def read_prompt_files(config: ProjectConfig, base: Path) -> ProjectConfig:
+    """Each prompt given as a file read now, relative to the configuration's folder, so that
+    what travels to a task is the prompt's text."""
+    prompts = dict(config.memory.extraction.prompts)
+    for handler, prompt in prompts.items():
+        if prompt.text is None and prompt.file is not None:
+            path = base / prompt.file
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"the {handler} prompt file {path}: {exc.strerror}") from exc
+            if not text.strip():
+                raise ConfigError(f"the {handler} prompt file {path} is empty")
+            prompts[handler] = prompt.model_copy(update={"text": text})
+    extraction = config.memory.extraction.model_copy(update={"prompts": prompts})
+    memory = config.memory.model_copy(update={"extraction": extraction})
+    return config.model_copy(update={"memory": memory})

@@ -14,6 +14,7 @@ from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.embedding import COLLECTIONS, ModelOptions
 from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import Prompt
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -32,6 +33,10 @@ class ExtractionConfig(BaseModel):
     enabled: list[MemoryType] = Field(
         default_factory=lambda: list(MemoryType),
         description="handlers the background extraction runs; others can still be written directly",
+    )
+    prompts: dict[MemoryType, Prompt] = Field(
+        default_factory=dict,
+        description="a handler's own prompt for an LLM extractor, over the built-in one",
     )
 
 

@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.reconcile import ReconcileThresholds
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import Prompt
 
 
 class LLMSettings(BaseModel):
@@ -25,6 +27,9 @@ class LLMSettings(BaseModel):
     rate_limit: str | None = Field(
         default=None,
         description="a Prefect global rate limit every request (chat and embeddings) draws on",
+    )
+    prompts: dict[MemoryType, Prompt] = Field(
+        default_factory=dict, description="the configured prompts; a handler not here: built-in"
     )
 
 

@@ -21,6 +21,7 @@ from mempipe.adapters.llm.openai_compat import (
     output_model,
     summary_messages,
 )
+from mempipe.adapters.llm.prompts import prompt_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import status_failure
 from mempipe.domain.reconcile import Candidate, Verdict
@@ -70,7 +71,8 @@ def extraction_requests(
             )
         for item in work:
             memory_type = MemoryType(item.handler)
-            messages = extraction_messages(contents[item.snapshot_id], memory_type)
+            prompt = prompt_for(extractor.settings, memory_type)
+            messages = extraction_messages(contents[item.snapshot_id], prompt)
             yield BatchRequest(
                 custom_id=extraction_key(item.handler, item.snapshot_id),
                 body=extractor.request_body(messages, output_model(memory_type)),
@@ -98,7 +100,7 @@ class BatchAnswers:
             raise status_failure(None, "not in the batch")
         if isinstance(answer, MempipeError):
             raise answer
-        messages = extraction_messages(snapshot, memory_type)
+        messages = extraction_messages(snapshot, prompt_for(self.live.settings, memory_type))
         return self.live.memories_from(messages, answer, memory_type)
 
     def summarize(self, snapshot: SnapshotContent) -> str:

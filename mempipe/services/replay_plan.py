@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mempipe.adapters.llm.openai_compat import extraction_messages, summary_messages
+from mempipe.adapters.llm.prompts import prompt_for
 from mempipe.adapters.llm.tokens import chat_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.costs import cut_into_files
@@ -44,7 +45,8 @@ def replay_plan(
                 messages = summary_messages(contents[snapshot_id])
                 summarize.add({"messages": messages}, 1, chat_tokens(counter, messages))
         for item in work:
-            messages = extraction_messages(contents[item.snapshot_id], MemoryType(item.handler))
+            prompt = prompt_for(llm, MemoryType(item.handler))
+            messages = extraction_messages(contents[item.snapshot_id], prompt)
             extract.add(
                 {"model": llm.model, "messages": messages}, 1, chat_tokens(counter, messages)
             )

@@ -10,6 +10,7 @@ from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
 from mempipe.schemas.indexes import Quantization
+from mempipe.schemas.memory import MemoryType
 from mempipe.settings import load_project_config
 from tests.docs import page
 
@@ -117,7 +118,10 @@ def test_a_config_file_that_is_not_a_mapping_is_refused(tmp_path) -> None:
 def test_the_configuration_pages_example_is_a_valid_configuration(tmp_path) -> None:
     block = page("reference/configuration.md").split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "project-config.yaml").write_text(block)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "semantic.txt").write_text("Extract the user's facts.")
     config = load_project_config(tmp_path / "project-config.yaml")
+    assert config.memory.extraction.prompts[MemoryType.SEMANTIC].version.startswith("labels-v2@")
     declared = config.memory.vector_index.declared()
     assert declared["stm"] is Quantization.BINARY
     assert declared["semantic"] is Quantization.NONE

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from mempipe.adapters.llm.answers import invalid_response, validated
 from mempipe.adapters.llm.base import ExtractorCapabilities
 from mempipe.adapters.llm.guard import ProviderGuard
-from mempipe.adapters.llm.prompts import COMMON, JUDGE, PROMPTS, REPAIR, SUMMARY
+from mempipe.adapters.llm.prompts import JUDGE, REPAIR, SUMMARY, prompt_for
 from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import ChatMessage, chat_counter, chat_tokens
 from mempipe.domain.failures import ContentError, FailureKind
@@ -25,6 +25,7 @@ from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import Prompt
 from mempipe.schemas.provider import ChatCompletion
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.transcript import SnapshotContent
@@ -56,11 +57,11 @@ def openai_client(settings: LLMSettings) -> openai.OpenAI:
     )
 
 
-def extraction_messages(snapshot: SnapshotContent, memory_type: MemoryType) -> list[dict[str, str]]:
+def extraction_messages(snapshot: SnapshotContent, prompt: Prompt) -> list[dict[str, str]]:
     """The chat request of one extraction (its response format aside): what a plan counts and
     a batch file holds, the same as a live request sends."""
     return [
-        {"role": "system", "content": f"{COMMON}\n\n{PROMPTS[memory_type]}"},
+        {"role": "system", "content": prompt.text or ""},
         {"role": "user", "content": snapshot.transcript()},
     ]
 
@@ -88,7 +89,7 @@ class OpenAIExtractor:
         self._schemas_supported = True
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
-        messages = extraction_messages(snapshot, memory_type)
+        messages = extraction_messages(snapshot, prompt_for(self.settings, memory_type))
         answer = self._complete(messages, output_model(memory_type))
         return self.memories_from(messages, answer, memory_type)
 

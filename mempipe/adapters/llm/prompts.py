@@ -1,8 +1,12 @@
-"""One prompt per handler: each reads the whole snapshot and looks only for its own kind."""
+"""One prompt per handler: each reads the whole snapshot and looks only for its own kind. These
+are the built-in ones; the project configuration can give a handler its own
+(``memory.extraction.prompts``)."""
 
 from __future__ import annotations
 
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.replay import LLMSettings
 
 COMMON = (
     "You read a conversation between a user and an assistant and extract durable long-term "
@@ -30,6 +34,17 @@ PROMPTS: dict[MemoryType, str] = {
         "definition, domain (or null)."
     ),
 }
+
+BUILT_IN = "built-in"
+
+
+def prompt_for(settings: LLMSettings, memory_type: MemoryType) -> Prompt:
+    """The handler's configured prompt, else the built-in one (named ``built-in``)."""
+    configured = settings.prompts.get(memory_type)
+    if configured is not None:
+        return configured
+    return Prompt(text=f"{COMMON}\n\n{PROMPTS[memory_type]}", name=BUILT_IN)
+
 
 REPAIR = (
     "Your previous answer did not validate against the required JSON schema: {problem}. "

@@ -1,0 +1,95 @@
+"""Prompts as configuration (issue 42): a handler's prompt given inline or in a file beside the
+project configuration reaches the provider, through the real ``openai`` client against the fake
+endpoint, in place of the built-in one; its version is its content's hash (with its name, when
+it has one), so the same words are the same version under any name."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from mempipe.adapters.llm.prompts import BUILT_IN, prompt_for
+from mempipe.adapters.llm.registry import extractor_for
+from mempipe.bootstrap import load_context
+from mempipe.errors import ConfigError
+from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
+from tests.fakes.openai_server import Answer, fake_openai, memories
+
+SNAPSHOT = SnapshotContent(
+    snapshot_id="snap_1",
+    org_id="o",
+    project_id="p",
+    user_id="u",
+    session_id="s",
+    turns=[TurnLine(role="user", content="My home airport is LIS now.")],
+)
+LABELS = 'Extract the user\'s facts. Answer with JSON {"memories": [...]}, each a text and label.'
+
+
+def configured(tmp_path, monkeypatch, url: str, prompts: str):
+    (tmp_path / "project-config.yaml").write_text(
+        f"memory:\n  extraction:\n    prompts:\n{prompts}"
+    )
+    monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
+    monkeypatch.setenv("MEMPIPE_LLM_API_KEY", "k")
+    context = load_context(
+        store=f"sqlite:///{tmp_path / 'm.db'}", config=tmp_path / "project-config.yaml"
+    )
+    return context.replay_settings("openai")
+
+
+def per_prompt(body: dict) -> Answer:
+    """The fake answers by the system prompt it is sent: the configured one finds the fact."""
+    system = body["messages"][0]["content"]
+    if system == LABELS:
+        return memories({"text": "User's home airport is LIS.", "label": "home_airport"})
+    return memories()
+
+
+def test_a_configured_prompt_is_what_the_provider_is_sent(tmp_path, monkeypatch) -> None:
+    (tmp_path / "semantic.txt").write_text(LABELS)
+    with fake_openai() as (fake, url):
+        fake.responder = per_prompt
+        settings = configured(
+            tmp_path, monkeypatch, url, "      semantic: {file: semantic.txt, name: labels}\n"
+        )
+        extractor = extractor_for("openai", settings.llm)
+        found = extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+        assert [m.label for m in found] == ["home_airport"]
+        assert extractor.extract(SNAPSHOT, MemoryType.EPISODIC) == []
+    semantic, episodic = (r["messages"][0]["content"] for r in fake.requests)
+    assert semantic == LABELS
+    assert episodic == prompt_for(LLMSettings(), MemoryType.EPISODIC).text, "built-in otherwise"
+    digest = hashlib.sha256(LABELS.encode()).hexdigest()[:12]
+    assert prompt_for(settings.llm, MemoryType.SEMANTIC).version == f"labels@{digest}"
+
+
+def test_a_prompts_version_is_its_contents_hash() -> None:
+    named, unnamed = Prompt(text=LABELS, name="labels"), Prompt(text=LABELS)
+    assert named.digest == unnamed.digest
+    assert unnamed.version == named.digest
+    assert named.version == f"labels@{named.digest}"
+    assert Prompt(text=LABELS + " ").digest != named.digest
+    built_in = prompt_for(LLMSettings(), MemoryType.SEMANTIC)
+    assert built_in.name == BUILT_IN
+    assert built_in.version != prompt_for(LLMSettings(), MemoryType.EPISODIC).version
+
+
+@pytest.mark.parametrize(
+    ("prompts", "message"),
+    [
+        ("      semantic: {file: missing.txt}\n", "the semantic prompt file .*missing.txt"),
+        ("      semantic: {file: empty.txt}\n", "the semantic prompt file .*empty.txt is empty"),
+        ("      semantic: {name: nothing}\n", "a prompt needs its text or a file"),
+        ("      semantic: {text: '  '}\n", "a prompt's text is empty"),
+        ("      opinions: {text: x}\n", "opinions"),
+    ],
+)
+def test_a_prompt_that_cannot_be_read_is_refused(tmp_path, monkeypatch, prompts, message) -> None:
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(ConfigError, match=message):
+        configured(tmp_path, monkeypatch, "http://127.0.0.1:9", prompts)
