@@ -12,8 +12,19 @@ from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.summaries import IngestSummary
+from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from mempipe.services.audit import scan_audit
 from mempipe.services.ingest import ingest_file
+
+AIRPORT_SNAPSHOT = SnapshotContent(
+    snapshot_id="snap_1",
+    org_id="o",
+    project_id="p",
+    user_id="u",
+    session_id="s",
+    turns=[TurnLine(role="user", content="My home airport is LIS now.")],
+)
+"""One user turn with one fact, for an extractor to find."""
 
 
 def audit_actions(audit_dir: Path) -> Counter:

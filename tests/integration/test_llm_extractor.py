@@ -11,17 +11,10 @@ from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.domain.failures import ContentError, EnvironmentalError, FailureKind, RetryPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from tests.fakes.openai_server import Answer, completion, error, fake_openai, memories
+from tests.helpers import AIRPORT_SNAPSHOT
 
-SNAPSHOT = SnapshotContent(
-    snapshot_id="snap_1",
-    org_id="o",
-    project_id="p",
-    user_id="u",
-    session_id="s",
-    turns=[TurnLine(role="user", content="My home airport is LIS now.")],
-)
+SNAPSHOT = AIRPORT_SNAPSHOT
 FACT = {"text": "User's home airport is LIS.", "label": "home_airport"}
 POLICY = RetryPolicy(max_attempts=4, max_seconds=60, network_base=0.5, rate_limit_default=3)
 

@@ -16,17 +16,10 @@ from mempipe.errors import ConfigError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import Prompt
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from tests.fakes.openai_server import Answer, fake_openai, memories
+from tests.helpers import AIRPORT_SNAPSHOT
 
-SNAPSHOT = SnapshotContent(
-    snapshot_id="snap_1",
-    org_id="o",
-    project_id="p",
-    user_id="u",
-    session_id="s",
-    turns=[TurnLine(role="user", content="My home airport is LIS now.")],
-)
+SNAPSHOT = AIRPORT_SNAPSHOT
 LABELS = 'Extract the user\'s facts. Answer with JSON {"memories": [...]}, each a text and label.'
 
 
