@@ -75,6 +75,9 @@ VERSIONS: tuple[Migration, ...] = (
         "The embedding registry records how each model was asked for its sides and dimension",
     ),
     Migration("0022_vector_quantization", "Each collection declares its vector quantization"),
+    Migration(
+        "0023_extraction_versions", "Extractions and audit rows record the extractor and prompt"
+    ),
 )
 
 

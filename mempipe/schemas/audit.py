@@ -57,6 +57,10 @@ class AuditRow(BaseModel):
     similarity: float | None = None
     snapshot_id: str | None = None
     extractor: str | None = None
+    prompt_version: str | None = Field(
+        default=None,
+        description="the prompt the extraction ran with, for an extractor with prompts",
+    )
     embedding_model_id: str | None = None
     text: str
     as_history: bool = Field(

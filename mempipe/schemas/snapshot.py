@@ -32,6 +32,12 @@ class ExtractionState(BaseModel):
     status: ExtractionStatus = ExtractionStatus.PENDING
     attempts: int = Field(default=0, ge=0)
     last_error: NoCredentials | None = None
+    extractor: str | None = Field(
+        default=None, description="the extractor (with its model) of the last completed run"
+    )
+    prompt_version: str | None = Field(
+        default=None, description="the prompt it ran with (an extractor with prompts)"
+    )
 
 
 class Snapshot(BaseModel):

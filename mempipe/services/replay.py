@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.llm.base import Extractor
+from mempipe.adapters.llm.prompts import prompt_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.credentials import NoCredentials
@@ -38,6 +39,7 @@ from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.memory import MEMORY_MODELS, MemoryStatus, MemoryType
+from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.search import Near
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
@@ -76,6 +78,14 @@ class ReplayContext(BaseModel):
     thresholds: ReconcileThresholds = ReconcileThresholds()
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], Any] = time.sleep
+    llm: LLMSettings = LLMSettings()
+    """Its prompts: an extractor with prompts extracts with them."""
+
+    def prompt_version(self, memory_type: MemoryType) -> str | None:
+        """What an extraction of ``memory_type`` records it ran with, besides the extractor."""
+        if not self.extractor.capabilities.prompts:
+            return None
+        return prompt_for(self.llm, memory_type).version
 
 
 def replay_one(uow: UnitOfWork, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
@@ -161,7 +171,11 @@ def _write(
             uow.work.set_extraction_state(
                 item.snapshot_id,
                 ExtractionState(
-                    handler=item.handler, status=ExtractionStatus.DONE, attempts=summary.attempts
+                    handler=item.handler,
+                    status=ExtractionStatus.DONE,
+                    attempts=summary.attempts,
+                    extractor=context.extractor.name,
+                    prompt_version=context.prompt_version(memory_type),
                 ),
             )
         return rows
@@ -394,6 +408,7 @@ def audit_row(
         similarity=None if similarity is None else round(similarity, 6),
         snapshot_id=snapshot.snapshot_id,
         extractor=context.extractor.name,
+        prompt_version=context.prompt_version(memory_type),
         embedding_model_id=context.embedder.model_id,
         text=text,
         observed_at=observed,

@@ -33,4 +33,5 @@ def extraction_context(settings: ReplaySettings, run_id: str, uow: UnitOfWork) -
         thresholds=settings.thresholds,
         retry=settings.retry,
         sleep=interruptible_sleep,
+        llm=settings.llm,
     )

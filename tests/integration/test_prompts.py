@@ -9,6 +9,7 @@ import hashlib
 
 import pytest
 
+from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.llm.prompts import BUILT_IN, prompt_for
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.bootstrap import load_context
@@ -86,3 +87,34 @@ def test_a_prompt_that_cannot_be_read_is_refused(tmp_path, monkeypatch, prompts,
     (tmp_path / "empty.txt").write_text("\n")
     with pytest.raises(ConfigError, match=message):
         configured(tmp_path, monkeypatch, "http://127.0.0.1:9", prompts)
+
+
+def test_each_extraction_and_audit_row_records_its_extractor_and_prompt(store, tmp_path) -> None:
+    from tests.integration.test_replay import context, load, replay_all
+
+    load(store, tmp_path)
+    prompt = Prompt(text=LABELS, name="labels")
+    with fake_openai() as (fake, url):
+        fake.responder = per_prompt
+        llm = LLMSettings(
+            base_url=url, api_key="k", model="fake", prompts={MemoryType.SEMANTIC: prompt}
+        )
+        results = replay_all(store, context(extractor=OpenAIExtractor(llm), llm=llm), ["semantic"])
+    assert results
+    assert {r.status for r in results} == {"done"}
+    version = prompt.version
+    states = store._rows(
+        "SELECT DISTINCT extractor, prompt_version FROM snapshot_extractions "
+        "WHERE handler = 'semantic'"
+    )
+    assert states == [("openai:fake", version)]
+    rows = list(store.audit_rows())
+    assert rows
+    assert {(r.extractor, r.prompt_version) for r in rows} == {("openai:fake", version)}
+
+    offline = replay_all(store, context(), ["episodic"])
+    assert {r.status for r in offline} == {"done"}
+    assert store._rows(
+        "SELECT DISTINCT extractor, prompt_version FROM snapshot_extractions "
+        "WHERE handler = 'episodic'"
+    ) == [("offline-rules-v2", None)], "an extractor without prompts records none"

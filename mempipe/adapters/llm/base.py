@@ -19,6 +19,8 @@ class ExtractorCapabilities(BaseModel):
 
     summaries: bool = False
     judge: bool = False
+    prompts: bool = False
+    """Extracts with the configured prompts, whose versions every extraction records."""
 
 
 @runtime_checkable

@@ -74,7 +74,7 @@ def summary_messages(snapshot: SnapshotContent) -> list[dict[str, str]]:
 
 
 class OpenAIExtractor:
-    capabilities = ExtractorCapabilities(summaries=True, judge=True)
+    capabilities = ExtractorCapabilities(summaries=True, judge=True, prompts=True)
 
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
         self.settings = settings

@@ -123,12 +123,7 @@ def snapshot_document(snapshot: Snapshot, now: datetime) -> dict[str, Any]:
         created_at=now,
         order_at=document["started_at"] or now,
         extraction={
-            e.handler: {
-                "status": e.status.value,
-                "attempts": e.attempts,
-                "last_error": e.last_error,
-                "updated_at": now,
-            }
+            e.handler: {**e.model_dump(mode="json", exclude={"handler"}), "updated_at": now}
             for e in snapshot.extraction
         },
     )

@@ -33,7 +33,11 @@ class MongoWorkQueue(MongoParts):
             for handler in handlers:
                 snapshots.update_many(
                     {**query, f"extraction.{handler}": {"$exists": False}},
-                    {"$set": {f"extraction.{handler}": self._state(ExtractionStatus.PENDING, 0)}},
+                    {
+                        "$set": {
+                            f"extraction.{handler}": self._state(ExtractionState(handler=handler))
+                        }
+                    },
                 )
             wanted = [
                 {f"extraction.{h}": {"$exists": True}}
@@ -60,13 +64,8 @@ class MongoWorkQueue(MongoParts):
             ]
 
     @staticmethod
-    def _state(status: ExtractionStatus, attempts: int, error: str | None = None) -> dict[str, Any]:
-        return {
-            "status": status.value,
-            "attempts": attempts,
-            "last_error": error,
-            "updated_at": now(),
-        }
+    def _state(state: ExtractionState) -> dict[str, Any]:
+        return {**state.model_dump(mode="json", exclude={"handler"}), "updated_at": now()}
 
     def snapshot_times(self, snapshot_ids: Sequence[str]) -> dict[str, datetime]:
         with self._errors("snapshots"):
@@ -126,6 +125,6 @@ class MongoWorkQueue(MongoParts):
         with self._errors("snapshots"):
             self.db["snapshots"].update_one(
                 {"_id": snapshot_id},
-                {"$set": {field: self._state(state.status, state.attempts, state.last_error)}},
+                {"$set": {field: self._state(state)}},
                 session=self._session,
             )

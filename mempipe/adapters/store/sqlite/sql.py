@@ -82,7 +82,18 @@ INSERT_SNAPSHOTS = (
 )
 INSERT_EXTRACTION_STATES = (
     "INSERT INTO snapshot_extractions "
-    + _from_json_rows(("snapshot_id", "handler", "status", "attempts", "last_error", "updated_at"))
+    + _from_json_rows(
+        (
+            "snapshot_id",
+            "handler",
+            "status",
+            "attempts",
+            "last_error",
+            "extractor",
+            "prompt_version",
+            "updated_at",
+        )
+    )
     + " ON CONFLICT DO NOTHING"
 )
 MARK_TURNS_PROMOTED = (

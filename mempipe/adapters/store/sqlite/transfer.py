@@ -125,15 +125,14 @@ class SqliteTransfer(SqliteParts):
         states: dict[str, list[ExtractionState]] = {}
         if rows:
             marks = ", ".join("?" for _ in rows)
-            for snapshot_id, handler, status, attempts, error in self._rows(
-                "SELECT snapshot_id, handler, status, attempts, last_error FROM "
+            fields = ("handler", "status", "attempts", "last_error", "extractor", "prompt_version")
+            for snapshot_id, *values in self._rows(
+                f"SELECT snapshot_id, {', '.join(fields)} FROM "
                 f"snapshot_extractions WHERE snapshot_id IN ({marks}) ORDER BY handler",
                 [r[0] for r in rows],
             ):
                 states.setdefault(snapshot_id, []).append(
-                    ExtractionState(
-                        handler=handler, status=status, attempts=attempts, last_error=error
-                    )
+                    ExtractionState.model_validate(dict(zip(fields, values, strict=True)))
                 )
         snapshots = [
             Snapshot(

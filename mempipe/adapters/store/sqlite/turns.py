@@ -131,7 +131,16 @@ class SqliteTurns(SqliteParts):
         """Three JSON arrays of rows: the snapshots, their extraction states, their marks."""
         now = now_text()
         states = [
-            (s.snapshot_id, e.handler, e.status.value, e.attempts, e.last_error, now)
+            (
+                s.snapshot_id,
+                e.handler,
+                e.status.value,
+                e.attempts,
+                e.last_error,
+                e.extractor,
+                e.prompt_version,
+                now,
+            )
             for s in snapshots
             for e in s.extraction
         ]

@@ -115,12 +115,14 @@ class SqliteWorkQueue(SqliteParts):
         with self._writing():
             self._conn.execute(
                 "UPDATE snapshot_extractions SET status = ?, attempts = ?, last_error = ?, "
-                "updated_at = ?, claimed_by = NULL, claimed_until = NULL "
-                "WHERE snapshot_id = ? AND handler = ?",
+                "extractor = ?, prompt_version = ?, updated_at = ?, claimed_by = NULL, "
+                "claimed_until = NULL WHERE snapshot_id = ? AND handler = ?",
                 (
                     state.status.value,
                     state.attempts,
                     state.last_error,
+                    state.extractor,
+                    state.prompt_version,
                     now_text(),
                     snapshot_id,
                     state.handler,
