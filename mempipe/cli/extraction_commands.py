@@ -54,6 +54,12 @@ if TYPE_CHECKING:
 )
 @scale_out_options
 @click.option("--force", is_flag=True, help="Run extractions already done again.")
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Also run again the done extractions whose extractor or prompt differs from the "
+    "configured one.",
+)
 @click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
 @via_option
 @plan_option

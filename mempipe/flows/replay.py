@@ -33,6 +33,8 @@ from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import Stale
+from mempipe.services.replay import current_extraction
 from mempipe.services.replay_summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
@@ -71,6 +73,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
     force: bool = False
+    stale: bool = False
     audit_dir: str = "audit"
     via: Via = "live"
 
@@ -88,7 +91,8 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     def plan(self, context: AppContext) -> RunPlan:
         settings = context.replay_settings(self.extractor)
         enabled = self.handlers or [t.value for t in context.config.memory.extraction.enabled]
-        return _plan(context.store_url, self, enabled, settings, context.config.costs)
+        stale = _stale(settings, enabled, self.stale, self.force, self.via)
+        return _plan(context.store_url, self, enabled, settings, context.config.costs, stale)
 
     def run(self, context: AppContext) -> ReplaySummary:
         return replay_flow(**self.model_dump(), **context.flow_options())
@@ -101,6 +105,7 @@ def _plan(
     handlers: list[str],
     settings: ReplaySettings,
     costs: CostConfig,
+    stale: Stale | None,
 ) -> RunPlan:
     from mempipe.services.replay_plan import replay_plan
 
@@ -109,6 +114,7 @@ def _plan(
         request.selection,
         handlers,
         force=request.force,
+        stale=stale,
         extractor=request.extractor,
         summaries=extractor_for(request.extractor, settings.llm).capabilities.summaries,
         via=request.via,
@@ -134,6 +140,7 @@ def replay_flow(
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,
     force: bool = False,
+    stale: bool = False,
     store: str | None = None,
     config: str | None = None,
     store_secret: str | None = None,
@@ -144,16 +151,15 @@ def replay_flow(
     context = load_context(store, config, store_secret)
     url, selection = context.store_url, taken(locals(), SnapshotSelection)
     enabled = [t.value for t in (handlers or context.config.memory.extraction.enabled)]
-    settings = _settings(context, extractor, via, enabled)
-    asked = _asked(selection, enabled, extractor, force, via, audit_dir)
+    work = _work(context, Work.of(selection, enabled, force), extractor, via, stale)
+    asked = _asked(selection, enabled, extractor, force, via, audit_dir) | {"stale": stale}
     with recorded_run(context, "replay", asked, alive=True) as run:
         recover_dead_runs(url)
         spread = Spread(task_runner=task_runner, workers=concurrency, dask_address=dask_address)
-        work = Work(selection=selection, handlers=enabled, settings=settings, force=force)
         outcomes = _extract(url, run.run_id, work, via, spread)
         files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
         export_earlier_audit(url, audit_dir, run.run_id)
-        summary = summarize_replay(run.run_id, url, settings, outcomes, audit_dir, files)
+        summary = summarize_replay(run.run_id, url, work.settings, outcomes, audit_dir, files)
         failed = extractions_left(summary)
         run.end(summary.model_dump(include=COUNTS), failed)
     _publish(summary)
@@ -165,8 +171,21 @@ class Work(BaseModel):
 
     selection: SnapshotSelection
     handlers: list[str]
-    settings: ReplaySettings
+    settings: ReplaySettings = ReplaySettings()
     force: bool
+    stale: Stale | None = None
+
+    @classmethod
+    def of(cls, selection: SnapshotSelection, handlers: list[str], force: bool) -> Work:
+        return cls(selection=selection, handlers=handlers, force=force)
+
+
+def _work(context: AppContext, work: Work, extractor: str, via: Via, stale: bool) -> Work:
+    """The work with its settings (refused before any run is recorded where they cannot serve)
+    and, with ``--stale``, the extraction a done one must have run with."""
+    settings = _settings(context, extractor, via, work.handlers)
+    current = _stale(settings, work.handlers, stale, work.force, via)
+    return work.model_copy(update={"settings": settings, "stale": current})
 
 
 def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]) -> ReplaySettings:
@@ -176,6 +195,22 @@ def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]
     settings = context.replay_settings(extractor)
     _require_reconcilable(context.store_url, handlers)
     return settings
+
+
+def _stale(
+    settings: ReplaySettings, handlers: list[str], stale: bool, force: bool, via: Via
+) -> Stale | None:
+    """``--stale``: per handler, the extraction configured now, which a done extraction must
+    have run with not to be work again."""
+    if not stale:
+        return None
+    if force:
+        raise ConfigError("--stale runs what another extraction did; --force runs everything")
+    if via == "batch":
+        raise ConfigError("--stale runs live only (--via batch: not yet)")
+    return current_extraction(
+        extractor_for(settings.extractor, settings.llm), settings.llm, handlers
+    )
 
 
 def _asked(
@@ -202,7 +237,7 @@ def _extract(url: str, run_id: str, work: Work, via: Via, spread: Spread) -> lis
     selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
     if via == "batch":
         return replay_via_batch(url, selection, handlers, settings, run_id, force)
-    buckets = select_extraction_work(url, selection, handlers, force, spread.workers)
+    buckets = select_extraction_work(url, selection, handlers, force, spread.workers, work.stale)
     return spread.run(
         replay_bucket,
         [
@@ -215,6 +250,7 @@ def _extract(url: str, run_id: str, work: Work, via: Via, spread: Spread) -> lis
                 "selection": selection,
                 "handlers": handlers,
                 "part": f"{number}/{len(buckets)}",
+                "stale": work.stale,
             }
             for number, bucket in enumerate(buckets, start=1)
         ],

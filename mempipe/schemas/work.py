@@ -5,6 +5,28 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 
+class ExtractionVersion(BaseModel):
+    """What an extraction ran with: the extractor (whose name carries its model, or its rules'
+    version) and, for an extractor with prompts, the prompt's version."""
+
+    model_config = ConfigDict(frozen=True)
+
+    extractor: str
+    prompt_version: str | None = None
+
+    def stale(self, status: str, extractor: str | None, prompt_version: str | None) -> bool:
+        """A done extraction that ran with another extractor or prompt than this one."""
+        return status == "done" and (extractor, prompt_version) != (
+            self.extractor,
+            self.prompt_version,
+        )
+
+
+Stale = dict[str, ExtractionVersion]
+"""``replay --stale``: per handler, the extraction configured now; a done extraction that ran
+with another is work again."""
+
+
 class WorkItem(BaseModel):
     """One extraction to run: a snapshot and one handler, with the owner it is reconciled for."""
 

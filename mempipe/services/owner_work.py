@@ -22,7 +22,7 @@ from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 from mempipe.services.replay import ReplayContext, replay_batch
 from mempipe.services.replay_summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
@@ -43,6 +43,7 @@ def owner_work(
     handlers: list[str],
     owner: Owner,
     force: bool,
+    stale: Stale | None = None,
 ) -> list[WorkItem]:
     """The owner's runnable work as the store holds it now, in time order."""
     org, project, user = owner
@@ -51,7 +52,7 @@ def owner_work(
         narrowed = narrowed.model_copy(update={"user_id": user})
     return [
         item
-        for item in uow.work.extraction_work(narrowed, handlers, force=force)
+        for item in uow.work.extraction_work(narrowed, handlers, force=force, stale=stale)
         if item.partition == owner
     ]
 
@@ -64,6 +65,7 @@ def replay_by_owner(
     handlers: list[str],
     *,
     force: bool,
+    stale: Stale | None = None,
     progress: Callable[[int], object] = lambda _: None,
     keep: Callable[[WorkItem], bool] | None = None,
 ) -> BucketOutcome:
@@ -75,7 +77,7 @@ def replay_by_owner(
     def replay_held(held: list[Owner]) -> None:
         work: list[WorkItem] = []
         for owner in held:
-            fresh = owner_work(uow, selection, handlers, owner, force)
+            fresh = owner_work(uow, selection, handlers, owner, force, stale)
             if keep is not None:
                 fresh = [item for item in fresh if keep(item)]
             gone = max(0, len(owners[owner]) - len(fresh))

@@ -43,7 +43,7 @@ from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.search import Near
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import ExtractionVersion, Stale, WorkItem
 from mempipe.services.embedding import embed_texts
 
 SNAPSHOT_PAGE = 500
@@ -82,10 +82,24 @@ class ReplayContext(BaseModel):
     """Its prompts: an extractor with prompts extracts with them."""
 
     def prompt_version(self, memory_type: MemoryType) -> str | None:
-        """What an extraction of ``memory_type`` records it ran with, besides the extractor."""
-        if not self.extractor.capabilities.prompts:
-            return None
-        return prompt_for(self.llm, memory_type).version
+        return prompt_version(self.extractor, self.llm, memory_type)
+
+
+def prompt_version(extractor: Extractor, llm: LLMSettings, memory_type: MemoryType) -> str | None:
+    """What an extraction of ``memory_type`` records it ran with, besides the extractor: the
+    version of its prompt, for an extractor with prompts."""
+    return prompt_for(llm, memory_type).version if extractor.capabilities.prompts else None
+
+
+def current_extraction(extractor: Extractor, llm: LLMSettings, handlers: Sequence[str]) -> Stale:
+    """Per handler, what an extraction would run with now (``replay --stale``)."""
+    return {
+        handler: ExtractionVersion(
+            extractor=extractor.name,
+            prompt_version=prompt_version(extractor, llm, MemoryType(handler)),
+        )
+        for handler in handlers
+    }
 
 
 def replay_one(uow: UnitOfWork, item: WorkItem, context: ReplayContext) -> ExtractionSummary:

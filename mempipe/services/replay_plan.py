@@ -15,6 +15,7 @@ from mempipe.schemas.costs import CostConfig, PlanLine, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import Stale
 from mempipe.services.replay import snapshot_pages
 from mempipe.services.run_plans import Tally, chat_tokens, run_plan
 
@@ -25,6 +26,7 @@ def replay_plan(
     handlers: Sequence[str],
     *,
     force: bool,
+    stale: Stale | None = None,
     extractor: str,
     summaries: bool,
     via: Via,
@@ -34,7 +36,7 @@ def replay_plan(
 ) -> RunPlan:
     """One chat request per selected extraction, built as the extractor builds it; one summary
     request per snapshot still summarized by rule (with an extractor that summarizes)."""
-    items = uow.work.extraction_work(selection, handlers, force=force)
+    items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
     provider = extractor != "offline"
     counter = chat_counter(llm.model)
     sizes: list[tuple[int, int]] | None = [] if via == "batch" else None

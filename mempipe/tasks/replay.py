@@ -15,7 +15,7 @@ from mempipe.interrupts import interruptible_sleep, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay_batch import (
@@ -37,10 +37,15 @@ extraction the same way, and 100,000 lines of it help nobody."""
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
 @given_store()
 def select_extraction_work(
-    uow: UnitOfWork, selection: SnapshotSelection, handlers: list[str], force: bool, buckets: int
+    uow: UnitOfWork,
+    selection: SnapshotSelection,
+    handlers: list[str],
+    force: bool,
+    buckets: int,
+    stale: Stale | None = None,
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
-    items = uow.work.extraction_work(selection, handlers, force=force)
+    items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
     parts = partition(items, buckets)
     get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
     return parts
@@ -63,6 +68,7 @@ def replay_bucket(
     selection: SnapshotSelection,
     handlers: list[str],
     part: str = "1/1",
+    stale: Stale | None = None,
 ) -> BucketOutcome:
     """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
     returns, every owner it was given has been replayed, by this run or another. ``part``:
@@ -71,7 +77,7 @@ def replay_bucket(
     with track(label, len(items), "extractions") as bar:
         context = extraction_context(settings, run_id, uow)
         outcome = replay_by_owner(
-            uow, items, context, selection, handlers, force=force, progress=bar.update
+            uow, items, context, selection, handlers, force=force, stale=stale, progress=bar.update
         )
     results, elsewhere = outcome.results, outcome.done_elsewhere
     failed = [r for r in results if r.failure_class is not None]

@@ -20,6 +20,7 @@ from mempipe.schemas.search import Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.turn import SourceLocation, Turn
+from mempipe.schemas.work import ExtractionVersion
 from tests.helpers import semantic_memory
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -216,6 +217,33 @@ def test_extraction_work_states_and_failures(backend) -> None:
     assert {w.snapshot_id for w in backend.extraction_work(narrowed, ["semantic"], force=True)} == {
         first.snapshot_id
     }
+
+
+def test_stale_work_is_what_ran_with_another_extractor_or_prompt(backend) -> None:
+    backend.add_turns([turn(n) for n in range(6)], "r")
+    promote(backend, handlers=("semantic",))
+    first, second, third = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    for item, prompt in ((first, "labels@aaa"), (second, "labels@bbb")):
+        backend.set_extraction_state(
+            item.snapshot_id,
+            ExtractionState(
+                handler="semantic",
+                status=ExtractionStatus.DONE,
+                attempts=1,
+                extractor="openai:m",
+                prompt_version=prompt,
+            ),
+        )
+
+    def work(stale=None) -> set[str]:
+        found = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False, stale=stale)
+        return {w.snapshot_id for w in found}
+
+    assert work() == {third.snapshot_id}, "done is done without --stale"
+    now = {"semantic": ExtractionVersion(extractor="openai:m", prompt_version="labels@bbb")}
+    assert work(now) == {first.snapshot_id, third.snapshot_id}, "another prompt, and pending"
+    other = {"semantic": ExtractionVersion(extractor="openai:n", prompt_version="labels@bbb")}
+    assert work(other) == {first.snapshot_id, second.snapshot_id, third.snapshot_id}
 
 
 @pytest.mark.repositories("runs", "leases")

@@ -34,7 +34,7 @@ from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from mempipe.schemas.turn import Turn
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 
 RUNNABLE = (ExtractionStatus.PENDING, ExtractionStatus.FAILED_RETRYABLE)
 
@@ -58,9 +58,7 @@ class _Data:
     )
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     summaries: dict[str, tuple[str, str]] = field(default_factory=dict)
-    states: dict[tuple[str, str], tuple[ExtractionStatus, int, str | None]] = field(
-        default_factory=dict
-    )
+    states: dict[tuple[str, str], ExtractionState] = field(default_factory=dict)
     memories: dict[str, dict[str, MemoryRecord]] = field(default_factory=dict)
     vectors: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     models: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -174,7 +172,7 @@ class InMemoryStore(OneBatchAtATime):
             created.add(s.snapshot_id)
             self.data.snapshots[s.snapshot_id] = s
             for e in s.extraction:
-                self.data.states[(s.snapshot_id, e.handler)] = (e.status, e.attempts, e.last_error)
+                self.data.states[(s.snapshot_id, e.handler)] = e
             for seq in range(s.first_turn_seq, s.last_turn_seq + 1):
                 key = (s.org_id, s.project_id, s.user_id or "", s.session_id, seq)
                 if key in self.data.turns:
@@ -199,20 +197,29 @@ class InMemoryStore(OneBatchAtATime):
         return snapshot.started_at or datetime.min.replace(tzinfo=UTC)
 
     def extraction_work(
-        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+        self,
+        selection: SnapshotSelection,
+        handlers: Sequence[str],
+        *,
+        force: bool,
+        stale: Stale | None = None,
     ) -> list[WorkItem]:
         items = []
         for s in self._selected(selection):
             for handler in sorted(handlers):
                 state = self.data.states.setdefault(
-                    (s.snapshot_id, handler), (ExtractionStatus.PENDING, 0, None)
+                    (s.snapshot_id, handler), ExtractionState(handler=handler)
                 )
-                if force or state[0] in RUNNABLE:
+                current = (stale or {}).get(handler)
+                again = current is not None and current.stale(
+                    state.status, state.extractor, state.prompt_version
+                )
+                if force or again or state.status in RUNNABLE:
                     items.append(
                         WorkItem(
                             snapshot_id=s.snapshot_id,
                             handler=handler,
-                            attempts=state[1],
+                            attempts=state.attempts,
                             org_id=s.org_id,
                             project_id=s.project_id,
                             user_id=s.user_id,
@@ -250,11 +257,7 @@ class InMemoryStore(OneBatchAtATime):
 
     def set_extraction_state(self, snapshot_id: str, state: ExtractionState) -> None:
         self._call("set_extraction_state")
-        self.data.states[(snapshot_id, state.handler)] = (
-            state.status,
-            state.attempts,
-            state.last_error,
-        )
+        self.data.states[(snapshot_id, state.handler)] = state
 
     # -- memories ---------------------------------------------------------------------------
 
@@ -371,4 +374,4 @@ class InMemoryStore(OneBatchAtATime):
     # -- what a test asks of it -------------------------------------------------------------
 
     def state(self, snapshot_id: str, handler: str) -> ExtractionStatus:
-        return self.data.states[(snapshot_id, handler)][0]
+        return self.data.states[(snapshot_id, handler)].status

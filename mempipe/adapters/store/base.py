@@ -30,7 +30,7 @@ from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.turn import Turn
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 
 C = TypeVar("C")
 
@@ -98,9 +98,15 @@ class WorkQueue(Protocol):
     (snapshot, handler)'s state."""
 
     def extraction_work(
-        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+        self,
+        selection: SnapshotSelection,
+        handlers: Sequence[str],
+        *,
+        force: bool,
+        stale: Stale | None = None,
     ) -> list[WorkItem]:
-        """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``."""
+        """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``;
+        with ``stale``, also the done ones that ran with another extraction than the given."""
         ...
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...

@@ -13,17 +13,32 @@ from mempipe.errors import StoreError
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 
 RUNNABLE = [ExtractionStatus.PENDING.value, ExtractionStatus.FAILED_RETRYABLE.value]
 WORK_ORDER = [("order_at", 1), ("session_id", 1), ("first_turn_seq", 1)]
+
+
+def is_work(state: dict[str, Any], handler: str, stale: Stale | None) -> bool:
+    """Runnable, or (with ``stale``) done with another extraction than the handler's current."""
+    if state["status"] in RUNNABLE:
+        return True
+    current = (stale or {}).get(handler)
+    return current is not None and current.stale(
+        state["status"], state.get("extractor"), state.get("prompt_version")
+    )
 
 
 class MongoWorkQueue(MongoParts):
     """Snapshots as extraction work."""
 
     def extraction_work(
-        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+        self,
+        selection: SnapshotSelection,
+        handlers: Sequence[str],
+        *,
+        force: bool,
+        stale: Stale | None = None,
     ) -> list[WorkItem]:
         if not handlers:
             return []
@@ -41,7 +56,7 @@ class MongoWorkQueue(MongoParts):
                 )
             wanted = [
                 {f"extraction.{h}": {"$exists": True}}
-                if force
+                if force or (stale and h in stale)
                 else {f"extraction.{h}.status": {"$in": RUNNABLE}}
                 for h in handlers
             ]
@@ -60,7 +75,7 @@ class MongoWorkQueue(MongoParts):
                 )
                 for d in cursor
                 for h in sorted(handlers)
-                if h in d["extraction"] and (force or d["extraction"][h]["status"] in RUNNABLE)
+                if h in d["extraction"] and (force or is_work(d["extraction"][h], h, stale))
             ]
 
     @staticmethod

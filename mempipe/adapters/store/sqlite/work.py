@@ -12,14 +12,41 @@ from mempipe.errors import StoreError
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
+
+RUNNABLE = "e.status IN ('pending', 'failed_retryable')"
+
+
+def _states(force: bool, stale: Stale | None) -> tuple[str, list[str]]:
+    """Which states are work: every one (``force``), the runnable ones, and with ``stale`` the
+    done ones that ran with another extraction than the handler's current one."""
+    if force:
+        return "", []
+    if not stale:
+        return f"AND {RUNNABLE}", []
+    differs = " OR ".join(
+        "(e.handler = ? AND (coalesce(e.extractor, '') != ? "
+        "OR coalesce(e.prompt_version, '') != ?))"
+        for _ in stale
+    )
+    versions = [
+        value
+        for handler, version in stale.items()
+        for value in (handler, version.extractor, version.prompt_version or "")
+    ]
+    return f"AND ({RUNNABLE} OR (e.status = 'done' AND ({differs})))", versions
 
 
 class SqliteWorkQueue(SqliteParts):
     """Snapshots as extraction work."""
 
     def extraction_work(
-        self, selection: SnapshotSelection, handlers: Sequence[str], *, force: bool
+        self,
+        selection: SnapshotSelection,
+        handlers: Sequence[str],
+        *,
+        force: bool,
+        stale: Stale | None = None,
     ) -> list[WorkItem]:
         if not handlers:
             return []
@@ -33,7 +60,7 @@ class SqliteWorkQueue(SqliteParts):
                     f"WHERE {where} ON CONFLICT DO NOTHING",
                     (handler, now, *values),
                 )
-        states = "" if force else "AND e.status IN ('pending', 'failed_retryable')"
+        states, versions = _states(force, stale)
         marks = ", ".join("?" for _ in handlers)
         rows = self._rows(
             "SELECT s.id, e.handler, e.attempts, s.org_id, s.project_id, s.user_id "
@@ -41,7 +68,7 @@ class SqliteWorkQueue(SqliteParts):
             f"ON e.snapshot_id = s.id WHERE {where} AND e.handler IN ({marks}) {states} "
             "ORDER BY coalesce(s.started_at, s.created_at), s.session_id, s.first_turn_seq, "
             "e.handler",
-            (*values, *handlers),
+            (*values, *handlers, *versions),
         )
         return [
             WorkItem(

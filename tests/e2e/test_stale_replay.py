@@ -1,0 +1,89 @@
+"""``replay --stale`` after a prompt change (issue 42), by real ``mempipe`` processes through
+the real ``openai`` client against the fake endpoint, which answers by the prompt it is sent:
+the plan counts, and the run re-runs, exactly the done extractions that ran with another prompt;
+every extraction and audit row names the prompt version it ran with."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from mempipe.schemas.prompts import Prompt
+from tests.e2e.crash_kit import MONTHS, environment, read, run, write_archive, write_config
+from tests.fakes.openai_server import Answer, completion, fake_openai, memories
+
+pytestmark = pytest.mark.prefect
+USERS = 3
+AIRPORT = re.compile(r"My home airport is (\w+)")
+OLD = "Extract the user's home airport as a fact: short text, label home_airport. JSON only."
+NEW = "Extract the user's home airport as one sentence in the third person. JSON only."
+
+
+def by_prompt(body: dict[str, Any]) -> Answer:
+    """The old prompt gets a terse fact, the new one a sentence about another attribute (a
+    snapshot that taught an attribute once does not teach it again, whatever the words)."""
+    if "response_format" not in body:
+        return completion("The user updated their travel profile.")
+    found = AIRPORT.search(body["messages"][-1]["content"])
+    if found is None or body["messages"][0]["content"] not in (OLD, NEW):
+        return memories()
+    if body["messages"][0]["content"] == OLD:
+        return memories({"text": f"home airport {found[1]}", "label": "airport"})
+    return memories({"text": f"User's home airport is {found[1]}.", "label": "home_airport"})
+
+
+def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_path) -> None:
+    write_archive(tmp_path / "archive.jsonl", USERS)
+    config = write_config(tmp_path)
+    config.write_text(
+        config.read_text().replace(
+            "  extraction:\n", "  extraction:\n    prompts:\n      semantic: {file: semantic.txt}\n"
+        )
+    )
+    prompt = tmp_path / "semantic.txt"
+    prompt.write_text(OLD)
+    db = tmp_path / "memory.db"
+    common = ["--store", f"sqlite:///{db}", "--config", str(config)]
+    replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *common]
+    with fake_openai() as (fake, url):
+        fake.responder = by_prompt
+        env = environment(
+            prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="k", MEMPIPE_LLM_MODEL="m"
+        )
+
+        def mempipe(*args: str) -> dict[str, Any]:
+            done = run([*args, "--json"], tmp_path, env)
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)
+
+        mempipe("backfill", "archive.jsonl", *common)
+        assert mempipe(*replay)["extractions"] == USERS * MONTHS
+        prompt.write_text(NEW)
+        assert mempipe(*replay, "--user-id", "user000", "--force")["extractions"] == MONTHS
+
+        stale = (USERS - 1) * MONTHS
+        planned = mempipe(*replay, "--stale", "--plan")
+        assert (
+            next(line for line in planned["lines"] if line["purpose"] == "extract")["items"]
+            == stale
+        )
+        sent = len(fake.requests)
+        assert mempipe(*replay, "--stale")["extractions"] == stale
+        assert len(fake.requests) - sent == stale, "one request per stale extraction"
+        assert mempipe(*replay, "--stale")["extractions"] == 0, "nothing stale is left"
+
+    new = Prompt(text=NEW).version
+    assert read(
+        db,
+        "SELECT DISTINCT extractor, prompt_version FROM snapshot_extractions "
+        "WHERE handler = 'semantic'",
+    ) == [("openai:m", new)]
+    old = Prompt(text=OLD).version
+    audited = dict(read(db, "SELECT prompt_version, count(*) FROM audit GROUP BY 1"))
+    assert audited == {old: USERS * MONTHS, new: USERS * MONTHS}, "one row per extraction"
+    texts = read(db, "SELECT text FROM memories_semantic WHERE label = 'home_airport'")
+    assert len(texts) == USERS * MONTHS
+    assert all(t.startswith("User's home airport is ") for (t,) in texts)
