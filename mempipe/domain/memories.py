@@ -28,6 +28,7 @@ from mempipe.schemas.memory import (
     TaxonomicMemory,
 )
 from mempipe.schemas.transcript import SnapshotContent
+from mempipe.schemas.work import ExtractionVersion
 
 
 def memory_id(memory_type: MemoryType, extracted: Extracted, snapshot: SnapshotContent) -> str:
@@ -53,7 +54,9 @@ def build_record(
     embedding_model_id: str | None,
     has_embedding: bool,
     now: datetime,
+    extraction: ExtractionVersion | None = None,
 ) -> MemoryRecord:
+    """``extraction``: what extracted it, recorded with the version (none for an import)."""
     text = searchable_text(extracted)
     common = {
         "id": memory_id(memory_type, extracted, snapshot),
@@ -67,6 +70,8 @@ def build_record(
         "evidence": [snapshot.snapshot_id],
         "embedding_model_id": embedding_model_id if has_embedding else None,
         "has_embedding": has_embedding,
+        "extractor": extraction.extractor if extraction else None,
+        "prompt_version": extraction.prompt_version if extraction else None,
         "created_at": now,
         "updated_at": now,
     }

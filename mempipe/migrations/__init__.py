@@ -78,6 +78,7 @@ VERSIONS: tuple[Migration, ...] = (
     Migration(
         "0023_extraction_versions", "Extractions and audit rows record the extractor and prompt"
     ),
+    Migration("0024_memory_extraction", "Each memory version records its extractor and prompt"),
 )
 
 

@@ -57,6 +57,12 @@ class MemoryRecord(BaseModel):
     evidence: list[str] = Field(default_factory=list, description="snapshot ids that taught it")
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: MemorySource = MemorySource.EXTRACTION
+    extractor: str | None = Field(
+        default=None, description="the extractor (with its model) that wrote this version"
+    )
+    prompt_version: str | None = Field(
+        default=None, description="the prompt it ran with (an extractor with prompts)"
+    )
     created_at: datetime
     updated_at: datetime
 

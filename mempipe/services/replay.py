@@ -371,6 +371,10 @@ def reconcile_one(
         embedding_model_id=model_id,
         has_embedding=vector is not None,
         now=now,
+        extraction=ExtractionVersion(
+            extractor=context.extractor.name,
+            prompt_version=context.prompt_version(memory_type),
+        ),
     )
     if history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})

@@ -84,6 +84,8 @@ def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_pa
     old = Prompt(text=OLD).version
     audited = dict(read(db, "SELECT prompt_version, count(*) FROM audit GROUP BY 1"))
     assert audited == {old: USERS * MONTHS, new: USERS * MONTHS}, "one row per extraction"
-    texts = read(db, "SELECT text FROM memories_semantic WHERE label = 'home_airport'")
-    assert len(texts) == USERS * MONTHS
-    assert all(t.startswith("User's home airport is ") for (t,) in texts)
+    written = read(
+        db, "SELECT text, prompt_version FROM memories_semantic WHERE label = 'home_airport'"
+    )
+    assert len(written) == USERS * MONTHS
+    assert all(t.startswith("User's home airport is ") and v == new for t, v in written)

@@ -89,7 +89,9 @@ def test_a_prompt_that_cannot_be_read_is_refused(tmp_path, monkeypatch, prompts,
         configured(tmp_path, monkeypatch, "http://127.0.0.1:9", prompts)
 
 
-def test_each_extraction_and_audit_row_records_its_extractor_and_prompt(store, tmp_path) -> None:
+def test_each_extraction_audit_row_and_memory_records_its_extractor_and_prompt(
+    store, tmp_path
+) -> None:
     from tests.integration.test_replay import context, load, replay_all
 
     load(store, tmp_path)
@@ -111,6 +113,8 @@ def test_each_extraction_and_audit_row_records_its_extractor_and_prompt(store, t
     rows = list(store.audit_rows())
     assert rows
     assert {(r.extractor, r.prompt_version) for r in rows} == {("openai:fake", version)}
+    written = store._rows("SELECT DISTINCT extractor, prompt_version FROM memories_semantic")
+    assert written == [("openai:fake", version)], "and so does every memory version"
 
     offline = replay_all(store, context(), ["episodic"])
     assert {r.status for r in offline} == {"done"}

@@ -33,7 +33,7 @@ def test_an_existing_store_is_migrated_to_the_user_in_the_turn_key(store_url) ->
         assert old.applied_migrations()[-1] == LAST_OLD
         # today's writes put the speaker's name into the text index, and a model's options
         # into the registry
-        for later in ("0015", "0021", "0023"):
+        for later in ("0015", "0021", "0023", "0024"):
             with old._conn:
                 step = next(m for m in all_migrations() if m.id.startswith(later))
                 apply = step.step(SQLITE_STEPS)
