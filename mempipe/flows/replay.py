@@ -91,7 +91,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     def plan(self, context: AppContext) -> RunPlan:
         settings = context.replay_settings(self.extractor)
         enabled = self.handlers or [t.value for t in context.config.memory.extraction.enabled]
-        stale = _stale(settings, enabled, self.stale, self.force, self.via)
+        stale = _stale(settings, enabled, self.stale, self.force)
         return _plan(context.store_url, self, enabled, settings, context.config.costs, stale)
 
     def run(self, context: AppContext) -> ReplaySummary:
@@ -184,7 +184,7 @@ def _work(context: AppContext, work: Work, extractor: str, via: Via, stale: bool
     """The work with its settings (refused before any run is recorded where they cannot serve)
     and, with ``--stale``, the extraction a done one must have run with."""
     settings = _settings(context, extractor, via, work.handlers)
-    current = _stale(settings, work.handlers, stale, work.force, via)
+    current = _stale(settings, work.handlers, stale, work.force)
     return work.model_copy(update={"settings": settings, "stale": current})
 
 
@@ -197,17 +197,13 @@ def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]
     return settings
 
 
-def _stale(
-    settings: ReplaySettings, handlers: list[str], stale: bool, force: bool, via: Via
-) -> Stale | None:
+def _stale(settings: ReplaySettings, handlers: list[str], stale: bool, force: bool) -> Stale | None:
     """``--stale``: per handler, the extraction configured now, which a done extraction must
     have run with not to be work again."""
     if not stale:
         return None
     if force:
         raise ConfigError("--stale runs what another extraction did; --force runs everything")
-    if via == "batch":
-        raise ConfigError("--stale runs live only (--via batch: not yet)")
     return current_extraction(
         extractor_for(settings.extractor, settings.llm), settings.llm, handlers
     )
@@ -236,7 +232,7 @@ def _extract(url: str, run_id: str, work: Work, via: Via, spread: Spread) -> lis
     """The selected extractions, live (in partitions, at once) or through the Batch API."""
     selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
     if via == "batch":
-        return replay_via_batch(url, selection, handlers, settings, run_id, force)
+        return replay_via_batch(url, selection, handlers, settings, run_id, force, work.stale)
     buckets = select_extraction_work(url, selection, handlers, force, spread.workers, work.stale)
     return spread.run(
         replay_bucket,

@@ -13,7 +13,10 @@ recorded failure of that extraction (retryable: a rerun, live or batch, does it)
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
+
+import orjson
 
 from mempipe.adapters.llm.openai_compat import (
     OpenAIExtractor,
@@ -33,7 +36,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.provider import BatchInfo
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.transcript import SnapshotContent
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import Stale, WorkItem
 from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay import ReplayContext, snapshot_pages
@@ -42,10 +45,16 @@ from mempipe.services.replay_summary import BucketOutcome
 SUMMARY = "summary"
 
 
-def replay_scope(model: str, force: bool) -> str:
-    """Batches of one chat model, and of forced replays apart from the others': a run adopts
-    only batches it would have submitted itself."""
-    return f"replay:{model}:{'force' if force else 'pending'}"
+def replay_scope(model: str, force: bool, stale: Stale | None = None) -> str:
+    """Batches of one chat model, and of forced or stale replays apart from the others' (a
+    stale one's by the extraction it brings up to date): a run adopts only batches it would
+    have submitted itself."""
+    if force:
+        return f"replay:{model}:force"
+    if stale:
+        current = orjson.dumps({h: v.model_dump() for h, v in sorted(stale.items())})
+        return f"replay:{model}:stale:{hashlib.sha256(current).hexdigest()[:12]}"
+    return f"replay:{model}:pending"
 
 
 def extraction_key(handler: str, snapshot_id: str) -> str:
@@ -123,13 +132,16 @@ def apply_replay_batches(
     context: ReplayContext,
     *,
     force: bool,
+    stale: Stale | None = None,
 ) -> list[BucketOutcome]:
     """Each batch, once it ends, replayed from its answers; stops (leaving the rest open for
     the next run) when asked to."""
     outcomes: list[BucketOutcome] = []
     try:
         for batch, info in work.follow(batches):
-            outcome, error = apply_batch(uow, work, batch, info, live, context, force=force)
+            outcome, error = apply_batch(
+                uow, work, batch, info, live, context, force=force, stale=stale
+            )
             work.close(batch, info, error)
             outcomes.append(outcome)
             if stop_requested():
@@ -148,6 +160,7 @@ def apply_batch(
     context: ReplayContext,
     *,
     force: bool,
+    stale: Stale | None = None,
 ) -> tuple[BucketOutcome, str | None]:
     answers: dict[str, str | MempipeError] = {}
     for line in work.lines(info):
@@ -180,6 +193,7 @@ def apply_batch(
         SnapshotSelection(),
         sorted({item.handler for item in items}),
         force=force,
+        stale=stale,
         keep=lambda item: extraction_key(item.handler, item.snapshot_id) in extractions,
     )
     return outcome, first_error

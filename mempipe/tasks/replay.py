@@ -114,6 +114,7 @@ def replay_via_batch(
     settings: ReplaySettings,
     run_id: str,
     force: bool,
+    stale: Stale | None = None,
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API."""
@@ -126,23 +127,25 @@ def replay_via_batch(
         OpenAIBatches(settings.llm),
         run_id=run_id,
         job="replay",
-        scope=replay_scope(settings.llm.model, force),
+        scope=replay_scope(settings.llm.model, force, stale),
         endpoint=CHAT_ENDPOINT,
         limits=load_batch_limits(),
         retry=settings.retry,
         sleep=interruptible_sleep,
     )
     adopted = work.adopt()
-    outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force)
+    outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force, stale=stale)
     if not stop_requested():
         covered = {key for batch in adopted for key in batch.items}
         items = [
             item
-            for item in uow.work.extraction_work(selection, handlers, force=force)
+            for item in uow.work.extraction_work(selection, handlers, force=force, stale=stale)
             if extraction_key(item.handler, item.snapshot_id) not in covered
         ]
         submitted = work.submit(extraction_requests(uow, items, live))
-        outcomes += apply_replay_batches(uow, work, submitted, live, context, force=force)
+        outcomes += apply_replay_batches(
+            uow, work, submitted, live, context, force=force, stale=stale
+        )
     get_run_logger().info(
         "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
     )

@@ -1,7 +1,8 @@
 """``replay --stale`` after a prompt change (issue 42), by real ``mempipe`` processes through
-the real ``openai`` client against the fake endpoint, which answers by the prompt it is sent:
-the plan counts, and the run re-runs, exactly the done extractions that ran with another prompt;
-every extraction and audit row names the prompt version it ran with."""
+the real ``openai`` client against the fake endpoint, which answers by the prompt it is sent,
+live and through the Batch API: the plan counts, and the run re-runs, exactly the done
+extractions that ran with another prompt; every extraction, audit row and memory version names
+the prompt version it ran with."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def by_prompt(body: dict[str, Any]) -> Answer:
     return memories({"text": f"User's home airport is {found[1]}.", "label": "home_airport"})
 
 
-def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_path) -> None:
+@pytest.mark.parametrize("via", ["live", "batch"])
+def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_path, via) -> None:
     write_archive(tmp_path / "archive.jsonl", USERS)
     config = write_config(tmp_path)
     config.write_text(
@@ -51,7 +53,12 @@ def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_pa
     with fake_openai() as (fake, url):
         fake.responder = by_prompt
         env = environment(
-            prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="k", MEMPIPE_LLM_MODEL="m"
+            prefect_server,
+            MEMPIPE_LLM_BASE_URL=url,
+            OPENAI_API_KEY="k",
+            MEMPIPE_LLM_MODEL="m",
+            MEMPIPE_BATCH_POLL_FIRST_SECONDS="0.2",
+            MEMPIPE_BATCH_POLL_MAX_SECONDS="0.5",
         )
 
         def mempipe(*args: str) -> dict[str, Any]:
@@ -65,15 +72,16 @@ def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_pa
         assert mempipe(*replay, "--user-id", "user000", "--force")["extractions"] == MONTHS
 
         stale = (USERS - 1) * MONTHS
-        planned = mempipe(*replay, "--stale", "--plan")
+        planned = mempipe(*replay, "--stale", "--via", via, "--plan")
         assert (
             next(line for line in planned["lines"] if line["purpose"] == "extract")["items"]
             == stale
         )
-        sent = len(fake.requests)
-        assert mempipe(*replay, "--stale")["extractions"] == stale
-        assert len(fake.requests) - sent == stale, "one request per stale extraction"
-        assert mempipe(*replay, "--stale")["extractions"] == 0, "nothing stale is left"
+        sent = len(fake.requests) + len(fake.batches.lines)
+        assert mempipe(*replay, "--stale", "--via", via)["extractions"] == stale
+        asked = len(fake.requests) + len(fake.batches.lines) - sent
+        assert asked == stale, "one request per stale extraction, live or in a batch line"
+        assert mempipe(*replay, "--stale", "--via", via)["extractions"] == 0, "none left"
 
     new = Prompt(text=NEW).version
     assert read(
