@@ -151,8 +151,8 @@ def replay_flow(
     context = load_context(store, config, store_secret)
     url, selection = context.store_url, taken(locals(), SnapshotSelection)
     enabled = [t.value for t in (handlers or context.config.memory.extraction.enabled)]
-    work = _work(context, Work.of(selection, enabled, force), extractor, via, stale)
-    asked = _asked(selection, enabled, extractor, force, via, audit_dir) | {"stale": stale}
+    work = _work(context, selection, enabled, extractor, via, force, stale)
+    asked = _asked(selection, enabled, extractor, force, stale, via, audit_dir)
     with recorded_run(context, "replay", asked, alive=True) as run:
         recover_dead_runs(url)
         spread = Spread(task_runner=task_runner, workers=concurrency, dask_address=dask_address)
@@ -171,21 +171,30 @@ class Work(BaseModel):
 
     selection: SnapshotSelection
     handlers: list[str]
-    settings: ReplaySettings = ReplaySettings()
+    settings: ReplaySettings
     force: bool
     stale: Stale | None = None
 
-    @classmethod
-    def of(cls, selection: SnapshotSelection, handlers: list[str], force: bool) -> Work:
-        return cls(selection=selection, handlers=handlers, force=force)
 
-
-def _work(context: AppContext, work: Work, extractor: str, via: Via, stale: bool) -> Work:
+def _work(
+    context: AppContext,
+    selection: SnapshotSelection,
+    handlers: list[str],
+    extractor: str,
+    via: Via,
+    force: bool,
+    stale: bool,
+) -> Work:
     """The work with its settings (refused before any run is recorded where they cannot serve)
     and, with ``--stale``, the extraction a done one must have run with."""
-    settings = _settings(context, extractor, via, work.handlers)
-    current = _stale(settings, work.handlers, stale, work.force)
-    return work.model_copy(update={"settings": settings, "stale": current})
+    settings = _settings(context, extractor, via, handlers)
+    return Work(
+        selection=selection,
+        handlers=handlers,
+        settings=settings,
+        force=force,
+        stale=_stale(settings, handlers, stale, force),
+    )
 
 
 def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]) -> ReplaySettings:
@@ -214,6 +223,7 @@ def _asked(
     handlers: list[str],
     extractor: str,
     force: bool,
+    stale: bool,
     via: Via,
     audit_dir: str,
 ) -> dict[str, object]:
@@ -223,6 +233,7 @@ def _asked(
         "handlers": handlers,
         "extractor": extractor,
         "force": force,
+        "stale": stale,
         "via": via,
         "audit_dir": str(Path(audit_dir).absolute()),
     }

@@ -37,8 +37,8 @@ def reembed_plan(
 ) -> RunPlan:
     """Every record still without a vector of the model the run fills (the serving one, for an
     incremental run), read in pages; each page cut into requests as the embedder cuts it."""
-    cuts = [] if incremental else [cut_source(uow, c, model_id) for c in collections]
-    lines = [] if cuts and all(cuts) else [probe_line(model_id)]
+    sources = {c: None if incremental else cut_source(uow, c, model_id) for c in collections}
+    lines = [] if sources and all(sources.values()) else [probe_line(model_id)]
     files = 0
     for collection in collections:
         target = model_id
@@ -48,7 +48,7 @@ def reembed_plan(
         counter = embedding_counter(target)
         tally = Tally(sizes=[] if via == "batch" else None)
         page_size = EMBEDDING_REQUEST_TEXTS if via == "batch" else batch_size
-        source = None if incremental else cut_source(uow, collection, target)
+        source = sources[collection]
         if source is not None:  # cut from the vectors held; the embedder gets what they lack
             derived = uow.vectors.vector_counts(collection, source)[1]
             lines.append(cut_line(f"cut {collection}", target, derived))

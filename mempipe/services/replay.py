@@ -81,25 +81,22 @@ class ReplayContext(BaseModel):
     llm: LLMSettings = LLMSettings()
     """Its prompts: an extractor with prompts extracts with them."""
 
-    def prompt_version(self, memory_type: MemoryType) -> str | None:
-        return prompt_version(self.extractor, self.llm, memory_type)
+    def extraction(self, memory_type: MemoryType) -> ExtractionVersion:
+        return extraction_version(self.extractor, self.llm, memory_type)
 
 
-def prompt_version(extractor: Extractor, llm: LLMSettings, memory_type: MemoryType) -> str | None:
-    """What an extraction of ``memory_type`` records it ran with, besides the extractor: the
-    version of its prompt, for an extractor with prompts."""
-    return prompt_for(llm, memory_type).version if extractor.capabilities.prompts else None
+def extraction_version(
+    extractor: Extractor, llm: LLMSettings, memory_type: MemoryType
+) -> ExtractionVersion:
+    """What an extraction of ``memory_type`` records it ran with (its state, its audit rows, the
+    memory versions it writes): the extractor, and its prompt's version where it has prompts."""
+    prompt = prompt_for(llm, memory_type).version if extractor.capabilities.prompts else None
+    return ExtractionVersion(extractor=extractor.name, prompt_version=prompt)
 
 
 def current_extraction(extractor: Extractor, llm: LLMSettings, handlers: Sequence[str]) -> Stale:
     """Per handler, what an extraction would run with now (``replay --stale``)."""
-    return {
-        handler: ExtractionVersion(
-            extractor=extractor.name,
-            prompt_version=prompt_version(extractor, llm, MemoryType(handler)),
-        )
-        for handler in handlers
-    }
+    return {h: extraction_version(extractor, llm, MemoryType(h)) for h in handlers}
 
 
 def replay_one(uow: UnitOfWork, item: WorkItem, context: ReplayContext) -> ExtractionSummary:
@@ -188,8 +185,7 @@ def _write(
                     handler=item.handler,
                     status=ExtractionStatus.DONE,
                     attempts=summary.attempts,
-                    extractor=context.extractor.name,
-                    prompt_version=context.prompt_version(memory_type),
+                    **context.extraction(memory_type).model_dump(),
                 ),
             )
         return rows
@@ -371,10 +367,7 @@ def reconcile_one(
         embedding_model_id=model_id,
         has_embedding=vector is not None,
         now=now,
-        extraction=ExtractionVersion(
-            extractor=context.extractor.name,
-            prompt_version=context.prompt_version(memory_type),
-        ),
+        extraction=context.extraction(memory_type),
     )
     if history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
@@ -425,8 +418,7 @@ def audit_row(
         superseded_id=superseded_id,
         similarity=None if similarity is None else round(similarity, 6),
         snapshot_id=snapshot.snapshot_id,
-        extractor=context.extractor.name,
-        prompt_version=context.prompt_version(memory_type),
+        **context.extraction(memory_type).model_dump(),
         embedding_model_id=context.embedder.model_id,
         text=text,
         observed_at=observed,

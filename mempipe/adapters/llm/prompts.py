@@ -36,14 +36,15 @@ PROMPTS: dict[MemoryType, str] = {
 }
 
 BUILT_IN = "built-in"
+BUILT_IN_PROMPTS = {
+    memory_type: Prompt(text=f"{COMMON}\n\n{text}", name=BUILT_IN)
+    for memory_type, text in PROMPTS.items()
+}
 
 
 def prompt_for(settings: LLMSettings, memory_type: MemoryType) -> Prompt:
     """The handler's configured prompt, else the built-in one (named ``built-in``)."""
-    configured = settings.prompts.get(memory_type)
-    if configured is not None:
-        return configured
-    return Prompt(text=f"{COMMON}\n\n{PROMPTS[memory_type]}", name=BUILT_IN)
+    return settings.prompts.get(memory_type) or BUILT_IN_PROMPTS[memory_type]
 
 
 REPAIR = (

@@ -11,7 +11,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from mempipe.adapters.store.sqlite import sql
+from mempipe.adapters.store.sqlite import memory_sql, sql
 from mempipe.adapters.store.sqlite.configuration import SqliteConfig
 from mempipe.adapters.store.sqlite.exceptions import translate
 from mempipe.schemas.indexes import UNQUANTIZED, Quantization
@@ -50,6 +50,12 @@ class SqliteParts:
             raise translate(exc, self.url) from exc
         finally:
             reader.close()
+
+    def _table_shape(self, table: str) -> memory_sql.VectorShape | None:
+        """A vector table's shape as its DDL says (None: no such table): what it holds, not what
+        the configuration declares, so a drifted table keeps working until rebuilt."""
+        sql_text = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (table,))
+        return memory_sql.parse_vector_ddl(sql_text[0][0]) if sql_text else None
 
     def _rows(self, query: str, bindings: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:

@@ -168,8 +168,8 @@ class SqliteSearch(SqliteParts):
 
     def _quantization(self, table: str) -> Quantization:
         """The table's own (a drifted one is searched as it is until rebuilt)."""
-        sql = self._rows("SELECT sql FROM sqlite_master WHERE name = ?", (table,))
-        return memory_sql.parse_vector_ddl(sql[0][0]).quantization if sql else Quantization.NONE
+        shape = self._table_shape(table)
+        return Quantization.NONE if shape is None else shape.quantization
 
     def _wide_vector(
         self, source: str, near: Near, filters: ReadFilter, k: int

@@ -44,7 +44,12 @@ BATCH = 10_000
 BLOCK = 1_024
 """Rows of byte codes turned into floats at a time, so a scalar-quantized matrix is never held
 as floats (1,024: the block stays in the CPU's cache; 8,192 took twice as long)."""
-BYTES_PER_DIMENSION = {Quantization.NONE: 4, Quantization.SCALAR: 1, Quantization.BINARY: 1 / 8}
+LAYOUT = {
+    Quantization.NONE: (np.dtype(np.float32), 1),
+    Quantization.SCALAR: (np.dtype(np.int8), 1),
+    Quantization.BINARY: (np.dtype(np.uint8), 8),
+}
+"""How a row is held: its element type, and the dimensions each element packs."""
 
 
 @dataclass(frozen=True)
@@ -113,14 +118,11 @@ def load(conn: apsw.Connection, table: str) -> VectorMatrix | None:
     if not found:
         return None
     dimensions, _, columns, quantization = parse_vector_ddl(found[0][0])
+    dtype, packed = LAYOUT[quantization]
+    width = dimensions // packed
     count = _rows(conn, table)
-    if count == 0 or count * dimensions * BYTES_PER_DIMENSION[quantization] > MAX_BYTES:
+    if count == 0 or count * width * dtype.itemsize > MAX_BYTES:
         return None
-    width, dtype = {
-        Quantization.NONE: (dimensions, np.float32),
-        Quantization.SCALAR: (dimensions, np.int8),
-        Quantization.BINARY: (dimensions // 8, np.uint8),
-    }[quantization]
     held = "embedding" if quantization is Quantization.NONE else QUANTIZED
     rowids: list[np.ndarray] = []
     vectors: list[np.ndarray] = []
@@ -210,7 +212,7 @@ class VectorScans:
         quantized = self._conn.execute(
             f"SELECT {quantize_sql(matrix.quantization)}", (vector.tobytes(),)
         ).fetchall()[0][0]
-        dtype = np.uint8 if matrix.quantization is Quantization.BINARY else np.int8
+        dtype = LAYOUT[matrix.quantization][0]
         found = matrix.nearest(
             np.frombuffer(quantized, dtype=dtype), where, k * OVERSAMPLE[matrix.quantization]
         )

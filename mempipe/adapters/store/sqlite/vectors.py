@@ -87,13 +87,10 @@ class SqliteVectors(SqliteParts):
         return self._vector_shape(collection, model_id).columns
 
     def _vector_shape(self, collection: str, model_id: str) -> memory_sql.VectorShape:
-        sql = self._rows(
-            "SELECT sql FROM sqlite_master WHERE name = ?",
-            (memory_sql.vector_table(collection, model_id),),
-        )
-        if not sql:
+        shape = self._table_shape(memory_sql.vector_table(collection, model_id))
+        if shape is None:
             raise StoreError(f"{collection}: no vector index for {model_id}")
-        return memory_sql.parse_vector_ddl(sql[0][0])
+        return shape
 
     def insert_vector(
         self, collection: str, model_id: str, rowid: int, vector: list[float]
