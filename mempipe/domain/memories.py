@@ -32,7 +32,12 @@ from mempipe.schemas.work import ExtractionVersion
 
 
 def memory_id(memory_type: MemoryType, extracted: Extracted, snapshot: SnapshotContent) -> str:
-    """The id of what this snapshot taught: the same on every replay of it."""
+    """The id of what this snapshot taught: the same on every replay of it. A keyed fact's id
+    holds its text as well as its key, so that an extraction that changed (another prompt,
+    another model) and reads another value from the same snapshot teaches that value, which
+    then updates the one taught before; the same value read again is the same memory."""
+    text = normalize(searchable_text(extracted))
+    key = key_of(extracted)
     return stable_id(
         "mem",
         memory_type,
@@ -40,7 +45,7 @@ def memory_id(memory_type: MemoryType, extracted: Extracted, snapshot: SnapshotC
         snapshot.project_id,
         snapshot.user_id,
         snapshot.snapshot_id,
-        key_of(extracted) or normalize(searchable_text(extracted)),
+        *((key, text) if key is not None else (text,)),
     )
 
 

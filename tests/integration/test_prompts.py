@@ -12,11 +12,14 @@ import pytest
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.llm.prompts import BUILT_IN, prompt_for
 from mempipe.adapters.llm.registry import extractor_for
+from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import load_context
 from mempipe.errors import ConfigError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import Prompt
 from mempipe.schemas.replay import LLMSettings
+from mempipe.schemas.selection import SnapshotSelection
+from mempipe.services.replay import replay_one
 from tests.fakes.openai_server import Answer, fake_openai, memories
 from tests.helpers import AIRPORT_SNAPSHOT
 
@@ -122,3 +125,44 @@ def test_each_extraction_audit_row_and_memory_records_its_extractor_and_prompt(
         "SELECT DISTINCT extractor, prompt_version FROM snapshot_extractions "
         "WHERE handler = 'episodic'"
     ) == [("offline-rules-v2", None)], "an extractor without prompts records none"
+
+
+def test_a_prompt_that_reads_another_value_for_a_key_updates_what_the_old_one_taught(
+    store, tmp_path
+) -> None:
+    """The same snapshot re-extracted under a new prompt: a keyed fact read with another value
+    supersedes the value the old prompt taught (a new version, its history kept); the same
+    value read again is the same memory, so a second replay changes nothing."""
+    from tests.integration.test_replay import context, load
+
+    load(store, tmp_path)
+    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)[:1]
+
+    def airport(code: str):
+        return lambda body: memories({"text": f"User's home airport is {code}.", "label": "home"})
+
+    def replay(prompt: str, code: str) -> list:
+        with fake_openai() as (fake, url):
+            fake.responder = airport(code)
+            llm = LLMSettings(
+                base_url=url,
+                api_key="k",
+                model="f",
+                prompts={MemoryType.SEMANTIC: Prompt(text=prompt)},
+            )
+            ctx = context(extractor=OpenAIExtractor(llm), llm=llm)
+            return [replay_one(UnitOfWork(store), item, ctx) for item in work]
+
+    replay("first prompt", "LIS")
+    [changed] = replay("second prompt", "OPO")
+    assert (changed.added, changed.updated, changed.reinforced) == (0, 1, 0)
+    versions = store._rows(
+        "SELECT text, status, version FROM memories_semantic WHERE label = 'home' ORDER BY version"
+    )
+    assert versions == [
+        ("User's home airport is LIS.", "superseded", 1),
+        ("User's home airport is OPO.", "active", 2),
+    ]
+    [again] = replay("second prompt", "OPO")
+    assert (again.added, again.updated, again.reinforced) == (0, 0, 0)
+    assert len(store._rows("SELECT id FROM memories_semantic WHERE label = 'home'")) == 2
