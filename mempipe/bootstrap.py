@@ -63,7 +63,14 @@ class AppContext:
             llm=load_llm_settings().model_copy(update={"prompts": memory.extraction.prompts}),
             thresholds=memory.reconcile,
             retry=load_retry_policy(),
+            kept_answers=str(self.kept_answers),
         )
+
+    @property
+    def kept_answers(self) -> Path:
+        """The folder of the provider answers previews kept (:mod:`mempipe.adapters.llm.kept`)."""
+        folder = Path(self.config.memory.extraction.kept_answers)
+        return (self.settings.config.parent / folder).absolute()
 
     @property
     def declarations(self) -> ProjectConfig | None:

@@ -20,7 +20,7 @@ from mempipe.cli.options import (
 from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:
-    from mempipe.schemas.replay import ReplaySummary
+    from mempipe.schemas.replay import ReplayPreview, ReplaySummary
     from mempipe.schemas.report import ReportSummary
 
 
@@ -61,6 +61,28 @@ if TYPE_CHECKING:
     "configured one.",
 )
 @click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    default=None,
+    help="Only N of the selected snapshots, drawn with --seed (the same N while the store's "
+    "snapshots are the same: a preview's, then the replay's).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The --sample draw's seed.")
+@click.option(
+    "--preview",
+    is_flag=True,
+    help="Write nothing: extract the selection with the configured extraction, reconcile it "
+    "against the store in a transaction that is rolled back, and print the ADD / UPDATE / "
+    "REINFORCE a replay would make, with texts before and after. A provider's answers are "
+    "kept for the replay that follows.",
+)
+@click.option(
+    "--html",
+    is_flag=True,
+    help="With --preview: also draw it as a page (in the kept answers' folder, which an erase "
+    "reaches).",
+)
 @via_option
 @plan_option
 @store_options
@@ -71,7 +93,54 @@ def replay(**options: Any) -> None:
     reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
     from mempipe.flows.replay import Replay
 
-    run_job(Replay, options, _show_replay)
+    run_job(Replay, options, _show_replay, show_preview=_show_preview)
+
+
+def _show_preview(preview: ReplayPreview) -> None:
+    versions = ", ".join(
+        f"{handler} {v.extractor}" + (f" (prompt {v.prompt_version})" if v.prompt_version else "")
+        for handler, v in sorted(preview.extraction.items())
+    )
+    click.echo(
+        f"preview of {preview.extractions} extractions of {len(preview.snapshot_ids)} "
+        f"snapshot(s) on {preview.store}; nothing was written"
+    )
+    click.echo(f"extraction: {versions}")
+    if preview.note:
+        click.echo(preview.note)
+    rows = [("memory type", "ADD", "UPDATE", "REINFORCE", "no longer found")]
+    rows += [
+        (c.memory_type, *map(str, (c.added, c.updated, c.reinforced, c.no_longer_found)))
+        for c in [*preview.counts, preview.total]
+    ]
+    for row in rows:
+        click.echo(
+            f"  {row[0]:<12}" + "".join(f"{cell:>10}" for cell in row[1:4]) + f"{row[4]:>17}"
+        )
+    for change in preview.changes:
+        click.echo(
+            f"{change.action.value:<9} {change.memory_type} {change.memory_id} v{change.version}"
+        )
+        if change.before is not None:
+            click.echo(f"  before: {change.before}")
+        click.echo(f"  after:  {change.after}")
+    for lost in preview.no_longer_found:
+        click.echo(f"NOT FOUND {lost.memory_type} {lost.memory_id}: {lost.text}")
+    if preview.failed:
+        click.echo(f"failed: {preview.failed} extraction(s)")
+        for failure in preview.failures:
+            click.echo(f"  {failure}")
+    click.echo(
+        f"provider: {preview.requests} question(s) asked, {preview.reused} answered from kept "
+        f"answers, {preview.kept} kept for the replay"
+    )
+    plan = preview.plan
+    click.echo(
+        f"the full replay: {plan.requests:,} requests, {plan.input_tokens:,} input and "
+        f"{plan.output_tokens:,} output tokens expected (`--plan` details it)"
+    )
+    if preview.html:
+        click.echo(f"page: {preview.html}")
 
 
 def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:

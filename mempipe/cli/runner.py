@@ -32,10 +32,12 @@ def run_job(
     options: dict[str, Any],
     show: Callable[[S, bool], None],
     ask: Callable[[Any, str], None] | None = None,
+    show_preview: Callable[[Any], None] | None = None,
 ) -> None:
     """Run ``job`` (a :class:`~mempipe.flows.job.Job`) with the command's ``options``;
     ``show(summary, incomplete)`` prints the human summary; ``ask(request, store_url)``, where
-    given, asks the user before anything is changed (and aborts the command on a no)."""
+    given, asks the user before anything is changed (and aborts the command on a no);
+    ``show_preview(preview)`` prints what a job that previews (``--preview``) found."""
     from mempipe.bootstrap import reach_store
     from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.interrupts import stop_on_signals
@@ -50,6 +52,11 @@ def run_job(
         ask(request, context.store_url)
     if common["plan"]:
         emit_plan(request.plan(context), as_json)  # a plan only reads: no run, no Prefect
+        return
+    if show_preview is not None and request.preview:
+        with stop_on_signals(), show_on_terminal():  # a preview writes nothing: no run either
+            preview = request.previewed(context)
+        emit(preview, as_json, lambda: show_preview(preview))
         return
     with stop_on_signals(), reporting_to_prefect():
         if job.prepares_store:

@@ -53,20 +53,21 @@ def erase_flow(
     """Irreversible unless ``dry_run``; never scheduled. The run record (who, scope, counts,
     when) stays in the store: it holds no content. Every audit folder, rejects file and bundle
     the store recorded is reached (of an audit folder, the files this store wrote), and
-    ``audit_dir`` too, whole (it must exist); nothing else. The run fails, naming each, while
-    any still holds the user's text."""
+    ``audit_dir`` too, whole (it must exist), and what previews kept; nothing else. The run
+    fails, naming each, while any still holds the user's text."""
     context = load_context(store, config, store_secret)
     selection = BundleSelection(org_id=org_id, project_id=project_id, user_id=user_id)
     if audit_dir is not None and not Path(audit_dir).is_dir():
         raise ConfigError(f"--audit-dir {audit_dir}: no such folder; nothing was erased")
     audit_dirs = [audit_dir] if audit_dir else []
+    kept = str(context.kept_answers)
     if dry_run:
-        summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
+        summary = erase_user(context.store_url, selection, dry_run, audit_dirs, kept)
         left = None
     else:
         parameters = selection.model_dump(exclude_none=True)
         with recorded_run(context, "erase", parameters) as run:
-            summary = erase_user(context.store_url, selection, dry_run, audit_dirs)
+            summary = erase_user(context.store_url, selection, dry_run, audit_dirs, kept)
             summary.run_id = run.run_id
             left = _still_holding(summary)
             run.end(summary.counts, left)

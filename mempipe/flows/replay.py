@@ -12,6 +12,7 @@ applied in the order they were submitted, each owner's history in time order
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -31,13 +32,15 @@ from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.replay import ReplaySettings, ReplaySummary
+from mempipe.schemas.replay import ReplayPreview, ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import Stale
 from mempipe.services.replay import current_extraction
+from mempipe.services.replay_preview import batch_preview
 from mempipe.services.replay_summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
+from mempipe.tasks.extraction import extraction_context
 from mempipe.tasks.replay import (
     replay_bucket,
     replay_via_batch,
@@ -45,6 +48,9 @@ from mempipe.tasks.replay import (
 )
 from mempipe.tasks.report import export_audit, export_earlier_audit
 from mempipe.tasks.runs import recover_dead_runs
+
+PREVIEWING = {"sample", "seed", "preview", "html"}
+"""The request's fields that choose what is previewed or replayed, not the flow's parameters."""
 
 COUNTS = {
     "snapshots",
@@ -76,6 +82,10 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     stale: bool = False
     audit_dir: str = "audit"
     via: Via = "live"
+    sample: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    preview: bool = False
+    html: bool = False
 
     @field_validator("handlers", "snapshot_ids", mode="before")
     @classmethod
@@ -89,13 +99,41 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
         )
 
     def plan(self, context: AppContext) -> RunPlan:
+        request = self.sampled(context)
         settings = context.replay_settings(self.extractor)
-        enabled = self.handlers or [t.value for t in context.config.memory.extraction.enabled]
-        stale = _stale(settings, enabled, self.stale, self.force)
-        return _plan(context.store_url, self, enabled, settings, context.config.costs, stale)
+        stale = _stale(settings, self.enabled(context), self.stale, self.force)
+        return _plan(
+            context.store_url, request, self.enabled(context), settings, context.config.costs, stale
+        )
 
     def run(self, context: AppContext) -> ReplaySummary:
-        return replay_flow(**self.model_dump(), **context.flow_options())
+        request = self.sampled(context)
+        return replay_flow(**request.model_dump(exclude=PREVIEWING), **context.flow_options())
+
+    def enabled(self, context: AppContext) -> list[str]:
+        return self.handlers or [t.value for t in context.config.memory.extraction.enabled]
+
+    def sampled(self, context: AppContext) -> Replay:
+        """With ``sample``, the request narrowed to that many of its snapshots, drawn with
+        ``seed``: the same ones for a preview and the replay after it (a preview writes
+        nothing)."""
+        if self.sample is None:
+            return self
+        drawn = _sample(context.store_url, self.selection, self.enabled(context), self)
+        return self.model_copy(update={"snapshot_ids": drawn, "sample": None})
+
+    def previewed(self, context: AppContext) -> ReplayPreview:
+        """What a replay of the (sampled) selection would do, written nowhere; with ``--via
+        batch``, whose answers come within a day, the plan alone."""
+        settings = context.replay_settings(self.extractor)
+        request, handlers = self.sampled(context), self.enabled(context)
+        stale = _stale(settings, handlers, self.stale, self.force)
+        plans = request.plan(context), self.plan(context)
+        if self.via == "batch":
+            return batch_preview(context.store_url, request, settings, handlers, plans)
+        _require_reconcilable(context.store_url, handlers)
+        kept = context.kept_answers if self.html else None
+        return _preview(context.store_url, request, handlers, settings, stale, plans, kept)
 
 
 @given_store(read_only=True, existing=True)
@@ -122,6 +160,32 @@ def _plan(
         llm=settings.llm,
         limits=load_batch_limits(),
     )
+
+
+@given_store(read_only=True, existing=True)
+def _sample(
+    uow: UnitOfWork, selection: SnapshotSelection, handlers: list[str], request: Replay
+) -> list[str]:
+    from mempipe.services.replay_preview import sample_snapshots
+
+    return sample_snapshots(uow, selection, handlers, request.sample or 0, request.seed)
+
+
+@given_store(existing=True)
+def _preview(
+    uow: UnitOfWork,
+    request: Replay,
+    handlers: list[str],
+    settings: ReplaySettings,
+    stale: Stale | None,
+    plans: tuple[RunPlan, RunPlan],
+    page: Path | None,
+) -> ReplayPreview:
+    from mempipe.services.replay_preview import preview
+
+    work = uow.work.extraction_work(request.selection, handlers, force=request.force, stale=stale)
+    context = extraction_context(settings, f"preview-{uuid.uuid4().hex[:12]}", uow, keep=True)
+    return preview(uow, work, context, handlers, plans, page)
 
 
 @flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])

@@ -38,6 +38,11 @@ class ExtractionConfig(BaseModel):
         default_factory=dict,
         description="a handler's own prompt for an LLM extractor, over the built-in one",
     )
+    kept_answers: str = Field(
+        default="kept-answers",
+        description="where `replay --preview` keeps the provider's answers for the replay that "
+        "follows (relative to the configuration's folder); an erase removes the user's",
+    )
 
 
 class PromotionLimits(BaseModel):

@@ -6,8 +6,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.reconcile import ReconcileThresholds
+from mempipe.schemas.audit import ReconcileAction
+from mempipe.schemas.costs import RunPlan
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.work import ExtractionVersion
 
 
 class LLMSettings(BaseModel):
@@ -46,6 +49,9 @@ class ReplaySettings(BaseModel):
     llm: LLMSettings = LLMSettings()
     thresholds: ReconcileThresholds = ReconcileThresholds()
     retry: RetryPolicy = RetryPolicy()
+    kept_answers: str | None = Field(
+        default=None, description="the folder of answers a preview kept (absolute)"
+    )
 
 
 class ReplaySummary(BaseModel):
@@ -76,3 +82,71 @@ class ReplaySummary(BaseModel):
     )
     audit_dir: str | None = None
     audit_files: list[str] = Field(default_factory=list)
+
+
+class PreviewChange(BaseModel):
+    """One ADD, UPDATE or REINFORCE a replay would make: the memory it would write (or
+    reinforce), its version, and its text before (of the memory it updates or reinforces) and
+    after (what the extraction read)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: str
+    action: ReconcileAction
+    memory_id: str
+    version: int
+    superseded_id: str | None = None
+    snapshot_id: str
+    before: str | None = None
+    after: str
+    as_history: bool = False
+
+
+class LostMemory(BaseModel):
+    """A memory the current extraction taught from a previewed snapshot, which the previewed
+    extraction no longer finds there (a replay leaves it as it is)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: str
+    memory_id: str
+    snapshot_id: str
+    text: str
+
+
+class PreviewCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: str
+    added: int = 0
+    updated: int = 0
+    reinforced: int = 0
+    no_longer_found: int = 0
+
+
+class ReplayPreview(BaseModel):
+    """What ``replay --preview`` found: what a replay of the sample would do, written nowhere."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    extractor: str
+    extraction: dict[str, ExtractionVersion] = Field(
+        description="per handler, the extraction previewed (extractor and prompt version)"
+    )
+    snapshot_ids: list[str] = Field(description="the previewed snapshots (the sample)")
+    extractions: int = 0
+    failed: int = 0
+    failures: list[str] = Field(default_factory=list)
+    counts: list[PreviewCounts] = Field(default_factory=list)
+    total: PreviewCounts = PreviewCounts(memory_type="total")
+    changes: list[PreviewChange] = Field(default_factory=list)
+    no_longer_found: list[LostMemory] = Field(default_factory=list)
+    requests: int = Field(default=0, description="questions the provider was asked")
+    kept: int = Field(default=0, description="answers kept for the replay that follows")
+    reused: int = Field(default=0, description="questions answered from answers kept before")
+    sample_plan: RunPlan = Field(description="what the preview's extractions were planned to cost")
+    plan: RunPlan = Field(description="the plan of the replay of the whole selection")
+    html: str | None = None
+    note: str | None = None
+    seconds: float = 0.0

@@ -1,6 +1,7 @@
 """A data request's erase: the user's records go from the store, and the user's text from every
 file mempipe wrote outside it: the Parquet audit folders, rejects files and HTML report pages
-the store recorded (and any audit folder named), redacted in place; bundles, which are copies
+the store recorded (and any audit folder named), redacted in place; the provider answers and
+preview pages previews kept, removed; bundles, which are copies
 of the store, are named as left until deleted or exported again. The audit keeps its rows, so
 it still counts what happened. An erase that leaves the user's text anywhere says where, and
 fails.
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from mempipe.adapters.llm.kept import forget_user, kept_files
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
 from mempipe.schemas.run import FileKind
@@ -35,9 +37,15 @@ def erase_user(
     *,
     dry_run: bool,
     audit_dirs: Sequence[Path] = (),
+    kept_answers: Path | None = None,
 ) -> EraseSummary:
+    """``kept_answers``: the folder of provider answers (and preview pages) previews kept."""
     started = time.perf_counter()
     counts = uow.erasure.erase_user(selection, dry_run=dry_run)
+    if kept_answers is not None and selection.user_id is not None:
+        kept = (kept_files if dry_run else forget_user)(kept_answers, selection.user_id)
+        if kept:
+            counts["kept_answers"] = kept
     own = _own_audit_file(uow)
     named = {folder.absolute() for folder in audit_dirs}
     files = [

@@ -80,6 +80,9 @@ class ReplayContext(BaseModel):
     sleep: Callable[[float], Any] = time.sleep
     llm: LLMSettings = LLMSettings()
     """Its prompts: an extractor with prompts extracts with them."""
+    found: set[str] | None = None
+    """Where given (a preview), the memories an extraction met again without writing: the one
+    its snapshot already taught, or the one a repeat would only reinforce again."""
 
     def extraction(self, memory_type: MemoryType) -> ExtractionVersion:
         return extraction_version(self.extractor, self.llm, memory_type)
@@ -301,10 +304,9 @@ def reconcile_one(
     candidates and the write (and a unique index on active keys backs that up). ``observed``:
     when the snapshot happened, for the audit row (read once per extraction by the caller).
     None: nothing was written (the snapshot taught it already, or the erase fence dropped it)."""
-    if (
-        uow.memories.get_memory(memory_type.value, memory_id(memory_type, memory, snapshot))
-        is not None
-    ):
+    taught = memory_id(memory_type, memory, snapshot)
+    if uow.memories.get_memory(memory_type.value, taught) is not None:
+        _found(context, taught)
         return None  # this snapshot already taught it (a replay): it counts once
     model_id = context.embedder.model_id if vector is not None else None
     near = Near(vector=vector, model_id=model_id) if vector is not None and model_id else None
@@ -325,6 +327,7 @@ def reconcile_one(
     now = datetime.now(UTC)
     if decision.action is ReconcileAction.REINFORCE:
         if decision.no_op or decision.target is None:
+            _found(context, decision.target.memory_id if decision.target else None)
             return None
         version = uow.memories.reinforce_memory(
             memory_type.value, decision.target.memory_id, snapshot.snapshot_id
@@ -387,6 +390,11 @@ def reconcile_one(
         observed,
     )
     return row.model_copy(update={"as_history": True}) if history else row
+
+
+def _found(context: ReplayContext, memory_id: str | None) -> None:
+    if context.found is not None and memory_id is not None:
+        context.found.add(memory_id)
 
 
 def audit_row(

@@ -276,7 +276,7 @@ def _counts_axis(largest: int) -> Any:
     return alt.Axis(tickMinStep=1, format="d")
 
 
-def _table(columns: list[str], rows: list[dict[str, Any]], empty: str) -> str:
+def table(columns: list[str], rows: list[dict[str, Any]], empty: str) -> str:
     if not rows:
         return f"<p class='empty'>{html.escape(empty)}</p>"
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
@@ -346,9 +346,9 @@ def write_page(data: PageFigures, path: Path) -> Path:
         f"<h1>{title}</h1>"
         f"<p class='period'>{html.escape(data.subtitle)}</p>"
         "<h2>Totals</h2>"
-        + _table(["memory type", "action", "rows"], _totals(data), "No audit rows.")
+        + table(["memory type", "action", "rows"], _totals(data), "No audit rows.")
         + "<h2>Runs</h2>"
-        + _table(runs, data.runs, "No runs recorded.")
+        + table(runs, data.runs, "No runs recorded.")
         + "".join(sections)
         + (f"<script>{_vega_bundle()}</script><script>{embed}</script>" if specs else "")
         + f'<script type="application/json" id="mempipe-figures">{_json(data)}</script>'

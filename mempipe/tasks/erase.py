@@ -19,10 +19,18 @@ from mempipe.services import erase as erasing
 @task(name="erase-user", cache_policy=NO_CACHE)
 @given_store()
 def erase_user(
-    uow: UnitOfWork, selection: BundleSelection, dry_run: bool, audit_dirs: list[str]
+    uow: UnitOfWork,
+    selection: BundleSelection,
+    dry_run: bool,
+    audit_dirs: list[str],
+    kept_answers: str | None = None,
 ) -> EraseSummary:
     summary = erasing.erase_user(
-        uow, selection, dry_run=dry_run, audit_dirs=[Path(d) for d in audit_dirs]
+        uow,
+        selection,
+        dry_run=dry_run,
+        audit_dirs=[Path(d) for d in audit_dirs],
+        kept_answers=Path(kept_answers) if kept_answers else None,
     )
     logger = get_run_logger()
     logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)

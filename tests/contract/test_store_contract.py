@@ -356,10 +356,35 @@ def test_a_failed_write_transaction_leaves_nothing(backend) -> None:
     assert backend.get_memory("semantic", "m1") is None
 
 
-@pytest.mark.repositories("audit")
-def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
-    row = AuditRow(
-        run_id="r",
+@pytest.mark.repositories("memories", "audit")
+def test_a_rehearsal_sees_its_own_writes_and_leaves_the_store_as_it_was(backend) -> None:
+    """What ``replay --preview`` stands on: the write transactions taken inside a rehearsal
+    join it, later reads inside it see their writes, and its end undoes every one."""
+    with backend.write_transaction():
+        backend.add_memory("semantic", memory("m1", "kept", "label"), None)
+    with backend.rehearsal():
+        with backend.write_transaction():
+            backend.supersede_memory("semantic", "m1")
+            backend.add_memory("semantic", memory("m2", "rehearsed", "label"), None)
+        with backend.write_transaction():
+            backend.reinforce_memory("semantic", "m2", "snap-9")
+            backend.add_audit([_audit_row("rehearsal")])
+        assert backend.get_memory("semantic", "m2")["reinforcement_count"] == 1
+        assert backend.get_memory("semantic", "m1")["status"] == "superseded"
+        assert [r.run_id for r in backend.audit_rows(AuditSelection(run_id="rehearsal"))] == [
+            "rehearsal"
+        ]
+    assert backend.get_memory("semantic", "m2") is None
+    assert backend.get_memory("semantic", "m1")["status"] == "active"
+    assert list(backend.audit_rows(AuditSelection(run_id="rehearsal"))) == []
+    with backend.write_transaction():
+        backend.add_memory("semantic", memory("m3", "after", "other"), None)
+    assert backend.get_memory("semantic", "m3") is not None, "and writes commit again after it"
+
+
+def _audit_row(run_id: str) -> AuditRow:
+    return AuditRow(
+        run_id=run_id,
         at=T0,
         day=T0.date(),
         org_id="o",
@@ -370,6 +395,11 @@ def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
         version=1,
         text="x",
     )
+
+
+@pytest.mark.repositories("audit")
+def test_the_audit_log_reads_back_by_run_and_day(backend) -> None:
+    row = _audit_row("r")
     with backend.write_transaction():
         backend.add_audit([row, row.model_copy(update={"run_id": "r2"})])
     assert [r.run_id for r in backend.audit_rows(AuditSelection(run_id="r"))] == ["r"]

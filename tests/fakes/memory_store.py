@@ -126,6 +126,14 @@ class InMemoryStore(OneBatchAtATime):
             self.data = before
             raise
 
+    @contextmanager
+    def rehearsal(self) -> Iterator[None]:
+        before = copy.deepcopy(self.data)
+        try:
+            yield
+        finally:
+            self.data = before
+
     # -- turns ------------------------------------------------------------------------------
 
     def add_turns(self, turns: Sequence[Turn], run_id: str | None) -> TurnWriteResult:

@@ -81,13 +81,18 @@ class FakeSession:
             self.client.restore(self._saved)
             raise
         else:
-            if self.aborted:
+            if self.aborted and self.active:
                 self.client.restore(self._saved)
                 raise aborted(f"commit of an aborted transaction: {self.aborted}")
         finally:
             self.active = False
             self.client.transactions_run += 1
             self.client.largest_transaction = max(self.client.largest_transaction, self.writes)
+
+    def abort_transaction(self) -> None:
+        """Undo the transaction's writes; its block then ends without a commit."""
+        self.client.restore(self._saved)
+        self.active, self.aborted = False, "aborted by the caller"
 
     def check(self) -> None:
         if self.aborted:

@@ -341,6 +341,12 @@ class Schema(Protocol):
         concurrent writer): reconciliation runs inside one (``UnitOfWork.transaction``)."""
         ...
 
+    def rehearsal(self) -> AbstractContextManager[None]:
+        """One write transaction that always rolls back: the write transactions taken inside
+        it are part of it, so work done inside sees its own writes and leaves the store as it
+        was (``replay --preview``)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -66,6 +66,11 @@ class UnitOfWork:
         import's batch, anything that must land whole or not at all."""
         return self._store.write_transaction()
 
+    def rehearsal(self) -> AbstractContextManager[None]:
+        """Everything done inside, undone at its end: what a preview writes to see what a run
+        would do."""
+        return self._store.rehearsal()
+
     def erased_since(
         self, org_id: str, project_id: str, user_id: str | None, epoch: datetime
     ) -> bool:

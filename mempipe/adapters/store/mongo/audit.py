@@ -53,7 +53,7 @@ class MongoAuditLog(MongoParts):
             if times:
                 query["observed_at"] = times
         with self._errors("audit"):
-            for document in self.db["audit"].find(query).sort("_id", 1):
+            for document in self.db["audit"].find(query, session=self._session).sort("_id", 1):
                 yield documents.audit_row(document)
 
     def add_failure(self, failure: Failure) -> None:

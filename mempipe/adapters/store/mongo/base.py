@@ -76,6 +76,7 @@ class MongoParts:
     custom_types: tuple[str, ...] = ()
     quantization: Mapping[str, Quantization] = UNQUANTIZED
     _session: ClientSession | None = None
+    _rehearsing: bool = False
     _queryable: set[tuple[str, str]]
 
     @contextmanager

@@ -156,6 +156,9 @@ class MongoStore(
 
     @contextmanager
     def write_transaction(self) -> Iterator[None]:
+        if self._rehearsing:
+            yield
+            return
         with (
             self._errors("transaction"),
             self._client.start_session() as session,
@@ -166,6 +169,21 @@ class MongoStore(
                 yield
             finally:
                 self._session = None
+
+    @contextmanager
+    def rehearsal(self) -> Iterator[None]:
+        """A transaction that is aborted at its end; write transactions inside join it."""
+        with (
+            self._errors("rehearsal"),
+            self._client.start_session() as session,
+            session.start_transaction(),
+        ):
+            self._session, self._rehearsing = session, True
+            try:
+                yield
+            finally:
+                self._session, self._rehearsing = None, False
+                session.abort_transaction()
 
     def check_integrity(self, *, full: bool = False) -> list[str]:
         """The server keeps its own files sound (WiredTiger checksums every block)."""

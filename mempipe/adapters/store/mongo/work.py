@@ -132,7 +132,9 @@ class MongoWorkQueue(MongoParts):
     def set_snapshot_summary(self, snapshot_id: str, summary: str, source: str) -> None:
         with self._errors("snapshots"):
             self.db["snapshots"].update_one(
-                {"_id": snapshot_id}, {"$set": {"summary": summary, "summary_source": source}}
+                {"_id": snapshot_id},
+                {"$set": {"summary": summary, "summary_source": source}},
+                session=self._session,
             )
 
     def set_extraction_state(self, snapshot_id: str, state: ExtractionState) -> None:

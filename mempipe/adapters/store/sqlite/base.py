@@ -34,6 +34,7 @@ class SqliteParts:
     partition_keys: tuple[str, ...] = ()
     custom_types: tuple[str, ...] = ()
     quantization: Mapping[str, Quantization] = UNQUANTIZED
+    _rehearsing: bool = False
 
     @contextmanager
     def _reader(self) -> Iterator[apsw.Connection]:
@@ -69,6 +70,10 @@ class SqliteParts:
         busy timeout, and held from the first read, so a read-decide-write (reconciliation) is
         never interleaved with another writer's. A deferred transaction that reads first fails
         at once with "database is locked" when another process wrote in between."""
+        if self._rehearsing:
+            with self._savepoint():
+                yield
+            return
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
@@ -84,6 +89,30 @@ class SqliteParts:
         except apsw.Error as exc:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
+            raise translate(exc, self.url) from exc
+
+    @contextmanager
+    def rehearsal(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE, always rolled back; write transactions inside are savepoints. The
+        database file is not written: WAL keeps uncommitted pages out of it."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            raise translate(exc, self.url) from exc
+        self._rehearsing = True
+        try:
+            yield
+        finally:
+            self._rehearsing = False
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        try:
+            with self._conn:
+                yield
+        except apsw.Error as exc:
             raise translate(exc, self.url) from exc
 
     @contextmanager
