@@ -128,7 +128,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
         settings = context.replay_settings(self.extractor)
         request, handlers = self.sampled(context), self.enabled(context)
         stale = _stale(settings, handlers, self.stale, self.force)
-        plans = request.plan(context), self.plan(context)
+        plans = request.plan(context), self.model_copy(update={"sample": None}).plan(context)
         if self.via == "batch":
             return batch_preview(context.store_url, request, settings, handlers, plans)
         _require_reconcilable(context.store_url, handlers)

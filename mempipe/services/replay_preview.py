@@ -135,7 +135,7 @@ def preview(
 
 
 def batch_preview(
-    store: str,
+    url: str,
     request: SnapshotSelection,
     settings: ReplaySettings,
     handlers: list[str],
@@ -145,7 +145,7 @@ def batch_preview(
     llm = settings.llm
     extractor = extractor_for(settings.extractor, llm)
     return ReplayPreview(
-        store=store,
+        store=url,
         extractor=extractor.name,
         extraction=current_extraction(extractor, llm, handlers),
         snapshot_ids=list(request.snapshot_ids or []),
