@@ -60,7 +60,12 @@ class AppContext:
         return ReplaySettings(
             extractor=extractor,
             embedding_model=memory.embedding.model,
-            llm=load_llm_settings().model_copy(update={"prompts": memory.extraction.prompts}),
+            llm=load_llm_settings().model_copy(
+                update={
+                    "prompts": memory.extraction.prompts,
+                    "offline_rules": memory.extraction.offline_rules,
+                }
+            ),
             thresholds=memory.reconcile,
             retry=load_retry_policy(),
             kept_answers=str(self.kept_answers),

@@ -14,7 +14,7 @@ from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.embedding import COLLECTIONS, ModelOptions
 from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.prompts import OfflineRule, Prompt
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -37,6 +37,11 @@ class ExtractionConfig(BaseModel):
     prompts: dict[MemoryType, Prompt] = Field(
         default_factory=dict,
         description="a handler's own prompt for an LLM extractor, over the built-in one",
+    )
+    offline_rules: list[OfflineRule] = Field(
+        default_factory=list,
+        description="semantic facts the offline extractor reads beside its built-in rules; "
+        "they version its name (offline-rules-v2+rules@<hash>)",
     )
     kept_answers: str = Field(
         default="kept-answers",

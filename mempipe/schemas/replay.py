@@ -9,13 +9,14 @@ from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.audit import ReconcileAction
 from mempipe.schemas.costs import RunPlan
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.prompts import OfflineRule, Prompt
 from mempipe.schemas.work import ExtractionVersion
 
 
 class LLMSettings(BaseModel):
     """An OpenAI-compatible endpoint (``MEMPIPE_LLM_*`` variables; the key also from
-    ``OPENAI_API_KEY``)."""
+    ``OPENAI_API_KEY``), and what the configuration says an extractor extracts with: the
+    prompts, and the offline extractor's rules."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -33,6 +34,9 @@ class LLMSettings(BaseModel):
     )
     prompts: dict[MemoryType, Prompt] = Field(
         default_factory=dict, description="the configured prompts; a handler not here: built-in"
+    )
+    offline_rules: list[OfflineRule] = Field(
+        default_factory=list, description="the offline extractor's configured rules"
     )
 
 

@@ -16,17 +16,18 @@ import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.kept import KeptAnswers, forget_user
+from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store import Store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditSelection
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.prompts import Prompt
+from mempipe.schemas.prompts import OfflineRule, Prompt
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import ExtractionVersion
-from mempipe.services.replay import ReplayContext, replay_batch
+from mempipe.services.replay import ReplayContext, current_extraction, replay_batch
 from mempipe.services.replay_preview import _batches, rehearse
 from tests.contract.conftest import atlas_strict_store, secantus_store, sqlite_store
 from tests.fakes.openai_server import Answer, fake_openai, memories
@@ -147,3 +148,58 @@ def test_an_erase_removes_the_users_kept_answers(tmp_path) -> None:
     assert forget_user(kept, "someone-else") == 0
     assert forget_user(kept, AIRPORT_SNAPSHOT.user_id) == 1
     assert not list(kept.rglob("*.json"))
+
+
+RULE_A = OfflineRule(
+    pattern=r"\bmy home airport is (?:now )?(?P<code>[a-z]{3})\b",
+    label="home_airport",
+    text="Home airport: {code}.",
+)
+RULE_B = RULE_A.model_copy(update={"text": "The user flies from {code}."})
+
+
+def test_an_offline_rule_change_is_previewed_and_replayed_exactly(backend, tmp_path) -> None:
+    """Two configurations of the offline extractor's rules: the second is another extractor
+    version, so its extractions are stale, and its preview lists what its replay then does."""
+    load(backend, tmp_path)
+    uow = UnitOfWork(backend)
+
+    def ctx(rule: OfflineRule, run_id: str) -> ReplayContext:
+        return ReplayContext(
+            run_id=run_id, extractor=OfflineExtractor([rule]), embedder=HashingEmbedder(64)
+        )
+
+    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    for batch in _batches(work):
+        replay_batch(uow, batch, ctx(RULE_A, "a"))
+    second = ctx(RULE_B, "preview")
+    assert second.extractor.name != ctx(RULE_A, "a").extractor.name, "a new rules version"
+    stale = current_extraction(second.extractor, second.llm, ["semantic"])
+    again = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False, stale=stale)
+    assert len(again) == len(work)
+
+    before = everything(backend)
+    previewed = rehearse(uow, again, second)
+    assert everything(backend) == before
+    for batch in _batches(again):
+        replay_batch(uow, batch, ctx(RULE_B, "b"))
+    replayed = [
+        (r.action, r.memory_id, r.version, r.text)
+        for r in backend.audit_rows(AuditSelection(run_id="b"))
+    ]
+    assert replayed == [(c.action, c.memory_id, c.version, c.after) for c in previewed.changes]
+    reworded = [c for c in previewed.changes if c.after.startswith("The user flies from ")]
+    assert reworded, "the rule's new wording reaches the airport facts"
+    assert all(c.before is None or c.before.startswith("Home airport: ") for c in reworded)
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"pattern": "(", "label": "x", "text": "y"}, "the offline rule pattern"),
+        ({"pattern": "(?P<a>x)", "label": "{b}", "text": "y"}, "names b, which its pattern"),
+    ],
+)
+def test_an_offline_rule_that_cannot_work_is_refused(rule, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        OfflineRule.model_validate(rule)

@@ -29,7 +29,7 @@ non-English text. Use the LLM extractor for those.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 
 from mempipe.adapters.llm.base import ExtractorCapabilities
@@ -42,6 +42,7 @@ from mempipe.schemas.extraction import (
     ExtractedTerm,
 )
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.prompts import OfflineRule, rules_digest
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
 
 NAME = "offline-rules-v2"
@@ -249,8 +250,13 @@ _NOT_NAMES = {
 
 
 class OfflineExtractor:
-    name = NAME
+    """``rules``: the configuration's own semantic rules, read first; they version the name."""
+
     capabilities = ExtractorCapabilities()
+
+    def __init__(self, rules: Sequence[OfflineRule] = ()) -> None:
+        self.rules = [(re.compile(r.pattern, re.I), r) for r in rules]
+        self.name = f"{NAME}+rules@{rules_digest(rules)}" if rules else NAME
 
     def summarize(self, snapshot: SnapshotContent) -> str:
         raise NotImplementedError("the offline extractor keeps the deterministic summary")
@@ -260,10 +266,23 @@ class OfflineExtractor:
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
         found: list[Extracted] = list(_HANDLERS[memory_type](snapshot))
+        if memory_type is MemoryType.SEMANTIC and self.rules:
+            configured = list(self._configured(snapshot))
+            labels = {m.label for m in configured}
+            found = configured + [m for m in found if getattr(m, "label", None) not in labels]
         unique: dict[str, Extracted] = {}
         for memory in found:
             unique.setdefault(memory.model_dump_json(), memory)
         return list(unique.values())
+
+    def _configured(self, snapshot: SnapshotContent) -> Iterator[ExtractedSemantic]:
+        for _, sentence in _user_sentences(snapshot):
+            for pattern, rule in self.rules:
+                if match := pattern.search(sentence):
+                    said = {k: v.strip() for k, v in match.groupdict(default="").items()}
+                    yield ExtractedSemantic(
+                        text=rule.text.format(**said), label=rule.label.format(**said)
+                    )
 
 
 def _user_sentences(snapshot: SnapshotContent) -> Iterator[tuple[TurnLine, str]]:

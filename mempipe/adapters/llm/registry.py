@@ -20,7 +20,7 @@ def _offline(llm: LLMSettings) -> Extractor:
     """Rule-based, no network."""
     from mempipe.adapters.llm.offline import OfflineExtractor
 
-    return OfflineExtractor()
+    return OfflineExtractor(llm.offline_rules)
 
 
 def _openai(llm: LLMSettings) -> Extractor:
