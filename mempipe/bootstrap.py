@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from mempipe import spend
 from mempipe.adapters.embedding.registry import declare_options
 from mempipe.adapters.llm.registry import require_extractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import load_store_secret, remember
+from mempipe.errors import MempipeError
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import ReplaySettings
@@ -177,7 +179,9 @@ def given_store(
         )
 
         def opened(bound: inspect.BoundArguments, held: ExitStack) -> inspect.BoundArguments:
-            """The call as ``fn`` takes it: each store's URL replaced by its unit of work."""
+            """The call as ``fn`` takes it: each store's URL replaced by its unit of work; the
+            first it writes to also receives, as the call ends, what this process's provider
+            requests spent for the run (:mod:`mempipe.spend`)."""
             arguments = {
                 (name := own_name.get(key, key)): (
                     held.enter_context(
@@ -188,6 +192,9 @@ def given_store(
                 )
                 for key, value in bound.arguments.items()
             }
+            written = [arguments[n] for n in stores if n not in only_read and n in arguments]
+            if written:
+                held.callback(write_spend, written[0])
             return inspect.BoundArguments(signature, arguments)  # type: ignore[arg-type]
 
         if inspect.isgeneratorfunction(fn):
@@ -216,6 +223,19 @@ def given_store(
         return wrapper
 
     return decorate
+
+
+def write_spend(uow: UnitOfWork) -> None:
+    """The run's spend counted in this process since it was last written; kept for the next
+    write where this one fails (the task's own error, if any, is the one that counts)."""
+    run = spend.current_run()
+    rows = spend.take(run) if run != spend.PROCESS else []
+    if not rows:
+        return
+    try:
+        uow.runs.add_spend(rows)
+    except MempipeError:
+        spend.give_back(rows)
 
 
 @given_store(read_only=True)

@@ -74,7 +74,7 @@ def show_run(**options: Any) -> None:
 
     run_id, as_json = options["run_id"], options["as_json"]
     try:
-        run_query(show_run, options, _show_run)
+        run_query(show_run, options, _show_run, priced=True)
     except (ConfigError, StoreError) as missing:
         _show_prefect_record(run_id, missing, as_json)
 
@@ -105,7 +105,20 @@ def _show_run(result: RunShown) -> None:
             f"batch {batch.batch_id or batch.key}: {batch.status.value}, "
             f"{batch.requests} request(s) for {batch.scope}"
         )
+    for row in result.spend:
+        unreported = f", {row.unreported} without usage" if row.unreported else ""
+        click.echo(
+            f"spent: {row.day} {row.kind} {row.memory_type or 'all types'} {row.model} "
+            f"({row.via}): {row.requests} request(s), {row.input_tokens:,} input and "
+            f"{row.output_tokens:,} output tokens{unreported}, {_usd(row.usd)}"
+        )
+    if result.spend:
+        click.echo(f"spent in all: {_usd(result.spend_usd)}")
     click.echo(f"store: {result.store}")
+
+
+def _usd(value: float | None) -> str:
+    return "unpriced (costs.prices)" if value is None else f"${value:.6f}"
 
 
 def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None:

@@ -82,18 +82,22 @@ def run_query(
     read_only: bool = True,
     existing: bool = False,
     prepare: bool = False,
+    priced: bool = False,
 ) -> None:
     """Run a command that answers from the store, or tends it, without a flow:
     ``query(uow, **options)`` on the store the options name, given by the injector
     (``read_only``, ``existing`` as :func:`~mempipe.bootstrap.given_store` takes them;
     ``prepare``: migrated and declared first); ``show(result)`` prints the human answer. A
-    result's ``notes`` (a search's, say) go to stderr, with ``--json`` too."""
+    result's ``notes`` (a search's, say) go to stderr, with ``--json`` too. ``priced``: the
+    query also takes the configuration's price table (``costs``)."""
     from mempipe.bootstrap import given_store
 
     common, context = _taken(options)
     if prepare:
         context.prepare_store()
     answer = given_store(read_only=read_only, existing=existing)(query)
+    if priced:
+        options["costs"] = context.config.costs
     result = answer(context.store_url, **options)
     for note in getattr(result, "notes", ()):
         click.echo(f"note: {note}", err=True)

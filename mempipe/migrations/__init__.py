@@ -79,6 +79,10 @@ VERSIONS: tuple[Migration, ...] = (
         "0023_extraction_versions", "Extractions and audit rows record the extractor and prompt"
     ),
     Migration("0024_memory_extraction", "Each memory version records its extractor and prompt"),
+    Migration(
+        "0025_run_spend",
+        "Runs record what their provider requests spent: requests and reported tokens",
+    ),
 )
 
 

@@ -104,3 +104,44 @@ class RunPlan(BaseModel):
     not_predicted: list[str] = Field(
         default_factory=list, description="requests the run may add that no plan can count"
     )
+
+
+RequestKind = Literal["embedding", "extraction", "summary", "judge"]
+ALL_TYPES = ""
+"""A spend row's memory type where the request served several (an embedding batch)."""
+
+
+class SpendRow(BaseModel):
+    """What a run spent on one kind of request to one model, one day and memory type: the
+    requests it made and the tokens the provider reported (``usage``); ``unreported``: the
+    requests whose answer carried no usage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    day: str
+    kind: RequestKind
+    model: str
+    memory_type: str = ALL_TYPES
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    unreported: int = 0
+    via: Via = "live"
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        return (self.run_id, self.day, self.kind, self.model, self.memory_type, self.via)
+
+    def cost(self, prices: dict[str, ModelPrice]) -> float | None:
+        """Dollars at the price table's (batch) prices; None for a model it does not hold."""
+        from mempipe.domain.costs import price_of
+
+        price = price_of(self.model, prices)
+        if price is None:
+            return None
+        dollars = (
+            self.input_tokens * price.input_per_million
+            + self.output_tokens * price.output_per_million
+        ) / 1_000_000
+        return round(dollars * (price.batch_ratio if self.via == "batch" else 1.0), 6)

@@ -11,6 +11,14 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class Usage(_Answer):
+    """What the provider counted: ``prompt_tokens`` (chat and embeddings), ``completion_tokens``
+    (chat)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class ChatMessage(_Answer):
     content: str | None = None
     refusal: str | None = None
@@ -23,6 +31,7 @@ class ChatChoice(_Answer):
 
 class ChatCompletion(_Answer):
     choices: list[ChatChoice] = Field(min_length=1)
+    usage: Usage | None = None
 
 
 class EmbeddingItem(_Answer):
@@ -32,14 +41,7 @@ class EmbeddingItem(_Answer):
 
 class EmbeddingList(_Answer):
     data: list[EmbeddingItem]
-
-
-class Usage(_Answer):
-    """What the provider counted: ``prompt_tokens`` (chat and embeddings), ``completion_tokens``
-    (chat)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage | None = None
 
 
 class BatchRequestCounts(_Answer):

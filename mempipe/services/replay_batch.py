@@ -31,6 +31,7 @@ from mempipe.domain.reconcile import Candidate, Verdict
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.batch import BatchRequest, ProviderBatch
+from mempipe.schemas.costs import RequestKind
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.provider import BatchInfo
@@ -64,6 +65,13 @@ def extraction_key(handler: str, snapshot_id: str) -> str:
 def is_summary(key: str) -> bool:
     """A summary request's key; an extraction's carries the work item (its owner too)."""
     return key.startswith(f"{SUMMARY}:")
+
+
+def _asked(key: str) -> tuple[RequestKind, str | None]:
+    """What a batch line asked: a summary, or an extraction of a memory type."""
+    if is_summary(key):
+        return "summary", None
+    return "extraction", key.split(":", 1)[0]
 
 
 def extraction_requests(
@@ -169,7 +177,12 @@ def apply_batch(
         error = work.line_failure(line)
         if error is None:
             try:
-                answers[line.custom_id] = live.answer_content(line.response.body)  # type: ignore[union-attr]
+                kind, handler = _asked(line.custom_id)
+                answers[line.custom_id] = live.answer_content(
+                    line.response.body,  # type: ignore[union-attr]
+                    kind,
+                    handler,
+                )
             except MempipeError as invalid:
                 error = invalid
         if error is not None:

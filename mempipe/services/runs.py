@@ -14,6 +14,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.liveness import death
 from mempipe.errors import ConfigError
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
+from mempipe.schemas.costs import CostConfig, SpendRow
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 
 
@@ -59,6 +60,19 @@ class RunShown(BaseModel):
     batches: list[BatchShown] = Field(
         default_factory=list, description="what the run submitted to a provider's Batch API"
     )
+    spend: list[SpendShown] = Field(
+        default_factory=list,
+        description="what its provider requests spent, per day, kind, model and memory type",
+    )
+    spend_usd: float | None = Field(
+        default=None, description="at the configuration's prices; None: an unpriced model"
+    )
+
+
+class SpendShown(SpendRow):
+    """A spend row with its price (None: a model the price table does not hold)."""
+
+    usd: float | None = None
 
 
 class BatchShown(BaseModel):
@@ -104,11 +118,17 @@ def list_runs(uow: UnitOfWork, running: bool, limit: int) -> RunList:
     )
 
 
-def show_run(uow: UnitOfWork, run_id: str) -> RunShown:
-    """One run's record, the files it wrote (and which were never written) and its batches."""
+def show_run(uow: UnitOfWork, run_id: str, costs: CostConfig | None = None) -> RunShown:
+    """One run's record, the files it wrote (and which were never written), its batches, and
+    what it spent, priced with ``costs``."""
     run = recorded(uow, run_id)
     files = [f for f in uow.files.written_files() if f.run_id == run_id]
+    prices = (costs or CostConfig()).prices
+    spent = [SpendShown(**row.model_dump(), usd=row.cost(prices)) for row in uow.runs.spend(run_id)]
+    unpriced = any(row.usd is None for row in spent)
     return RunShown(
+        spend=spent,
+        spend_usd=None if unpriced else round(sum(row.usd or 0.0 for row in spent), 6),
         store=uow.url,
         run=run,
         dead=death(run, datetime.now(UTC)),

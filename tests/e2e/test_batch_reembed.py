@@ -219,11 +219,26 @@ def received_tokens(bodies: list[dict[str, Any]]) -> int:
     return total
 
 
+def spent(run_id: str, args: list[str], folder: Path, env: dict[str, str]) -> dict[str, Any]:
+    """What ``runs show`` says the run spent, summed."""
+    shown = run(["runs", "show", run_id, *args, "--json"], folder, env)
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)["spend"]
+    return {
+        "spent requests": sum(r["requests"] for r in rows),
+        "spent input tokens": sum(r["input_tokens"] for r in rows),
+        "spent via": {r["via"] for r in rows},
+        "spent kinds": {r["kind"] for r in rows},
+    }
+
+
 def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
     prefect_server, store, tmp_path
 ) -> None:
     """Live and batch re-embeds and a live replay: the plan's requests are the requests the
-    fake endpoint receives, its tokens within 2 % of what the fake counts."""
+    fake endpoint receives, its tokens within 2 % of what the fake counts; and what each run
+    recorded as spent (``runs show``) is exactly what the fake's answers reported (``usage``),
+    request for request, token for token, written by the processes that sent them."""
     from tests.fakes.openai_server import memories as answer_memories
 
     seen: dict[str, dict[str, int]] = {}
@@ -247,6 +262,7 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
                 "tokens": received_tokens(sent),
                 "planned batch files": plan["batch_files"],
                 "batches": len(fake.batches.batches),
+                **spent(json.loads(done.stdout)["run_id"], args, tmp_path, env),
             }
         _, args = copy(store, tmp_path, "replay.db")
         replay = [
@@ -269,11 +285,17 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
             "requests": len(sent),
             "planned tokens": plan["input_tokens"],
             "tokens": received_tokens(sent),
+            **spent(json.loads(done.stdout)["run_id"], args, tmp_path, env),
         }
-    print(json.dumps(seen, indent=2))
+    print(json.dumps(seen, indent=2, default=sorted))
     for job, figures in seen.items():
         assert figures["requests"] == figures["planned requests"], job
         assert abs(figures["tokens"] - figures["planned tokens"]) <= 0.02 * figures["tokens"], job
+        assert figures["spent requests"] == figures["requests"], job
+        assert figures["spent input tokens"] == figures["tokens"], job
+    assert seen["reembed batch"]["spent via"] == {"batch", "live"}, "the lines, and the probe"
+    assert seen["reembed live"]["spent via"] == {"live"}
+    assert seen["replay live"]["spent kinds"] <= {"extraction", "summary", "judge"}
     assert seen["reembed batch"]["batches"] == seen["reembed batch"]["planned batch files"]
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -69,7 +69,6 @@ def embeddings(body: dict[str, Any], dimensions: int, delay: float = 0.0) -> Ans
             "data": [
                 {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
             ],
-            "usage": {"prompt_tokens": 0, "total_tokens": 0},
         },
         delay=delay,
     )
@@ -166,8 +165,35 @@ class FakeOpenAI:
 
     def answer(self, body: dict[str, Any]) -> Answer:
         if self.responder is not None:
-            return self.responder(body)
-        return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+            return with_usage(body, self.responder(body))
+        return with_usage(body, self.script.pop(0) if len(self.script) > 1 else self.script[0])
+
+
+def with_usage(body: dict[str, Any], answer: Answer) -> Answer:
+    """The answer with the ``usage`` OpenAI reports, counted as OpenAI counts (o200k for chat,
+    3 tokens a message and 3 for the reply; cl100k for embeddings), where the script gave
+    none: a scripted ``"usage": None`` stays, for a provider that reports nothing."""
+    import bpe_openai
+
+    if answer.status != 200 or answer.body is None or "usage" in answer.body:
+        return answer
+    if "messages" in body:
+        encoding = bpe_openai.get_encoding("o200k_base")
+        prompt = 3 + sum(3 + len(encoding.encode_ordinary(m["content"])) for m in body["messages"])
+        content = answer.body.get("choices", [{}])[0].get("message", {}).get("content") or ""
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(encoding.encode_ordinary(content)),
+            "total_tokens": prompt + len(encoding.encode_ordinary(content)),
+        }
+    elif "input" in body:
+        encoding = bpe_openai.get_encoding("cl100k_base")
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    else:
+        return answer
+    return replace(answer, body={**answer.body, "usage": usage})
 
 
 class FakeBatches:

@@ -85,6 +85,7 @@ class OpenAIEmbedder:
             raise invalid_response(
                 f"{self.model_id}: the answer is not of the API's shape: {describe(exc)}"
             ) from exc
+        self._guard.spent("embedding", answer.usage, via="batch")
         return embedding_vectors(answer, inputs, self.dimensions, self.model_id)
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
@@ -109,4 +110,5 @@ class OpenAIEmbedder:
             extra_body={k: v for k, v in body.items() if k not in own} or None,
         )
         answer = validated(raw, EmbeddingList, self.model_id)
+        self._guard.spent("embedding", answer.usage)
         return embedding_vectors(answer, len(body["input"]), self.dimensions, self.model_id)

@@ -1,6 +1,7 @@
 """The one door every request to a provider goes through (live extraction, summaries, judge
 calls, embeddings, the Batch API's uploads and batches): its budget is drawn, its breaker
-checked, the ``openai`` error translated into mempipe's failure kinds, and the outcome counted.
+checked, the ``openai`` error translated into mempipe's failure kinds, and the outcome counted,
+and what the answer says it used (``usage``) recorded for the run (:mod:`mempipe.spend`).
 
 A breaker (``domain.failures.CircuitBreaker``) is one per endpoint and model within a run, so
 every task of the run, in every thread, sees the same one: the first task to meet a dead
@@ -22,10 +23,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mempipe import spend
 from mempipe.adapters.llm.ratelimit import Limiter, prefect_server_present
 from mempipe.domain.failures import CircuitBreaker, FailureKind, failure_error
 from mempipe.errors import MempipeError
+from mempipe.schemas.costs import RequestKind, Via
+from mempipe.schemas.provider import Usage
 from mempipe.settings import load_retry_policy
+from mempipe.spend import PROCESS, current_run
 
 if TYPE_CHECKING:
     import openai
@@ -71,7 +76,7 @@ class SharedBreaker:
 
 def breaker(endpoint: str, model: str) -> SharedBreaker:
     """The breaker of this run (or process) for ``model`` at ``endpoint``."""
-    key = (_run_scope(), endpoint.rstrip("/"), model)
+    key = (current_run(), endpoint.rstrip("/"), model)
     with _lock:
         found = _breakers.get(key)
         if found is None:
@@ -83,6 +88,7 @@ class ProviderGuard:
     """A provider's budget and breaker, for one adapter."""
 
     def __init__(self, endpoint: str, model: str, limiter: Limiter | None = None) -> None:
+        self.model = model
         self.breaker = breaker(endpoint, model)
         self._limiter = limiter
 
@@ -105,6 +111,18 @@ class ProviderGuard:
             raise error from exc
         self.breaker.succeeded()
         return result
+
+    def spent(
+        self,
+        kind: RequestKind,
+        usage: Usage | None,
+        memory_type: str | None = None,
+        *,
+        via: Via = "live",
+        requests: int = 1,
+    ) -> None:
+        """An answer's usage, counted for the run (:mod:`mempipe.spend`)."""
+        spend.record(kind, self.model, usage, memory_type, via=via, requests=requests)
 
 
 def _from_openai(exc: Exception) -> bool:
@@ -177,13 +195,3 @@ def retry_after(response: Any) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-PROCESS = "process"
-
-
-def _run_scope() -> str:
-    from prefect.runtime import flow_run
-
-    run_id = flow_run.id
-    return str(run_id) if run_id else PROCESS

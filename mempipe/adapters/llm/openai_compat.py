@@ -22,6 +22,7 @@ from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import ChatMessage, chat_counter, chat_tokens
 from mempipe.domain.failures import ContentError, FailureKind
 from mempipe.domain.reconcile import Candidate, Verdict
+from mempipe.schemas.costs import RequestKind
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
 from mempipe.schemas.memory import MemoryType
@@ -90,7 +91,7 @@ class OpenAIExtractor:
 
     def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
         messages = extraction_messages(snapshot, prompt_for(self.settings, memory_type))
-        answer = self._complete(messages, output_model(memory_type))
+        answer = self._complete(messages, output_model(memory_type), "extraction", memory_type)
         return self.memories_from(messages, answer, memory_type)
 
     def memories_from(
@@ -107,7 +108,7 @@ class OpenAIExtractor:
                 {"role": "assistant", "content": answer},
                 {"role": "user", "content": REPAIR.format(problem=describe(first))},
             ]
-        answer = self._complete(messages, model)
+        answer = self._complete(messages, model, "extraction", memory_type)
         try:
             return list(model.model_validate_json(answer).memories)  # type: ignore[attr-defined]
         except ValidationError as second:
@@ -129,9 +130,9 @@ class OpenAIExtractor:
             body["response_format"] = self._response_format(model)
         return body
 
-    def answer_content(self, body: object) -> str:
-        """The text of a chat completion's body (a batch line's), validated as a live answer is;
-        a refusal is the content's failure."""
+    def answer_content(self, body: object, kind: RequestKind, memory_type: str | None) -> str:
+        """The text of a chat completion's body (a batch line's), validated as a live answer is,
+        its usage counted; a refusal is the content's failure."""
         try:
             completion = ChatCompletion.model_validate(body)
         except ValidationError as exc:
@@ -139,10 +140,11 @@ class OpenAIExtractor:
                 f"{self.name} chat completion: the answer is not of the API's shape: "
                 f"{describe(exc)}"
             ) from exc
+        self._guard.spent(kind, completion.usage, memory_type, via="batch")
         return _content(completion)
 
     def summarize(self, snapshot: SnapshotContent) -> str:
-        summary = self._complete(summary_messages(snapshot), None).strip()
+        summary = self._complete(summary_messages(snapshot), None, "summary").strip()
         if not summary:
             raise ContentError(FailureKind.INVALID_OUTPUT, "the model returned an empty summary")
         return summary
@@ -151,10 +153,17 @@ class OpenAIExtractor:
         """The model's verdict; anything but one of the three words is taken as ADD, so that
         nothing is overwritten on an unclear answer."""
         prompt = JUDGE.format(existing=existing.text, new=text)
-        answer = self._complete([{"role": "user", "content": prompt}], None).strip().upper()
+        answer = self._complete([{"role": "user", "content": prompt}], None, "judge")
+        answer = answer.strip().upper()
         return Verdict(answer) if answer in set(Verdict) else Verdict.ADD
 
-    def _complete(self, messages: list[dict[str, str]], model: type[BaseModel] | None) -> str:
+    def _complete(
+        self,
+        messages: list[dict[str, str]],
+        model: type[BaseModel] | None,
+        kind: RequestKind,
+        memory_type: str | None = None,
+    ) -> str:
         tokens = (
             chat_tokens(self._counter, [ChatMessage(**m) for m in messages])
             if self._counter is not None
@@ -165,7 +174,9 @@ class OpenAIExtractor:
             raw = self._client.chat.completions.with_raw_response.create(
                 **self.request_body(messages, model)
             )
-            return _content(validated(raw, ChatCompletion, f"{self.name} chat completion"))
+            completion = validated(raw, ChatCompletion, f"{self.name} chat completion")
+            self._guard.spent(kind, completion.usage, memory_type)
+            return _content(completion)
 
         try:
             return self._guard.send(send, tokens)
@@ -173,7 +184,7 @@ class OpenAIExtractor:
             unsupported = exc.kind is FailureKind.BAD_REQUEST and "response_format" in str(exc)
             if model is not None and self._schemas_supported and unsupported:
                 self._schemas_supported = False
-                return self._complete(messages, model)
+                return self._complete(messages, model, kind, memory_type)
             raise
 
     def _response_format(self, model: type[BaseModel]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import CustomTypeConfig
+from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.embedding import ModelOptions, RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
@@ -267,6 +268,17 @@ class RunLog(Protocol):
     def resume_point(self, flow: str, name: str, run_id: str) -> Any | None:
         """The ``name`` checkpoint of the flow's latest run other than ``run_id``, when that run
         did not complete (it crashed or failed); None otherwise."""
+        ...
+
+    def add_spend(self, rows: Sequence[SpendRow]) -> None:
+        """Add what requests spent to what the store holds for the same run, day, kind,
+        model, memory type and way."""
+        ...
+
+    def spend(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> list[SpendRow]:
+        """What was spent: a run's, or the days ``since`` .. ``until`` (ISO dates, included)."""
         ...
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from pymongo import UpdateOne
 
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts, now
+from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.run import RunRecord, RunStatus
+
+SPEND_KEY = ("run_id", "day", "kind", "model", "memory_type", "via")
 
 
 class MongoRunLog(MongoParts):
@@ -84,3 +90,41 @@ class MongoRunLog(MongoParts):
         if latest is None or latest["status"] == RunStatus.COMPLETED.value:
             return None
         return latest.get("checkpoints", {}).get(documents.field_key(name))
+
+    def add_spend(self, rows: Sequence[SpendRow]) -> None:
+        if not rows:
+            return
+        with self._errors("run_spend"):
+            self.db["run_spend"].bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": "|".join(r.key)},
+                        {
+                            "$setOnInsert": dict(zip(SPEND_KEY, r.key, strict=True)),
+                            "$inc": {
+                                "requests": r.requests,
+                                "input_tokens": r.input_tokens,
+                                "output_tokens": r.output_tokens,
+                                "unreported": r.unreported,
+                            },
+                        },
+                        upsert=True,
+                    )
+                    for r in rows
+                ],
+                ordered=True,
+            )
+
+    def spend(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> list[SpendRow]:
+        query: dict[str, Any] = {"run_id": run_id} if run_id else {}
+        days = {**({"$gte": since} if since else {}), **({"$lte": until} if until else {})}
+        if days:
+            query["day"] = days
+        with self._errors("run_spend"):
+            found = [
+                SpendRow(**{k: v for k, v in d.items() if k != "_id"})
+                for d in self.db["run_spend"].find(query)
+            ]
+        return sorted(found, key=lambda r: (r.day, *r.key))

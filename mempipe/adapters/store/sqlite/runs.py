@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
+from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.run import RunRecord, RunStatus
 
 
@@ -94,3 +96,46 @@ class SqliteRunLog(SqliteParts):
         if not rows or rows[0][0] == RunStatus.COMPLETED.value:
             return None
         return rows[0][1]
+
+    def add_spend(self, rows: Sequence[SpendRow]) -> None:
+        with self._writing():
+            self._conn.executemany(
+                "INSERT INTO run_spend (run_id, day, kind, model, memory_type, via, requests, "
+                "input_tokens, output_tokens, unreported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (run_id, day, kind, model, memory_type, via) DO UPDATE SET "
+                "requests = requests + excluded.requests, "
+                "input_tokens = input_tokens + excluded.input_tokens, "
+                "output_tokens = output_tokens + excluded.output_tokens, "
+                "unreported = unreported + excluded.unreported",
+                [
+                    (
+                        *r.key,
+                        r.requests,
+                        r.input_tokens,
+                        r.output_tokens,
+                        r.unreported,
+                    )
+                    for r in rows
+                ],
+            )
+
+    def spend(
+        self, run_id: str | None = None, since: str | None = None, until: str | None = None
+    ) -> list[SpendRow]:
+        where, bindings = ["1 = 1"], []
+        for clause, value in (("run_id = ?", run_id), ("day >= ?", since), ("day <= ?", until)):
+            if value is not None:
+                where.append(clause)
+                bindings.append(value)
+        names = (
+            "run_id, day, kind, model, memory_type, via, requests, input_tokens, output_tokens, "
+            "unreported"
+        )
+        return [
+            SpendRow(**dict(zip(names.split(", "), row, strict=True)))
+            for row in self._rows(
+                f"SELECT {names} FROM run_spend WHERE {' AND '.join(where)} "
+                "ORDER BY day, run_id, kind, model, memory_type, via",
+                bindings,
+            )
+        ]
