@@ -134,6 +134,12 @@ def _show_preview(preview: ReplayPreview) -> None:
         f"provider: {preview.requests} question(s) asked, {preview.reused} answered from kept "
         f"answers, {preview.kept} kept for the replay"
     )
+    for spent in preview.spent:
+        click.echo(
+            f"  spent on {spent.kind} {spent.memory_type or 'all types'} ({spent.model}): "
+            f"{spent.requests} request(s), {spent.input_tokens:,} in / "
+            f"{spent.output_tokens:,} out tokens"
+        )
     plan = preview.plan
     click.echo(
         f"the full replay: {plan.requests:,} requests, {plan.input_tokens:,} input and "
@@ -213,5 +219,12 @@ def _show_report(summary: ReportSummary, incomplete: bool) -> None:
     for row in summary.actions:
         click.echo(f"  {row.memory_type:<11} {row.action:<9} {row.count}")
     click.echo(f"failures: {counts_text(summary.failures)}")
+    for spent in summary.spend:
+        usd = "unpriced" if spent.usd is None else f"${spent.usd:.6f}"
+        click.echo(
+            f"  spent {spent.day} {spent.kind:<10} {spent.memory_type or 'all types':<11} "
+            f"{spent.model} ({spent.via}): {spent.requests} request(s), "
+            f"{spent.input_tokens:,} in / {spent.output_tokens:,} out tokens, {usd}"
+        )
     if summary.html:
         click.echo(f"page: {summary.html}")

@@ -74,10 +74,11 @@ def audit_report_flow(
     figures = None
     with recorded_run(context, "audit-report", parameters) as run:
         files = export_audit(context.store_url, out, run_id=run_id, since=first, until=last, by=by)
-        summary = summarize_audit(context.store_url, out, files, run_id, first, last, by)
+        costs = context.config.costs
+        summary = summarize_audit(context.store_url, out, files, run_id, first, last, by, costs)
         if html is not None:
             summary.html, figures = render_report_page(
-                context.store_url, files, first, last, by, html
+                context.store_url, files, first, last, by, html, costs
             )
         run.end({"files": len(files), "rows": summary.rows})
     _publish(summary, label, figures)

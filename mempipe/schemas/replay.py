@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.audit import ReconcileAction
-from mempipe.schemas.costs import RunPlan
+from mempipe.schemas.costs import RunPlan, SpendRow
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import OfflineRule, Prompt
 from mempipe.schemas.work import ExtractionVersion
@@ -149,6 +149,9 @@ class ReplayPreview(BaseModel):
     requests: int = Field(default=0, description="questions the provider was asked")
     kept: int = Field(default=0, description="answers kept for the replay that follows")
     reused: int = Field(default=0, description="questions answered from answers kept before")
+    spent: list[SpendRow] = Field(
+        default_factory=list, description="what the preview's requests spent (usage reported)"
+    )
     sample_plan: RunPlan = Field(description="what the preview's extractions were planned to cost")
     plan: RunPlan = Field(description="the plan of the replay of the whole selection")
     html: str | None = None

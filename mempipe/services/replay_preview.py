@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mempipe import spend
 from mempipe.adapters.llm.kept import KeptAnswers
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -104,6 +105,7 @@ def preview(
     """The preview of ``items`` (the replay's own selection of work) with the changed
     extraction ``context`` carries; ``page``: the kept answers' folder, to draw it there."""
     started = time.perf_counter()
+    spend.take(spend.PROCESS)
     with track("preview", len(items), "extractions") as bar:
         found = rehearse(uow, items, context)
         bar.update(len(found.summaries))
@@ -124,6 +126,7 @@ def preview(
         requests=found.asked,
         kept=found.asked if isinstance(context.extractor, KeptAnswers) else 0,
         reused=found.reused,
+        spent=spend.take(spend.PROCESS),
         sample_plan=plans[0],
         plan=plans[1],
         seconds=round(time.perf_counter() - started, 3),

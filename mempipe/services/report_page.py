@@ -23,8 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import REDACTED, BundleSelection
+from mempipe.schemas.costs import CostConfig, ModelPrice, SpendRow
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
+from mempipe.schemas.report import DaySpend
 from mempipe.schemas.run import RunRecord
 from mempipe.services.export import records
 
@@ -68,6 +70,33 @@ class PageFigures(BaseModel):
     reinforced: list[TopMemory]
     updated: list[TopMemory]
     runs: list[dict[str, object]]
+    spend: list[DaySpend] = Field(default_factory=list)
+
+
+def spend_by_day(
+    rows: list[SpendRow], prices: dict[str, ModelPrice] | None = None
+) -> list[DaySpend]:
+    """The runs' spend summed by day, kind, memory type, model and way, priced."""
+    summed: dict[tuple[str, str, str, str, str], SpendRow] = {}
+    for row in rows:
+        key = (row.day, row.kind, row.memory_type, row.model, row.via)
+        total = summed.setdefault(
+            key, row.model_copy(update={"requests": 0, "input_tokens": 0, "output_tokens": 0})
+        )
+        total.requests += row.requests
+        total.input_tokens += row.input_tokens
+        total.output_tokens += row.output_tokens
+    table = prices if prices is not None else CostConfig().prices
+    return [
+        DaySpend(
+            **r.model_dump(include={"day", "kind", "memory_type", "model", "via"}),
+            requests=r.requests,
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            usd=r.cost(table),
+        )
+        for _, r in sorted(summed.items())
+    ]
 
 
 def gather(
@@ -76,6 +105,7 @@ def gather(
     since: str | None,
     until: str | None,
     by: str = "applied",
+    prices: dict[str, ModelPrice] | None = None,
 ) -> PageFigures:
     """The figures of the audit rows in ``frame`` and of the store's memories, failures and
     runs; the title names the store and the period."""
@@ -101,6 +131,7 @@ def gather(
         reinforced=[_top(kind, m, m.reinforcement_count) for kind, m in reinforced],
         updated=[_top(kind, m, m.version) for kind, m in updated],
         runs=[_run_row(run) for run in uow.runs.list_runs(limit=30)],
+        spend=spend_by_day(uow.runs.spend(since=since, until=until), prices),
     )
 
 
@@ -349,6 +380,22 @@ def write_page(data: PageFigures, path: Path) -> Path:
         + table(["memory type", "action", "rows"], _totals(data), "No audit rows.")
         + "<h2>Runs</h2>"
         + table(runs, data.runs, "No runs recorded.")
+        + "<h2>Spend by day and memory type</h2>"
+        + table(
+            [
+                "day",
+                "kind",
+                "memory type",
+                "model",
+                "via",
+                "requests",
+                "input tokens",
+                "output tokens",
+                "usd",
+            ],
+            _spend_rows(data.spend),
+            "No provider request recorded in this period (local models spend nothing).",
+        )
         + "".join(sections)
         + (f"<script>{_vega_bundle()}</script><script>{embed}</script>" if specs else "")
         + f'<script type="application/json" id="mempipe-figures">{_json(data)}</script>'
@@ -359,6 +406,23 @@ def write_page(data: PageFigures, path: Path) -> Path:
     aside.write_text(page, encoding="utf-8")
     aside.replace(path)
     return path.resolve()
+
+
+def _spend_rows(spend: list[DaySpend]) -> list[dict[str, Any]]:
+    return [
+        {
+            "day": r.day,
+            "kind": r.kind,
+            "memory type": r.memory_type or "all types",
+            "model": r.model,
+            "via": r.via,
+            "requests": r.requests,
+            "input tokens": r.input_tokens,
+            "output tokens": r.output_tokens,
+            "usd": "unpriced" if r.usd is None else f"{r.usd:.6f}",
+        }
+        for r in spend
+    ]
 
 
 def _json(value: BaseModel | dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
 from mempipe.schemas.audit import AuditSelection, AuditTime
+from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.schemas.run import FileKind
 from mempipe.services.audit import (
@@ -23,7 +24,7 @@ from mempipe.services.audit import (
     write_audit,
     write_observed,
 )
-from mempipe.services.report_page import PageFigures, gather, write_page
+from mempipe.services.report_page import PageFigures, gather, spend_by_day, write_page
 from mempipe.services.written_files import record_written
 
 
@@ -37,8 +38,10 @@ def summarize_audit(
     since: str | None,
     until: str | None,
     by: AuditTime = AuditTime.APPLIED,
+    costs: CostConfig | None = None,
 ) -> ReportSummary:
-    """Failures are counted by the day they were recorded, whatever ``by`` says."""
+    """Failures, and what provider requests spent, are counted by the day they were recorded,
+    whatever ``by`` says; the spend is priced with ``costs``."""
     actions: list[ActionCount] = []
     rows = 0
     if files:
@@ -48,7 +51,11 @@ def summarize_audit(
         rows = int(frame.select(pl.len()).collect().item())
         actions = [ActionCount.model_validate(r) for r in action_table(frame)]
     failures = uow.audit.failure_counts(run_id, since, until)
-    return ReportSummary(out=out_dir, files=files, rows=rows, actions=actions, failures=failures)
+    prices = (costs or CostConfig()).prices
+    spend = spend_by_day(uow.runs.spend(run_id, since, until), prices)
+    return ReportSummary(
+        out=out_dir, files=files, rows=rows, actions=actions, failures=failures, spend=spend
+    )
 
 
 @task(name="render-report-page", cache_policy=NO_CACHE)
@@ -60,13 +67,14 @@ def render_report_page(
     until: str | None,
     by: AuditTime,
     path: str,
+    costs: CostConfig | None = None,
 ) -> tuple[str, PageFigures]:
     frame = None
     if files:
         frame = scan_audit([Path(f) for f in files])
         if by is AuditTime.OBSERVED:
             frame = in_observed_range(frame, since, until)
-    data = gather(uow, frame, since, until, by.value)
+    data = gather(uow, frame, since, until, by.value, (costs or CostConfig()).prices)
     record_written(uow, path, FileKind.REPORT, None, None)
     return str(write_page(data, Path(path))), data
 

@@ -12,6 +12,7 @@ from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
+from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import SemanticMemory
@@ -108,6 +109,30 @@ def test_unpromoted_turns_come_in_key_order_and_promotion_is_final(backend) -> N
     assert promote(backend) == 3
     assert backend.count_unpromoted_turns() == 0
     assert promote(backend) == 0
+
+
+@pytest.mark.repositories("runs")
+def test_spend_written_twice_adds_up_and_reads_back_by_run_and_day(backend) -> None:
+    """Each task writes what it spent; the store adds each write to what it holds for the same
+    run, day, kind, model, memory type and way."""
+    row = SpendRow(
+        run_id="r",
+        day="2026-12-03",
+        kind="extraction",
+        model="gpt-4o-mini",
+        memory_type="semantic",
+        requests=2,
+        input_tokens=300,
+        output_tokens=40,
+    )
+    backend.add_spend([row, row.model_copy(update={"kind": "embedding", "memory_type": ""})])
+    backend.add_spend([row.model_copy(update={"requests": 1, "unreported": 1})])
+    backend.add_spend([row.model_copy(update={"run_id": "other", "day": "2026-12-04"})])
+    [embedding, extraction] = backend.spend(run_id="r")
+    assert (extraction.requests, extraction.input_tokens, extraction.unreported) == (3, 600, 1)
+    assert (embedding.kind, embedding.requests, embedding.memory_type) == ("embedding", 2, "")
+    assert [r.run_id for r in backend.spend(since="2026-12-04")] == ["other"]
+    assert len(backend.spend(until="2026-12-03")) == 2
 
 
 @pytest.mark.repositories("runs")

@@ -66,6 +66,7 @@ def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> No
 
         mempipe("backfill", "archive.jsonl", *common)
         mempipe(*replay)
+        first = [body for body in fake.requests if "response_format" in body]
         prompt.write_text(NEW)
 
         before = hashlib.sha256(db.read_bytes()).hexdigest()
@@ -76,6 +77,9 @@ def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> No
         assert preview["requests"] == preview["kept"] == 5
         assert preview["extraction"]["semantic"]["prompt_version"] == Prompt(text=NEW).version
         assert preview["plan"]["lines"][0]["items"] > preview["sample_plan"]["lines"][0]["items"]
+        [spent] = [s for s in preview["spent"] if s["kind"] == "extraction"]
+        assert spent["requests"] == 5, "what the preview spent"
+        assert spent["input_tokens"] > 0
 
         asked = len(fake.requests)
         replayed = mempipe(*replay, *draw)
@@ -101,6 +105,12 @@ def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> No
     for change in preview["changes"]:
         assert f"<td>{change['after']}</td>" in dom.replace("&#x27;", "'")
     assert not [line for line in console if "Uncaught" in line]
+
+    report = mempipe("report", *common)
+    extracted = [s for s in report["spend"] if s["kind"] == "extraction"]
+    assert [(s["memory_type"], s["model"]) for s in extracted] == [("semantic", "gpt-4o-mini")]
+    assert extracted[0]["requests"] == len(first), "the runs' spend (the preview's is no run's)"
+    assert extracted[0]["usd"] > 0, "priced from the price table"
 
     page = Path(preview["html"])
     shown = shown_users(page)
