@@ -117,8 +117,9 @@ def replay_via_batch(
     stale: Stale | None = None,
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
-    they did not cover, through the provider's Batch API."""
-    context = extraction_context(settings, run_id, uow)
+    they did not cover, through the provider's Batch API (a preview's kept answers serve a
+    live replay: a batch asks its own)."""
+    context = extraction_context(settings.model_copy(update={"kept_answers": None}), run_id, uow)
     live = context.extractor
     if not isinstance(live, OpenAIExtractor):
         raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")

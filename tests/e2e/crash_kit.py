@@ -70,6 +70,20 @@ def write_config(folder: Path, model: str = "hashing-64") -> Path:
     return path
 
 
+def prompted(folder: Path, users: int, prompt: str) -> tuple[Path, Path]:
+    """An archive of ``users`` users and a configuration whose semantic prompt is a file,
+    written; returns the configuration and the prompt file."""
+    write_archive(folder / "archive.jsonl", users)
+    config = write_config(folder)
+    config.write_text(
+        config.read_text().replace(
+            "  extraction:\n", "  extraction:\n    prompts:\n      semantic: {file: semantic.txt}\n"
+        )
+    )
+    (folder / "semantic.txt").write_text(prompt)
+    return config, folder / "semantic.txt"
+
+
 def environment(api_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     if api_url:

@@ -18,7 +18,7 @@ import pytest
 
 from mempipe.adapters.llm.kept import shown_users
 from mempipe.schemas.prompts import Prompt
-from tests.e2e.crash_kit import environment, read, run, write_archive, write_config
+from tests.e2e.crash_kit import environment, prompted, read, run
 from tests.e2e.test_report_html import opened
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
 
@@ -42,15 +42,7 @@ def by_prompt(body: dict[str, Any]) -> Answer:
 
 
 def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> None:
-    write_archive(tmp_path / "archive.jsonl", USERS)  # each user's airport, month by month
-    config = write_config(tmp_path)
-    config.write_text(
-        config.read_text().replace(
-            "  extraction:\n", "  extraction:\n    prompts:\n      semantic: {file: semantic.txt}\n"
-        )
-    )
-    prompt = tmp_path / "semantic.txt"
-    prompt.write_text(OLD)
+    config, prompt = prompted(tmp_path, USERS, OLD)  # each user's airport, month by month
     db = tmp_path / "memory.db"
     common = ["--store", f"sqlite:///{db}", "--config", str(config)]
     replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *common]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mempipe.schemas.prompts import Prompt
-from tests.e2e.crash_kit import MONTHS, environment, read, run, write_archive, write_config
+from tests.e2e.crash_kit import MONTHS, environment, prompted, read, run
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
 
 pytestmark = pytest.mark.prefect
@@ -38,15 +38,7 @@ def by_prompt(body: dict[str, Any]) -> Answer:
 
 @pytest.mark.parametrize("via", ["live", "batch"])
 def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_path, via) -> None:
-    write_archive(tmp_path / "archive.jsonl", USERS)
-    config = write_config(tmp_path)
-    config.write_text(
-        config.read_text().replace(
-            "  extraction:\n", "  extraction:\n    prompts:\n      semantic: {file: semantic.txt}\n"
-        )
-    )
-    prompt = tmp_path / "semantic.txt"
-    prompt.write_text(OLD)
+    config, prompt = prompted(tmp_path, USERS, OLD)  # each user's airport, month by month
     db = tmp_path / "memory.db"
     common = ["--store", f"sqlite:///{db}", "--config", str(config)]
     replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *common]
