@@ -43,7 +43,33 @@ from tests.fakes.openai_server import Answer, embeddings, fake_openai, memories
 DATA = Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
 OLD = "Extract the user's facts as 'attribute: value'. JSON only."
 NEW = "Extract the user's facts, each as one sentence about the user. JSON only."
-MY_X_IS = re.compile(r"\bmy ((?:[a-z]+ ){0,2}[a-z]+) is ([^.,;!?\n]+)", re.I)
+FACTS = (
+    (
+        re.compile(r"\bmy ((?:[a-z]+ ){0,2}[a-z]+) (?:is|was) ([^.,;!?\n]+)", re.I),
+        "{0}",
+        "The user's {0} is {1}.",
+    ),
+    (
+        re.compile(
+            r"\bI (?:have|own|bought|got|use|just got) (?:a|an|my|two|three) ([a-z]+(?: [a-z]+)?)",
+            re.I,
+        ),
+        "has {0}",
+        "The user has a {0}.",
+    ),
+    (
+        re.compile(r"\bI(?:'m| am) (?:a|an) ([a-z]+(?: [a-z]+)?)", re.I),
+        "is a",
+        "The user is a {0}.",
+    ),
+    (
+        re.compile(r"\bI (live|work|study) (?:in|at|for) ([A-Z][\w&]*(?: [A-Z][\w&]*)*)"),
+        "{0}s at",
+        "The user {0}s at {1}.",
+    ),
+)
+"""Facts the fake endpoint reads in the user's lines: (pattern, label, the new prompt's
+sentence), templates of the match's groups; the old prompt answers "label: last group"."""
 RULES = {
     "a": "User's {what} is {value}.",
     "b": "The user says their {what} is {value}.",
@@ -61,13 +87,16 @@ def by_prompt(body: dict[str, Any]) -> Answer:
         line for line in body["messages"][-1]["content"].splitlines() if line.startswith("user: ")
     ]
     found = {}
+    old = body["messages"][0]["content"] == OLD
     for line in lines:
-        for what, value in MY_X_IS.findall(line):
-            what, value = what.lower(), value.strip()
-            if body["messages"][0]["content"] == OLD:
-                found[what] = {"text": f"{what}: {value}", "label": what}
-            elif len(value.split()) <= 5:
-                found[what] = {"text": f"User's {what} is {value}.", "label": what}
+        for pattern, label, sentence in FACTS:
+            for match in pattern.finditer(line):
+                groups = [g.strip() for g in match.groups()]
+                what = label.format(*groups).lower()
+                if old:
+                    found[what] = {"text": f"{what}: {groups[-1]}", "label": what}
+                elif len(groups[-1].split()) <= 5:
+                    found[what] = {"text": sentence.format(*groups), "label": what}
     return memories(*found.values())
 
 
