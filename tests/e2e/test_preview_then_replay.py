@@ -98,7 +98,10 @@ def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> No
         assert f"<td>{change['after']}</td>" in dom.replace("&#x27;", "'")
     assert not [line for line in console if "Uncaught" in line]
 
-    report = mempipe("report", *common)
+    report = mempipe("report", *common, "--html", str(tmp_path / "report.html"))
+    drawn = (tmp_path / "report.html").read_text()
+    assert "<h2>Spend by day and memory type</h2>" in drawn
+    assert "<td>extraction</td><td>semantic</td><td>gpt-4o-mini</td><td>live</td>" in drawn
     extracted = [s for s in report["spend"] if s["kind"] == "extraction"]
     assert [(s["memory_type"], s["model"]) for s in extracted] == [("semantic", "gpt-4o-mini")]
     assert extracted[0]["requests"] == len(first), "the runs' spend (the preview's is no run's)"

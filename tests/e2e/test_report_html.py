@@ -78,6 +78,7 @@ def test_the_audit_page_renders_every_chart_offline(store_url, tmp_path) -> None
         chart = re.search(rf"<div id=\"figure-{index}\".*?</svg>", dom, re.S)
         assert chart, f"chart {index} was not drawn"
     assert "No failures recorded in this period." in dom
+    assert "No provider request recorded in this period" in dom, "an offline replay spends nothing"
     for axis in ("Day (UTC)", "Audit rows", "Times reinforced", "Version"):
         assert f">{axis}</text>" in dom, f"no axis titled {axis!r}"
     assert not [line for line in console if "Uncaught" in line or "rror" in line], console
