@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,6 +105,19 @@ def load_llm_settings() -> LLMSettings:
         tokens_per_minute=env.tokens_per_minute,
         rate_limit=env.rate_limit,
     )
+
+
+LOCAL_DEVICE_ENV = "MEMPIPE_LOCAL_DEVICE"
+
+
+def load_local_device() -> str:
+    """Where the local model computes: ``MEMPIPE_LOCAL_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``,
+    ``mps``, as torch names them), ``cpu`` by default; another than the CPU also skips the
+    numpy path of a process's first texts, which only ever runs on the CPU."""
+    device = os.environ.get(LOCAL_DEVICE_ENV, "cpu").strip() or "cpu"
+    if not re.fullmatch(r"cpu|cuda(?::\d+)?|mps", device):
+        raise ConfigError(f"{LOCAL_DEVICE_ENV}={device!r}: cpu, cuda, cuda:<n> or mps")
+    return device
 
 
 RETRY_ENV_PREFIX = "MEMPIPE_RETRY_"

@@ -20,6 +20,7 @@ from typing import Any
 
 from mempipe.adapters.embedding.base import Symmetric, Vector
 from mempipe.errors import ConfigError
+from mempipe.settings import load_local_device
 
 MODEL_ID = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -72,7 +73,7 @@ def _load() -> Any:
 
             transformers.utils.logging.disable_progress_bar()  # mempipe shows its own progress
 
-            _models[MODEL_ID] = SentenceTransformer(str(_model_path()), device="cpu")
+            _models[MODEL_ID] = SentenceTransformer(str(_model_path()), device=load_local_device())
         return _models[MODEL_ID]
 
 
@@ -100,7 +101,7 @@ class LocalMiniLM(Symmetric):
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         if not texts:
             return []
-        if MODEL_ID not in _models:
+        if MODEL_ID not in _models and load_local_device() == "cpu":
             encoder = _numpy_encoder()
             encodings = encoder.tokenized(texts)
             if _numpy_turn(encodings):
