@@ -253,6 +253,8 @@ class OfflineExtractor:
     """``rules``: the configuration's own semantic rules, read first; they version the name."""
 
     capabilities = ExtractorCapabilities()
+    name = NAME
+    rules: Sequence[tuple[re.Pattern[str], OfflineRule]] = ()
 
     def __init__(self, rules: Sequence[OfflineRule] = ()) -> None:
         self.rules = [(re.compile(r.pattern, re.I), r) for r in rules]
