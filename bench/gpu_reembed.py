@@ -29,15 +29,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+from bench.reembed import fill
+
 DATA = Path(__file__).parents[2] / "shared" / "data" / "longmemeval-dev"
 FILL = "hashing-8"
-CHUNK = 20_000
 MAX_CHARS = 2_000
 """A turn's first characters: the memory's text (a long answer is cut, as a memory is short)."""
 
@@ -48,39 +50,6 @@ def real_texts(count: int) -> Iterator[str]:
         turns = [json.loads(line)["content"][:MAX_CHARS] for line in source]
     turns = [t for t in turns if t.strip()]
     return itertools.islice(itertools.cycle(turns), count)
-
-
-def fill(store_url: str, count: int) -> list[str]:
-    from mempipe.adapters.embedding import embedder_for
-    from mempipe.adapters.store import open_store
-    from mempipe.schemas.memory import SemanticMemory
-
-    store, embedder = open_store(store_url, migrate=True), embedder_for(FILL)
-    store.ensure_vector_table("semantic", embedder.model_id, embedder.dimensions)
-    now, corpus = datetime.now(UTC), list(real_texts(count))
-    for start in range(0, count, CHUNK):
-        chunk = corpus[start : start + CHUNK]
-        vectors = embedder.embed(chunk)
-        with store.write_transaction():
-            for offset, (text, vector) in enumerate(zip(chunk, vectors, strict=True)):
-                n = start + offset
-                store.add_memory(
-                    "semantic",
-                    SemanticMemory(
-                        id=f"m{n}",
-                        org_id="lme",
-                        project_id="dev",
-                        user_id=f"u{n % 500}",
-                        text=text,
-                        has_embedding=True,
-                        embedding_model_id=embedder.model_id,
-                        created_at=now,
-                        updated_at=now,
-                    ),
-                    vector,
-                )
-    store.close()
-    return corpus
 
 
 def move(store_url: str, config: Path, model: str, corpus: list[str], batch: int, reference: int):
@@ -128,7 +97,7 @@ def main() -> None:
     for model in options.models.split(","):
         store_url = f"sqlite:///{work / (model + '.db')}"
         started = time.perf_counter()
-        corpus = fill(store_url, options.memories)
+        corpus = fill(store_url, options.memories, FILL, list(real_texts(options.memories)))
         print(f"filled with {FILL} in {time.perf_counter() - started:.1f} s")
         move(
             store_url,

@@ -41,14 +41,16 @@ def texts(count: int) -> list[str]:
     return [f"user {n % 500} " + " ".join(rng.choices(WORDS, k=10)) for n in range(count)]
 
 
-def fill(store_url: str, count: int, model: str) -> list[str]:
+def fill(store_url: str, count: int, model: str, corpus: list[str] | None = None) -> list[str]:
+    """A store of ``count`` semantic memories of 500 users embedded with ``model``: the texts of
+    ``corpus``, else made-up ones."""
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
     from mempipe.schemas.memory import SemanticMemory
 
     store, embedder = open_store(store_url, migrate=True), embedder_for(model)
     store.ensure_vector_table("semantic", embedder.model_id, embedder.dimensions)
-    now, corpus = datetime.now(UTC), texts(count)
+    now, corpus = datetime.now(UTC), corpus or texts(count)
     for start in range(0, count, 5000):
         chunk = corpus[start : start + 5000]
         vectors = embedder.embed(chunk)

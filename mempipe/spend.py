@@ -72,8 +72,5 @@ def give_back(rows: list[SpendRow]) -> None:
             counted = _counted.get(row.key)
             if counted is None:
                 _counted[row.key] = row
-                continue
-            counted.requests += row.requests
-            counted.input_tokens += row.input_tokens
-            counted.output_tokens += row.output_tokens
-            counted.unreported += row.unreported
+            else:
+                counted.add(row)

@@ -129,6 +129,13 @@ class SpendRow(BaseModel):
     unreported: int = 0
     via: Via = "live"
 
+    def add(self, other: SpendRow) -> None:
+        """Count ``other``'s requests and tokens in this row."""
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.unreported += other.unreported
+
     @property
     def key(self) -> tuple[str, str, str, str, str, str]:
         return (self.run_id, self.day, self.kind, self.model, self.memory_type, self.via)

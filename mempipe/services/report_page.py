@@ -80,12 +80,8 @@ def spend_by_day(
     summed: dict[tuple[str, str, str, str, str], SpendRow] = {}
     for row in rows:
         key = (row.day, row.kind, row.memory_type, row.model, row.via)
-        total = summed.setdefault(
-            key, row.model_copy(update={"requests": 0, "input_tokens": 0, "output_tokens": 0})
-        )
-        total.requests += row.requests
-        total.input_tokens += row.input_tokens
-        total.output_tokens += row.output_tokens
+        zero = {"requests": 0, "input_tokens": 0, "output_tokens": 0, "unreported": 0}
+        summed.setdefault(key, row.model_copy(update=zero)).add(row)
     table = prices if prices is not None else CostConfig().prices
     return [
         DaySpend(

@@ -26,7 +26,7 @@ from tests.e2e.crash_kit import (
     write_archive,
     write_config,
 )
-from tests.fakes.openai_server import embeddings, fake_openai
+from tests.fakes.openai_server import embeddings, fake_openai, usage_of
 
 pytestmark = pytest.mark.prefect
 USERS = 100
@@ -201,22 +201,8 @@ def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
 
 
 def received_tokens(bodies: list[dict[str, Any]]) -> int:
-    """What the fake endpoint received, counted by OpenAI's own rules: each embedding input's
-    cl100k_base tokens; each chat request's o200k_base tokens of its messages, 3 per message
-    and 3 for the reply."""
-    import bpe_openai
-
-    total = 0
-    for body in bodies:
-        if "input" in body:
-            encoding = bpe_openai.get_encoding("cl100k_base")
-            total += sum(len(encoding.encode_ordinary(text)) for text in body["input"])
-        else:
-            encoding = bpe_openai.get_encoding("o200k_base")
-            messages = body["messages"]
-            total += sum(len(encoding.encode_ordinary(m["content"])) for m in messages)
-            total += 3 * (len(messages) + 1)
-    return total
+    """The input tokens of what the fake endpoint received, counted as OpenAI counts them."""
+    return sum((usage_of(body) or {}).get("prompt_tokens", 0) for body in bodies)
 
 
 def spent(run_id: str, args: list[str], folder: Path, env: dict[str, str]) -> dict[str, Any]:

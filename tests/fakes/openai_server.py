@@ -169,31 +169,36 @@ class FakeOpenAI:
         return with_usage(body, self.script.pop(0) if len(self.script) > 1 else self.script[0])
 
 
-def with_usage(body: dict[str, Any], answer: Answer) -> Answer:
-    """The answer with the ``usage`` OpenAI reports, counted as OpenAI counts (o200k for chat,
-    3 tokens a message and 3 for the reply; cl100k for embeddings), where the script gave
-    none: a scripted ``"usage": None`` stays, for a provider that reports nothing."""
+def usage_of(body: dict[str, Any], content: str = "") -> dict[str, int] | None:
+    """What OpenAI would count for a request (``content``: a chat answer's text): o200k for
+    chat, 3 tokens a message and 3 for the reply; cl100k for embeddings. None for another body."""
     import bpe_openai
 
-    if answer.status != 200 or answer.body is None or "usage" in answer.body:
-        return answer
     if "messages" in body:
         encoding = bpe_openai.get_encoding("o200k_base")
         prompt = 3 + sum(3 + len(encoding.encode_ordinary(m["content"])) for m in body["messages"])
-        content = answer.body.get("choices", [{}])[0].get("message", {}).get("content") or ""
-        usage = {
+        completion = len(encoding.encode_ordinary(content))
+        return {
             "prompt_tokens": prompt,
-            "completion_tokens": len(encoding.encode_ordinary(content)),
-            "total_tokens": prompt + len(encoding.encode_ordinary(content)),
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
         }
-    elif "input" in body:
+    if "input" in body:
         encoding = bpe_openai.get_encoding("cl100k_base")
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
-        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-    else:
+        return {"prompt_tokens": tokens, "total_tokens": tokens}
+    return None
+
+
+def with_usage(body: dict[str, Any], answer: Answer) -> Answer:
+    """The answer with the ``usage`` OpenAI reports (:func:`usage_of`), where the script gave
+    none: a scripted ``"usage": None`` stays, for a provider that reports nothing."""
+    if answer.status != 200 or answer.body is None or "usage" in answer.body:
         return answer
-    return replace(answer, body={**answer.body, "usage": usage})
+    content = answer.body.get("choices", [{}])[0].get("message", {}).get("content") or ""
+    usage = usage_of(body, content)
+    return answer if usage is None else replace(answer, body={**answer.body, "usage": usage})
 
 
 class FakeBatches:
