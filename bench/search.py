@@ -2,14 +2,19 @@
 
 The development set's 39,524 turns are repeated under further user ids until ``--turns`` is
 reached, each user's history cut into parts of ``--per-user`` turns (one user id per part), so
-100,000 turns make 500 users. Every turn is embedded with the local model (each distinct text
-once, cached under ``--out``). Measured: the store's text, semantic and hybrid searches, top 10,
-within one user and across the whole org (the query vector is computed beforehand: this times
-the store, not the model; one untimed user-scoped pass first, so that the order of the modes
-does not decide which pays for reading the users' pages from disk). References in the same run:
-a sqlite-vec KNN within one partition key, and a numpy scan of every vector.
+100,000 turns make about 600 users. Every turn is embedded with ``--model`` (each distinct text
+once, cached under ``--out``; ``hashing-384`` builds a store of the same shape in seconds, for
+latency alone). The queries are LongMemEval's questions, each within its asker's first part, or
+with ``--query-words N`` the first N words of turns drawn from the store, each within the user
+who said it (common words: tens of thousands of matches org-wide). Measured: the store's text,
+semantic and hybrid searches, top 10, within one user and across the whole org (the query vector
+is computed beforehand: this times the store, not the model; one untimed user-scoped pass first,
+so that the order of the modes does not decide which pays for reading the users' pages from
+disk). References in the same run: a sqlite-vec KNN within one partition key, and a numpy scan
+of every vector. Last, the user-scoped text and hybrid searches asked again: by then a process
+that searches on holds the postings of the words it keeps asking about.
 
-    python bench/search.py --turns 100000
+    python bench/search.py --turns 100000 [--model hashing-384] [--query-words 8] [--spread]
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -37,28 +43,37 @@ DATA = Path(
     )
 )
 """The LongMemEval development set (beside the checkout, or where MEMPIPE_LONGMEMEVAL says)."""
-MODEL = "all-MiniLM-L6-v2"
 
 
-def repeated_turns(total: int, per_user: int) -> Iterator[dict]:
-    copy = 0
+def repeated_turns(total: int, per_user: int, spread: bool = False) -> Iterator[dict]:
+    """The development set again and again under new ids; with ``spread``, each copy's sessions
+    in a shuffled order, so that a user's rows lie far apart (as in an archive written in time
+    order by many users at once) instead of side by side."""
+    copy, rng = 0, random.Random(3)
     while True:
         seen: dict[str, int] = {}
         with gzip.open(DATA / "turns.jsonl.gz") as lines:
-            for line in lines:
-                turn = orjson.loads(line)
-                n = seen[turn["user_id"]] = seen.get(turn["user_id"], -1) + 1
-                turn["user_id"] = f"{turn['user_id']}~{copy}.{n // per_user}"
-                turn["session_id"] = f"{turn['session_id']}~{copy}"
-                turn["message_id"] = f"{turn['message_id']}~{copy}"
-                yield turn
-                total -= 1
-                if total == 0:
-                    return
+            turns = [orjson.loads(line) for line in lines]
+        if spread:
+            sessions: dict[str, list[dict]] = {}
+            for turn in turns:
+                sessions.setdefault(turn["session_id"], []).append(turn)
+            order = list(sessions.values())
+            rng.shuffle(order)
+            turns = [turn for session in order for turn in session]
+        for turn in turns:
+            n = seen[turn["user_id"]] = seen.get(turn["user_id"], -1) + 1
+            turn["user_id"] = f"{turn['user_id']}~{copy}.{n // per_user}"
+            turn["session_id"] = f"{turn['session_id']}~{copy}"
+            turn["message_id"] = f"{turn['message_id']}~{copy}"
+            yield turn
+            total -= 1
+            if total == 0:
+                return
         copy += 1
 
 
-def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
+def load_turns(store_path: Path, out: Path, turns: int, per_user: int, spread: bool) -> Store:
     """The repeated turns ingested into a new SQLite store at ``store_path``, left open."""
     from mempipe.adapters.store import open_store
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
@@ -67,7 +82,7 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
 
     archive = out / f"turns-{turns}.jsonl"
     with archive.open("wb") as f:
-        for turn in repeated_turns(turns, per_user):
+        for turn in repeated_turns(turns, per_user, spread):
             f.write(orjson.dumps(turn) + b"\n")
     store = open_store(f"sqlite:///{store_path}", migrate=True)
     ingest_file(
@@ -84,13 +99,13 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int) -> Store:
     return store
 
 
-def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
+def build(store_path: Path, out: Path, turns: int, per_user: int, model: str, spread: bool) -> None:
     from mempipe.adapters.embedding import embedder_for
 
-    store = load_turns(store_path, out, turns, per_user)
-    embedder = embedder_for(MODEL)
+    store = load_turns(store_path, out, turns, per_user, spread)
+    embedder = embedder_for(model)
     texts = dict.fromkeys(c for (c,) in store._rows("SELECT content FROM turns ORDER BY id"))
-    cache = out / f"vectors-{MODEL}-{len(texts)}.npy"
+    cache = out / f"vectors-{model}-{len(texts)}.npy"
     if cache.exists():
         matrix = np.load(cache)
     else:
@@ -99,11 +114,11 @@ def build(store_path: Path, out: Path, turns: int, per_user: int) -> None:
         print(f"embedded {len(texts):,} distinct texts in {time.perf_counter() - started:.0f} s")
         np.save(cache, matrix)
     row_of = {text: i for i, text in enumerate(texts)}
-    store.register_model("stm", MODEL, embedder.dimensions, "serving")
+    store.register_model("stm", model, embedder.dimensions, "serving")
     rows = store._rows("SELECT id, content FROM turns ORDER BY id")
     for start in range(0, len(rows), 5000):
         batch = rows[start : start + 5000]
-        store.set_vectors("stm", MODEL, [(i, matrix[row_of[c]].tolist()) for i, c in batch])
+        store.set_vectors("stm", model, [(i, matrix[row_of[c]].tolist()) for i, c in batch])
     store.close()
 
 
@@ -119,11 +134,28 @@ def summary(label: str, ms: list[float]) -> str:
     return f"{label:<34} p50 {statistics.median(ms):8.2f} ms   p95 {p95:8.2f} ms"
 
 
+def drawn_queries(store: Store, count: int, words: int) -> list[dict]:
+    """The first ``words`` words of ``count`` turns drawn with a fixed seed, each asked within
+    the user who said it."""
+    rng = random.Random(11)
+    (top,) = store._rows("SELECT max(id) FROM turns")[0]
+    queries: list[dict] = []
+    while len(queries) < count:
+        row = store._rows("SELECT user_id, content FROM turns WHERE id = ?", (rng.randint(1, top),))
+        head = " ".join(row[0][1].split()[:words]) if row else ""
+        if len(head.split()) == words:
+            queries.append({"query": head, "user": row[0][0]})
+    return queries
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--per-user", type=int, default=200)
     parser.add_argument("--queries", type=int, default=160)
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--query-words", type=int, default=0)
+    parser.add_argument("--spread", action="store_true", help="each user's sessions far apart")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "search")
     args = parser.parse_args()
 
@@ -133,16 +165,21 @@ def main() -> None:
     from mempipe.services.search import CANDIDATES
 
     args.out.mkdir(parents=True, exist_ok=True)
-    store_path = args.out / f"search-{args.turns}.db"
+    layout = "spread" if args.spread else "together"
+    store_path = args.out / f"search-{args.turns}-{args.model}-{layout}.db"
     if not store_path.exists():
-        build(store_path, args.out, args.turns, args.per_user)
+        build(store_path, args.out, args.turns, args.per_user, args.model, args.spread)
     store = open_store(f"sqlite:///{store_path}", migrate=True)
     users = store._rows("SELECT count(DISTINCT user_id), count(*) FROM turns")[0]
     print(f"store: {users[1]:,} turns, {users[0]:,} users ({store_path})")
 
-    queries = [orjson.loads(line) for line in (DATA / "queries.jsonl").read_bytes().splitlines()]
-    queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
-    embedder = embedder_for(MODEL)
+    if args.query_words:
+        queries = drawn_queries(store, args.queries, args.query_words)
+    else:
+        asked = [orjson.loads(line) for line in (DATA / "queries.jsonl").read_bytes().splitlines()]
+        queries = [{"query": q["query"], "user": f"{q['user_id']}~0.0"} for q in asked]
+        queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
+    embedder = embedder_for(args.model)
     embedder.embed(["warm up the model"])
     started = time.perf_counter()
     vectors = embedder.embed([q["query"] for q in queries])
@@ -154,7 +191,7 @@ def main() -> None:
     print(f"{'query embedding, in one batch':<34} {batch_ms:8.2f} ms per query")
 
     scopes = {
-        "user": lambda q: ReadFilter(user_id=f"{q['user_id']}~0.0"),
+        "user": lambda q: ReadFilter(user_id=q["user"]),
         "org": lambda q: ReadFilter(org_id="bench"),
     }
     searches = {
@@ -165,16 +202,22 @@ def main() -> None:
         ),
     }
     for q, v in zip(queries, vectors, strict=True):  # the users' pages into the OS cache
-        searches["hybrid"](q, Near(vector=v, model_id=MODEL), scopes["user"](q))
+        searches["hybrid"](q, Near(vector=v, model_id=args.model), scopes["user"](q))
     for scope, filters in scopes.items():
         for mode, search in searches.items():
             ms: list[float] = []
             for q, v in zip(queries, vectors, strict=True):
-                near, f = Near(vector=v, model_id=MODEL), filters(q)
+                near, f = Near(vector=v, model_id=args.model), filters(q)
                 timed(lambda: search(q, near, f), ms)  # noqa: B023 (called at once)
             print(summary(f"{mode}, {scope}-scoped", ms))
+    for mode in ("text", "hybrid"):  # the words' postings held by now: a process's steady state
+        ms = []
+        for q, v in zip(queries, vectors, strict=True):
+            near, f = Near(vector=v, model_id=args.model), scopes["user"](q)
+            timed(lambda: searches[mode](q, near, f), ms)  # noqa: B023 (called at once)
+        print(summary(f"{mode}, user-scoped, asked again", ms))
 
-    rowids, matrix = references(store)
+    rowids, matrix = references(store, args.model)
     ms = []
     for v in vectors:
         query = np.asarray(v, dtype=np.float32)
@@ -183,15 +226,14 @@ def main() -> None:
     knn = knn_reference(store_path, rowids, matrix)
     ms = []
     for q, v in zip(queries, vectors, strict=True):
-        user = f"{q['user_id']}~0.0"
-        timed(lambda v=v, user=user: knn(v, user), ms)
+        timed(lambda v=v, user=q["user"]: knn(v, user), ms)
     print(summary("reference: vec0 KNN in a partition", ms))
 
 
-def references(store) -> tuple[list[int], np.ndarray]:
+def references(store: Store, model: str) -> tuple[list[int], np.ndarray]:
     from mempipe.adapters.store.sqlite import memory_sql
 
-    table = memory_sql.vector_table("stm", MODEL)
+    table = memory_sql.vector_table("stm", model)
     rows = store._rows(f"SELECT memory_rowid, embedding FROM {table}")
     matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
     return [r for r, _ in rows], matrix

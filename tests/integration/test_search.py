@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from mempipe.adapters.embedding.hashing import HashingEmbedder
@@ -203,6 +204,56 @@ def test_a_table_is_read_into_memory_once_sqlite_vec_has_cost_as_much(store, mon
     assert len(scans.nearest(table, query, scope, 2)) == 2, "3.5 s spent: read and held"
     remember(store, "m3", "refund policy 3", user="u3")
     assert scans.nearest(table, query, scope, 2) is None, "a write starts over"
+
+
+def test_a_users_text_search_holds_postings_once_its_other_plans_have_cost_as_much(
+    store, monkeypatch
+) -> None:
+    """Ski rental within one user: the sizes and each word's postings are read once the
+    searches that lacked them have spent what reading them costs; a word asked less stays
+    unread; a write starts over."""
+    from mempipe.adapters.store.sqlite import held_postings, memory_sql
+
+    monkeypatch.setattr(held_postings, "DOCUMENT_SECONDS", 1.0)
+    monkeypatch.setattr(held_postings, "POSTING_SECONDS", 1.0)
+    for n in range(3):
+        remember(store, f"m{n}", f"refund policy {n}", user="u1")
+    held = held_postings.HeldPostings(store._conn)
+    table = memory_sql.table("semantic")
+    fts = f"{table}_fts"
+    assert not held.ready(fts, ["refund"])
+    held.charge(fts, ["refund", "polici"], [3, 3], 2.0)
+    assert not held.ready(fts, ["refund"]), "3 documents cost 3 s to read, 2 s spent"
+    held.charge(fts, ["refund"], [3], 1.5)
+    assert held.ready(fts, ["refund"]), "3.5 s spent on the sizes and on 'refund'"
+    assert not held.ready(fts, ["polici"]), "'polici' was charged 2 s of 3"
+    rows = store._rows(f"SELECT rowid FROM {table} ORDER BY rowid")
+    rowids = np.asarray([rowid for (rowid,) in rows])
+    assert [rowid for rowid, _ in held.within(fts, ["refund"], rowids)] == rowids.tolist()
+    remember(store, "m3", "refund policy 3", user="u1")
+    assert not held.ready(fts, ["refund"]), "a write starts over"
+
+
+def test_a_zero_vector_held_in_memory_scores_nothing_rather_than_nan(store) -> None:
+    """A vector of zeros (a text the hashing embedder finds no feature in) cannot be scaled
+    to unit length: held, it stays zero, so it ranks last instead of poisoning the scan."""
+    from mempipe.adapters.store.sqlite import memory_sql, vector_scan
+
+    remember(store, "m1", "refund policy", user="u1")
+    remember(store, "m2", "refund policy again", user="u2")
+    table = memory_sql.vector_table("semantic", EMBEDDER.model_id)
+    with store.write_transaction():
+        store._conn.execute(
+            f"UPDATE {table} SET embedding = ? WHERE memory_rowid = "
+            f"(SELECT rowid FROM {memory_sql.table('semantic')} WHERE id = 'm2')",
+            (np.zeros(EMBEDDER.dimensions, dtype=np.float32).tobytes(),),
+        )
+    scans = vector_scan.VectorScans(store._conn)
+    scans.searched(table, float("inf"))
+    query = EMBEDDER.embed(["refund policy"])[0]
+    (first, _), (last, score) = scans.nearest(table, query, [("org_id", "o")], 2)
+    rowid_of = dict(store._rows(f"SELECT id, rowid FROM {memory_sql.table('semantic')}"))
+    assert (first, last, score) == (rowid_of["m1"], rowid_of["m2"], 0.0)
 
 
 def test_a_write_drops_the_vectors_held_in_memory(store) -> None:

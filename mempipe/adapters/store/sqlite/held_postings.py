@@ -10,6 +10,12 @@ over the matching documents, term for term and operation for operation as in
 :mod:`scoped_bm25` (so the same scores, the same ranking). Everything held is dropped when any
 connection writes to the database or changes its schema; a process's first wide search of an
 index after that is FTS5's own, and the sizes are read for the next.
+
+Searches within one user use what is held too, and pay for it as the held vectors are paid
+for (ski rental): the time each of their other plans takes is charged to the sizes and to each
+term they lacked, and what has been charged as much as reading it is estimated to cost is read
+before the next one. A process that keeps asking about the same words comes to rank a user's
+rows from memory; one that asks about a word once never reads its postings.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ import apsw
 import numpy as np
 
 from mempipe.adapters.store.sqlite.held import database_version, vocabulary
-from mempipe.adapters.store.sqlite.scoped_bm25 import K1, B, idfs, varints
+from mempipe.adapters.store.sqlite.scoped_bm25 import K1, B, idfs, index_size, varints
 
 MAX_POSTINGS = 20_000_000
 """Most (document, term) entries held across the terms kept (8 bytes each: 160 MB); the least
 recently used terms are dropped first."""
+DOCUMENT_SECONDS = 3e-6
+"""Reading one document's size (100,000 LongMemEval turns: 280 ms)."""
+POSTING_SECONDS = 1.7e-6
+"""Reading one document of a term's postings (99 terms of 10,000 documents each: 17 ms a term)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,11 @@ class HeldPostings:
         self._asked: set[str] = set()
         self._vocabularies: set[str] = set()
         self._version: tuple[int, int, int] | None = None
+        self._charged: dict[tuple[str, str | None], float] = {}
+        """Seconds the searches within one user spent on other plans, for want of an index's
+        sizes (term None) or a term's postings."""
+        self._prices: dict[tuple[str, str | None], float] = {}
+        """What reading each of them is estimated to cost."""
 
     def best(self, fts: str, terms: Sequence[str], n: int) -> Ranked | None:
         """The ``n`` best-ranked matches of the OR of ``terms``; None where FTS5 should rank
@@ -95,6 +110,72 @@ class HeldPostings:
         order = np.lexsort((documents.rowids[found], ranks))
         return Ranked([(int(documents.rowids[found[i]]), float(ranks[i])) for i in order], matches)
 
+    def ready(self, fts: str, terms: Sequence[str]) -> bool:
+        """Whether the index's sizes and every term's postings are held, once those the
+        searches within one user have paid for are read."""
+        self._drop_if_changed()
+        if fts not in self._documents:
+            if not self._paid((fts, None)):
+                return False
+            self._documents[fts] = self._read_documents(fts)
+        documents = self._documents[fts]
+        for term in terms:
+            key = (fts, term)
+            if key not in self._postings and not (
+                self._paid(key) and self._term_postings(fts, term, documents) is not None
+            ):
+                return False
+        return True
+
+    def within(
+        self, fts: str, terms: Sequence[str], rowids: np.ndarray
+    ) -> list[tuple[int, float]] | None:
+        """The matches among ``rowids`` (a scope's rows, ascending) as (rowid, bm25) in FTS5's
+        order, from what :meth:`ready` holds; None when a rowid is not among the sizes held (a
+        write landed since they were read)."""
+        documents = self._documents[fts]
+        positions = np.searchsorted(documents.rowids, rowids)
+        if len(rowids) and (
+            positions[-1] >= len(documents.rowids) or (documents.rowids[positions] != rowids).any()
+        ):
+            return None
+        inside = np.zeros(len(documents.rowids), dtype=bool)
+        inside[positions] = True
+        postings = [self._postings[(fts, term)] for term in terms]
+        weights = idfs(documents.rows, [len(index) for index, _ in postings])
+        score = np.zeros(len(positions), dtype=np.float64)
+        matched = np.zeros(len(positions), dtype=bool)
+        for weight, (index, frequency) in zip(weights, postings, strict=True):
+            keep = inside[index]
+            found, times = index[keep], frequency[keep]
+            slots = np.searchsorted(positions, found)
+            length = K1 * (1 - B + B * documents.sizes[found] / documents.average)
+            score[slots] += weight * ((times * (K1 + 1.0)) / (times + length))
+            matched[slots] = True
+        hits = np.nonzero(matched)[0]
+        ranks = -1.0 * score[hits]
+        order = np.lexsort((rowids[hits], ranks))
+        return [(int(rowids[hits[i]]), float(ranks[i])) for i in order]
+
+    def charge(self, fts: str, terms: Sequence[str], counts: Sequence[int], seconds: float) -> None:
+        """Charge a search within one user that could not rank from memory with the time its
+        plan took, against the sizes and each term's postings it lacked."""
+        self._drop_if_changed()
+        wanted: list[tuple[tuple[str, str | None], float]] = []
+        if fts not in self._documents:
+            wanted.append(((fts, None), index_size(self._conn, fts)[0] * DOCUMENT_SECONDS))
+        wanted += [
+            ((fts, term), count * POSTING_SECONDS)
+            for term, count in zip(terms, counts, strict=True)
+            if (fts, term) not in self._postings
+        ]
+        for key, price in wanted:
+            self._charged[key] = self._charged.get(key, 0.0) + seconds
+            self._prices[key] = price
+
+    def _paid(self, key: tuple[str, str | None]) -> bool:
+        return key in self._prices and self._charged[key] >= self._prices[key]
+
     def _drop_if_changed(self) -> None:
         version = database_version(self._conn)
         if version != self._version:
@@ -102,17 +183,18 @@ class HeldPostings:
             self._postings.clear()
             self._held = 0
             self._asked.clear()
+            self._charged.clear()
+            self._prices.clear()
             self._version = version
 
     def _read_documents(self, fts: str) -> Documents:
-        found = self._conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchall()
-        rows, *per_column = varints(found[0][0]) if found else [0]
+        rows, tokens = index_size(self._conn, fts)
         pairs = self._conn.execute(f"SELECT id, sz FROM {fts}_docsize ORDER BY id").fetchall()
         rowids = np.fromiter((pair[0] for pair in pairs), dtype=np.int64, count=len(pairs))
         sizes = np.fromiter(
             (sum(varints(pair[1])) for pair in pairs), dtype=np.float64, count=len(pairs)
         )
-        return Documents(rowids, sizes, rows, sum(per_column) / rows if rows else 1.0)
+        return Documents(rowids, sizes, rows, tokens / rows if rows else 1.0)
 
     def _term_postings(
         self, fts: str, term: str, documents: Documents

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import orjson
 
 from mempipe.adapters.store.sqlite import (
@@ -127,9 +128,9 @@ class SqliteSearch(SqliteParts):
         self, source: str, query: str, match: str, filters: ReadFilter, k: int
     ) -> list[Hit] | None:
         """One user's rows ranked as ``bm25()`` ranks them, without its walk over every
-        document of every query word (:mod:`scoped_bm25`): the match is walked inside the
-        user's rowid span when the rows lie close together, else the user's own rows are
-        ranked from their text. None where neither is exact or cheaper."""
+        document of every query word (:mod:`scoped_bm25`): from the postings this connection
+        holds, else by walking the match inside the user's rowid span or by ranking the user's
+        own rows from their text, whichever costs less. None where none is exact or cheaper."""
         scope = search_sql.scoped_text(source, filters)
         low, high, count = self._rows(search_sql.span_sql(scope), scope.values)[0]
         if not count:
@@ -137,8 +138,19 @@ class SqliteSearch(SqliteParts):
         terms = self._terms(query)
         if terms is None:
             return None
+        if self._postings is None:
+            self._postings = held_postings.HeldPostings(self._conn)
+        started = time.perf_counter()
+        if self._postings.ready(scope.fts, terms):
+            sql = search_sql.scope_rowids_sql(scope)
+            rowids = np.fromiter((row[0] for row in self._rows(sql, scope.values)), np.int64)
+            held = self._postings.within(scope.fts, terms, rowids)
+            if held is not None:
+                rows = self._rows_in_scope(scope, [rowid for rowid, _ in held[:k]])
+                return [_hit(source, (*rows[rowid], -rank)) for rowid, rank in held[:k]]
         counts = self._ranking.document_counts(scope.fts, terms)
-        if high - low <= scoped_bm25.MAX_SPAN:
+        indexed, _ = scoped_bm25.index_size(self._conn, scope.fts)
+        if scoped_bm25.span_walk_is_cheaper(indexed, counts, high - low, count):
             sql = search_sql.scoped_search_sql(scope, len(counts))
             ranked = self._rows(sql, (*counts, match, low, high, *scope.values))
         elif count <= scoped_bm25.MAX_ROWS:
@@ -147,6 +159,7 @@ class SqliteSearch(SqliteParts):
             ranked = [(*r[:10], s, r[11]) for r, s in zip(rows, scores, strict=True) if s]
         else:
             return None
+        self._postings.charge(scope.fts, terms, counts, time.perf_counter() - started)
         ranked.sort(key=lambda r: (r[10], r[11]))
         return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
 

@@ -145,6 +145,11 @@ def span_sql(scope: ScopedText) -> str:
     return f"SELECT min(r.rowid), max(r.rowid), count(*) FROM {scope.rows} WHERE {scope.where}"
 
 
+def scope_rowids_sql(scope: ScopedText) -> str:
+    """The rowids of the rows in scope, ascending (an index range scan for one user)."""
+    return f"SELECT r.rowid FROM {scope.rows} WHERE {scope.where} ORDER BY r.rowid"
+
+
 def scope_rows_sql(scope: ScopedText) -> str:
     """Every row in scope with its hit columns, its indexed text and its rowid."""
     return (

@@ -137,7 +137,8 @@ def load(conn: apsw.Connection, table: str) -> VectorMatrix | None:
     codes = np.concatenate(vectors)
     inverse_norms = None
     if quantization is Quantization.NONE:
-        codes /= np.linalg.norm(codes, axis=1, keepdims=True)
+        norms = np.linalg.norm(codes, axis=1, keepdims=True)
+        codes /= np.where(norms == 0, 1, norms)
     elif quantization is Quantization.SCALAR:
         norms = np.concatenate(
             [
