@@ -101,9 +101,9 @@ def main() -> None:
     store.close()
 
     embedder = embedder_for(args.model)
-    # a batch, not one text: up to 8 texts the local model embeds with numpy and leaves the
-    # torch model the replay's batches use unloaded, and its load would be timed as replay
-    embedder.embed(["warm up the model"] * 64)
+    # more tokens than a process encodes with numpy first (local.NUMPY_TOKENS): the torch
+    # model the replay's batches use is loaded here, not timed as replay
+    embedder.embed(["warm up the model " * 50] * 64)
     from mempipe.flows.migrate import migrate_flow
 
     migrate_flow(store=store_url, config=str(config))

@@ -214,15 +214,22 @@ def embed_each(
 ) -> list[Vector | None]:
     """One vector per memory, ``None`` where it cannot be had. A batch the provider refuses is
     retried item by item, so one bad memory does not cost the others their vectors; a memory
-    left without one is still stored, and the next re-embed run retries it."""
+    left without one is still stored, and the next re-embed run retries it. A text extracted
+    more than once in the batch (a fact restated across an owner's snapshots) is embedded once
+    and its vector given to each; a failure is recorded for each memory it left without one."""
     if not memories:
         return []
     embedder = context.embedder
     texts = [searchable_text(m) for _, _, m in memories]
-    vectors, errors = embed_texts(embedder, texts, context.retry, context.sleep)
-    for position, error in errors:
-        snapshot, memory_type, _ = memories[position]
-        _record(uow, context, snapshot, memory_type, "embed", error)
+    distinct = list(dict.fromkeys(texts))
+    found, errors = embed_texts(embedder, distinct, context.retry, context.sleep)
+    at = {text: position for position, text in enumerate(distinct)}
+    vectors = [found[at[text]] for text in texts]
+    failed = dict(errors)
+    for position, text in enumerate(texts):
+        if at[text] in failed:
+            snapshot, memory_type, _ = memories[position]
+            _record(uow, context, snapshot, memory_type, "embed", failed[at[text]])
     for memory_type in {t for (_, t, _), v in zip(memories, vectors, strict=True) if v is not None}:
         uow.memories.ensure_vector_table(memory_type.value, embedder.model_id, embedder.dimensions)
     return vectors

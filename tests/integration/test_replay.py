@@ -18,7 +18,7 @@ from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.promote import promote_sessions
-from mempipe.services.replay import ReplayContext, replay_one
+from mempipe.services.replay import ReplayContext, replay_batch, replay_one
 from tests.fakes.openai_server import error, fake_openai
 from tests.helpers import ingest
 
@@ -138,6 +138,35 @@ class RefusesLisbon(HashingEmbedder):
         if any("LIS" in t for t in texts):
             raise ContentError(FailureKind.BAD_REQUEST, "input rejected by the provider")
         return super().embed(texts)
+
+
+class Recording(HashingEmbedder):
+    """Keeps every text it is asked to embed."""
+
+    def __init__(self, dimensions: int) -> None:
+        super().__init__(dimensions)
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+def test_a_fact_restated_in_one_batch_is_embedded_once_and_still_reinforced(
+    store, tmp_path
+) -> None:
+    load(store, tmp_path)
+    embedder = Recording(64)
+    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    results = replay_batch(UnitOfWork(store), work, context(embedder=embedder))
+    seat = "User prefers a window seat on long flights."
+    assert embedder.texts.count(seat) == 1
+    assert len(embedder.texts) == len(set(embedder.texts))
+    assert sum(r.extracted for r in results) > len(embedder.texts), "some text came twice"
+    assert ("REINFORCE", seat) in {(r.action.value, r.text) for r in store.audit_rows()}
+    assert store._conn.execute(
+        "SELECT count(*) FROM memories_semantic WHERE has_embedding = 0"
+    ).fetchall() == [(0,)]
 
 
 def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_rest_are(
