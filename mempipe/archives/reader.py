@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from pathlib import Path
+from typing import BinaryIO
 
 import zstandard
 
-from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format
+from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format, suffix_format
 from mempipe.archives.drafts import Draft, Skipped, finish, reject
 from mempipe.archives.formats import FileReading
 from mempipe.archives.formats.tabular import ColumnMappingError
 from mempipe.archives.registry import format_class
-from mempipe.archives.streams import ArchiveStream, binary_head, open_stream
+from mempipe.archives.streams import ArchiveStream, binary_head, open_raw, stream_of
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat, TimeWindow
 from mempipe.schemas.identity import IdentityDefaults
@@ -73,14 +75,20 @@ class ArchiveReader:
             yield self._whole_file("empty file")
             return
         try:
-            fmt = self.format or detect_format(self.path)
-            self.format = fmt
-            parser = format_class(fmt)(name)
-            if not parser.streamed:
-                yield from parser.drafts(FileReading(self.path, None, self.columns))
-                return
-            with open_stream(self.path) as stream:
-                self._stream = stream
+            with ExitStack() as files:
+                fmt = self.format or suffix_format(self.path)
+                raw: BinaryIO | None = None
+                if fmt is None:
+                    raw = files.enter_context(open_raw(self.path))
+                    fmt = detect_format(self.path, raw)
+                self.format = fmt
+                parser = format_class(fmt)(name)
+                if not parser.streamed:
+                    yield from parser.drafts(FileReading(self.path, None, self.columns))
+                    return
+                if raw is None:
+                    raw = files.enter_context(open_raw(self.path))
+                stream = self._stream = stream_of(raw, self.size)
                 if binary_head(stream.stream):
                     raise UnknownFormatError(BINARY)
                 try:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -33,26 +33,58 @@ class ArchiveStream:
 
 
 @contextmanager
-def open_stream(path: Path) -> Iterator[ArchiveStream]:
+def open_raw(path: Path) -> Iterator[BinaryIO]:
+    """The file's bytes, unbuffered: what :func:`stream_of` reads, as often as it is asked."""
     try:
         raw = path.open("rb", buffering=0)
     except OSError as exc:
         raise ArchiveError(f"{path}: cannot open: {exc.strerror}") from exc
     with raw:
-        magic = raw.read(4)
-        raw.seek(0)
-        stream: BinaryIO
-        if magic.startswith(GZIP_MAGIC):
-            stream = io.BufferedReader(GzipStream(raw), buffer_size=1 << 16)  # type: ignore[assignment]
-        elif magic.startswith(ZSTD_MAGIC):
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-            stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
-        else:
-            stream = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[arg-type]
-        encoding = text_encoding(stream.peek(4)[:4])
-        if encoding is not None:
-            stream = io.BufferedReader(Utf8Stream(stream, encoding), buffer_size=1 << 16)  # type: ignore[arg-type]
-        yield ArchiveStream(stream=stream, raw=raw, size=path.stat().st_size)
+        yield raw
+
+
+class Borrowed(io.RawIOBase):
+    """An open file lent to readers that are dropped before it is read again: their closing it
+    (when collected) leaves the file open."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        return self._raw.readinto(buffer)  # type: ignore[attr-defined]
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+
+def stream_of(raw: BinaryIO, size: int) -> ArchiveStream:
+    """The open file read again from its start, decompressed and as UTF-8: detection and the
+    parser each take one of these from the same open file (a directory of tiny files pays one
+    open and close a file, not two)."""
+    raw.seek(0)
+    magic = raw.read(4)
+    raw.seek(0)
+    stream: BinaryIO
+    if magic.startswith(GZIP_MAGIC):
+        stream = io.BufferedReader(GzipStream(raw), buffer_size=1 << 16)  # type: ignore[assignment]
+    elif magic.startswith(ZSTD_MAGIC):
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
+    else:
+        stream = io.BufferedReader(raw, buffer_size=1 << 16)  # type: ignore[arg-type]
+    encoding = text_encoding(stream.peek(4)[:4])
+    if encoding is not None:
+        stream = io.BufferedReader(Utf8Stream(stream, encoding), buffer_size=1 << 16)  # type: ignore[arg-type]
+    return ArchiveStream(stream=stream, raw=raw, size=size)
 
 
 SNIFF_BYTES = 8192

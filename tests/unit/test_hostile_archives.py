@@ -16,7 +16,7 @@ from mempipe.archives import ArchiveReader
 from mempipe.archives.json_records import BrokenRecord, JsonRecord, iter_json_records
 from mempipe.archives.limits import ArchiveLimits
 from mempipe.archives.paths import expand_paths
-from mempipe.archives.streams import open_stream
+from mempipe.archives.streams import open_raw, stream_of
 from mempipe.errors import ArchiveError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
@@ -46,7 +46,8 @@ def read(path: Path, fmt: ArchiveFormat = ArchiveFormat.AUTO) -> tuple[list[Turn
 
 
 def records(path: Path, limits: ArchiveLimits = SMALL) -> list[JsonRecord | BrokenRecord]:
-    with open_stream(path) as archive:
+    with open_raw(path) as raw:
+        archive = stream_of(raw, path.stat().st_size)
         return list(
             iter_json_records(archive.stream, tell=lambda: archive.bytes_read, limits=limits)
         )
