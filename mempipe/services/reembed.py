@@ -8,15 +8,17 @@ anywhere and started again ends with exactly one vector per record and model.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from mempipe.adapters.embedding import Embedder
+from mempipe.adapters.embedding import Embedder, Vector
 from mempipe.adapters.embedding.registry import cut_of
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy, failure_class
@@ -143,37 +145,64 @@ class _Filler:
         self, id_range: IdRange, report: CollectionReport, progress: Any, checkpoint: str | None
     ) -> None:
         """Embed the records of ``id_range`` still without a vector; record how far it got
-        under ``checkpoint`` after each batch (a sweep behind a checkpoint records nothing)."""
+        under ``checkpoint`` after each batch (a sweep behind a checkpoint records nothing).
+        The next batch is read and sent to the model before this one is written, so that the
+        store's writes overlap the model's work; it is sent only while the run goes on (not
+        after the provider's last allowed failure, nor once asked to stop)."""
         after, until = id_range
         model = self.embedder.model_id
         failed_in_a_row = 0
-        while failed_in_a_row < FAILED_BATCHES_IN_A_ROW and not stop_requested():
-            batch = self.uow.vectors.records_missing_vectors(
-                self.collection, model, after, self.batch_size, until
-            )
-            if not batch:
-                return
-            after = batch[-1][0]
-            texts = [text or "" for _, text in batch]
-            try:
-                found, errors = embed_texts(self.embedder, texts, self.policy, self.sleep)
-            except StopRequested:
-                return
-            pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
-            report.embedded_now += self.uow.vectors.set_vectors(self.collection, model, pairs)
-            provider = [error for _, error in errors if error.retryable]
-            report.failed += len(provider)
-            failed_in_a_row = failed_in_a_row + 1 if provider else 0
-            if provider and report.provider_error is None:
-                report.provider_error = str(provider[0])
-            report.unembeddable += len(batch) - len(pairs) - len(provider)
-            for group in (provider, [error for _, error in errors if not error.retryable]):
-                if group:
-                    self._record(group)
-            if checkpoint is not None:
-                self.uow.runs.set_checkpoint(self.run_id, checkpoint, after)
-            self.done += len(batch)
-            progress.update(self.done)
+        with ThreadPoolExecutor(1, thread_name_prefix="mempipe-embed") as model_thread:
+            batch = self._missing(after, until)
+            embedding = None if stop_requested() else self._sent(model_thread, batch)
+            while batch and embedding is not None:
+                try:
+                    found, errors = embedding.result()
+                except StopRequested:
+                    return
+                provider = [error for _, error in errors if error.retryable]
+                failed_in_a_row = failed_in_a_row + 1 if provider else 0
+                following = self._missing(batch[-1][0], until)
+                going_on = failed_in_a_row < FAILED_BATCHES_IN_A_ROW and not stop_requested()
+                embedding = self._sent(model_thread, following) if going_on else None
+                pairs = [
+                    (rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None
+                ]
+                report.embedded_now += self.uow.vectors.set_vectors(self.collection, model, pairs)
+                report.failed += len(provider)
+                if provider and report.provider_error is None:
+                    report.provider_error = str(provider[0])
+                report.unembeddable += len(batch) - len(pairs) - len(provider)
+                for group in (provider, [error for _, error in errors if not error.retryable]):
+                    if group:
+                        self._record(group)
+                if checkpoint is not None:
+                    self.uow.runs.set_checkpoint(self.run_id, checkpoint, batch[-1][0])
+                self.done += len(batch)
+                progress.update(self.done)
+                batch = following
+
+    def _missing(self, after: int, until: int | None) -> list[tuple[int, str | None]]:
+        return self.uow.vectors.records_missing_vectors(
+            self.collection, self.embedder.model_id, after, self.batch_size, until
+        )
+
+    def _sent(
+        self, model_thread: ThreadPoolExecutor, batch: list[tuple[int, str | None]]
+    ) -> Future[tuple[list[Vector | None], list[tuple[int, MempipeError]]]] | None:
+        """The batch's texts sent to the model on its own thread, in this run's context (the
+        spend is counted to the run); None for no batch."""
+        if not batch:
+            return None
+        texts = [text or "" for _, text in batch]
+        return model_thread.submit(
+            contextvars.copy_context().run,
+            embed_texts,
+            self.embedder,
+            texts,
+            self.policy,
+            self.sleep,
+        )
 
     def _record(self, errors: list[MempipeError]) -> None:
         record_embedding_failures(self.uow, self.run_id, self.collection, errors)
