@@ -40,7 +40,7 @@ DATA = Path(
     )
 )
 
-REFERENCE = r"""
+READER = r"""
 import resource, sys, time
 import apsw, ijson
 
@@ -48,6 +48,47 @@ started = time.perf_counter()
 conn = apsw.Connection(sys.argv[2])
 conn.execute("PRAGMA journal_mode = WAL")
 conn.execute("PRAGMA synchronous = NORMAL")
+
+def conversations():
+    with open(sys.argv[1], "rb") as f:
+        yield from ijson.items(f, "item", use_float=True)
+
+def messages(conversation):
+    # (role, text, time) of each message with text on the current branch, oldest first
+    nodes = conversation["mapping"]
+    node = nodes[conversation["current_node"]]
+    chain = []
+    while node is not None:
+        chain.append(node)
+        node = nodes.get(node["parent"]) if node["parent"] else None
+    for node in reversed(chain):
+        message = node["message"]
+        if message and message["content"]["parts"]:
+            text = "".join(p for p in message["content"]["parts"] if isinstance(p, str))
+            yield message["author"]["role"], text, message["create_time"]
+
+def write(insert, indexed, rows, *also):
+    # the rows, their text index and any (statement, rows) beside them, in one transaction
+    with conn:
+        before = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchall()[0][0]
+        conn.executemany(insert, rows)
+        conn.execute(
+            f"INSERT INTO turns_fts (rowid, {indexed}) SELECT id, {indexed} FROM turns "
+            "WHERE id > ?",
+            (before,),
+        )
+        for statement, more in also:
+            conn.executemany(statement, more)
+    return len(rows)
+
+def done(total):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(total, time.perf_counter() - started, peak)
+"""
+
+REFERENCE = (
+    READER
+    + r"""
 conn.execute(
     "CREATE TABLE turns (id INTEGER PRIMARY KEY, session_id TEXT, seq INTEGER, role TEXT, "
     "content TEXT, UNIQUE (session_id, seq))"
@@ -57,51 +98,21 @@ conn.execute(
 )
 insert = "INSERT INTO turns (session_id, seq, role, content) VALUES (?, ?, ?, ?)"
 rows, total = [], 0
-
-def flush():
-    global rows, total
-    with conn:
-        before = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchall()[0][0]
-        conn.executemany(insert, rows)
-        conn.execute(
-            "INSERT INTO turns_fts (rowid, content) SELECT id, content FROM turns WHERE id > ?",
-            (before,),
-        )
-    total += len(rows)
-    rows = []
-
-with open(sys.argv[1], "rb") as f:
-    for conversation in ijson.items(f, "item", use_float=True):
-        nodes = conversation["mapping"]
-        node = nodes[conversation["current_node"]]
-        chain = []
-        while node is not None:
-            chain.append(node)
-            node = nodes.get(node["parent"]) if node["parent"] else None
-        seq = 0
-        for node in reversed(chain):
-            message = node["message"]
-            if message and message["content"]["parts"]:
-                text = "".join(p for p in message["content"]["parts"] if isinstance(p, str))
-                rows.append((conversation["id"], seq, message["author"]["role"], text))
-                seq += 1
-        if len(rows) >= 5000:
-            flush()
+for conversation in conversations():
+    for seq, (role, text, _) in enumerate(messages(conversation)):
+        rows.append((conversation["id"], seq, role, text))
+    if len(rows) >= 5000:
+        total, rows = total + write(insert, "content", rows), []
 if rows:
-    flush()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-print(total, time.perf_counter() - started, peak)
+    total += write(insert, "content", rows)
+done(total)
 """
+)
 
 
-SAME_ROWS = r"""
-import resource, sys, time
-import apsw, ijson
-
-started = time.perf_counter()
-conn = apsw.Connection(sys.argv[2])
-conn.execute("PRAGMA journal_mode = WAL")
-conn.execute("PRAGMA synchronous = NORMAL")
+SAME_ROWS = (
+    READER
+    + r"""
 conn.execute(
     "CREATE TABLE turns (id INTEGER PRIMARY KEY, org_id TEXT NOT NULL, project_id TEXT NOT NULL, "
     "user_id TEXT, session_id TEXT NOT NULL, turn_seq INTEGER NOT NULL, role TEXT NOT NULL, "
@@ -131,51 +142,24 @@ insert = (
 )
 cut = "INSERT INTO snapshots VALUES (?, 'o', 'p', 'bench', ?, ?, ?, ?)"
 rows, snapshots, total = [], [], 0
-
-def flush():
-    global rows, snapshots, total
-    with conn:
-        before = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchall()[0][0]
-        conn.executemany(insert, rows)
-        conn.execute(
-            "INSERT INTO turns_fts (rowid, name, content) SELECT id, name, content FROM turns "
-            "WHERE id > ?",
-            (before,),
-        )
-        conn.executemany(cut, snapshots)
-    total += len(rows)
-    rows, snapshots = [], []
-
-with open(sys.argv[1], "rb") as f:
-    for conversation in ijson.items(f, "item", use_float=True):
-        nodes = conversation["mapping"]
-        node = nodes[conversation["current_node"]]
-        chain = []
-        while node is not None:
-            chain.append(node)
-            node = nodes.get(node["parent"]) if node["parent"] else None
-        session, seq, first, last_time = conversation["id"], 0, 0, None
-        for node in reversed(chain):
-            message = node["message"]
-            if not (message and message["content"]["parts"]):
-                continue
-            at = message["create_time"]
-            if seq > first and (seq - first >= 20 or at - last_time > 1800):
-                snapshots.append((f"{session}:{first}", session, first, seq - 1, seq - first))
-                first = seq
-            text = "".join(p for p in message["content"]["parts"] if isinstance(p, str))
-            role = message["author"]["role"]
-            rows.append((session, seq, role, text, str(at), f"{session}:{first}"))
-            seq, last_time = seq + 1, at
-        if seq > first:
+for conversation in conversations():
+    session, seq, first, last_time = conversation["id"], 0, 0, None
+    for role, text, at in messages(conversation):
+        if seq > first and (seq - first >= 20 or at - last_time > 1800):
             snapshots.append((f"{session}:{first}", session, first, seq - 1, seq - first))
-        if len(rows) >= 5000:
-            flush()
+            first = seq
+        rows.append((session, seq, role, text, str(at), f"{session}:{first}"))
+        seq, last_time = seq + 1, at
+    if seq > first:
+        snapshots.append((f"{session}:{first}", session, first, seq - 1, seq - first))
+    if len(rows) >= 5000:
+        total += write(insert, "name, content", rows, (cut, snapshots))
+        rows, snapshots = [], []
 if rows:
-    flush()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-print(total, time.perf_counter() - started, peak)
+    total += write(insert, "name, content", rows, (cut, snapshots))
+done(total)
 """
+)
 
 
 def conversations(turns: int) -> Iterator[dict]:

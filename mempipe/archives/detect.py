@@ -25,18 +25,17 @@ def suffix_format(path: Path) -> str | None:
     return by_suffix(logical_suffix(path))
 
 
-def detect_format(path: Path, raw: BinaryIO | None = None) -> str:
-    """``raw``: the file already open, read here from its start (the caller reads it again)."""
+def detect_format(path: Path) -> str:
     claimed = suffix_format(path)
     if claimed is not None:
         return claimed
-    if raw is None:
-        with open_raw(path) as opened:
-            return _sniffed(path, opened)
-    return _sniffed(path, raw)
+    with open_raw(path) as raw:
+        return sniff_format(path, raw)
 
 
-def _sniffed(path: Path, raw: BinaryIO) -> str:
+def sniff_format(path: Path, raw: BinaryIO) -> str:
+    """The format of the file's first records, read from ``raw`` (the file already open) from
+    its start; the caller reads it again."""
     archive = stream_of(Borrowed(raw), 0)  # type: ignore[arg-type]
     if binary_head(archive.stream):
         raise UnknownFormatError(BINARY)

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import zstandard
 
-from mempipe.archives.detect import BINARY, UnknownFormatError, detect_format, suffix_format
+from mempipe.archives.detect import BINARY, UnknownFormatError, sniff_format, suffix_format
 from mempipe.archives.drafts import Draft, Skipped, finish, reject
 from mempipe.archives.formats import FileReading
 from mempipe.archives.formats.tabular import ColumnMappingError
@@ -80,7 +80,7 @@ class ArchiveReader:
                 raw: BinaryIO | None = None
                 if fmt is None:
                     raw = files.enter_context(open_raw(self.path))
-                    fmt = detect_format(self.path, raw)
+                    fmt = sniff_format(self.path, raw)
                 self.format = fmt
                 parser = format_class(fmt)(name)
                 if not parser.streamed:

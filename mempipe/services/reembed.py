@@ -162,9 +162,9 @@ class _Filler:
                     return
                 provider = [error for _, error in errors if error.retryable]
                 failed_in_a_row = failed_in_a_row + 1 if provider else 0
-                following = self._missing(batch[-1][0], until)
                 going_on = failed_in_a_row < FAILED_BATCHES_IN_A_ROW and not stop_requested()
-                embedding = self._sent(model_thread, following) if going_on else None
+                following = self._missing(batch[-1][0], until) if going_on else []
+                embedding = self._sent(model_thread, following)
                 pairs = [
                     (rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None
                 ]

@@ -222,9 +222,9 @@ def test_a_users_text_search_holds_postings_once_its_other_plans_have_cost_as_mu
     table = memory_sql.table("semantic")
     fts = f"{table}_fts"
     assert not held.ready(fts, ["refund"])
-    held.charge(fts, ["refund", "polici"], [3, 3], 2.0)
+    held.charge(fts, 3, ["refund", "polici"], [3, 3], 2.0)
     assert not held.ready(fts, ["refund"]), "3 documents cost 3 s to read, 2 s spent"
-    held.charge(fts, ["refund"], [3], 1.5)
+    held.charge(fts, 3, ["refund"], [3], 1.5)
     assert held.ready(fts, ["refund"]), "3.5 s spent on the sizes and on 'refund'"
     assert not held.ready(fts, ["polici"]), "'polici' was charged 2 s of 3"
     rows = store._rows(f"SELECT rowid FROM {table} ORDER BY rowid")

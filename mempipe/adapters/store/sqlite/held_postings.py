@@ -157,13 +157,16 @@ class HeldPostings:
         order = np.lexsort((rowids[hits], ranks))
         return [(int(rowids[hits[i]]), float(ranks[i])) for i in order]
 
-    def charge(self, fts: str, terms: Sequence[str], counts: Sequence[int], seconds: float) -> None:
+    def charge(
+        self, fts: str, rows: int, terms: Sequence[str], counts: Sequence[int], seconds: float
+    ) -> None:
         """Charge a search within one user that could not rank from memory with the time its
-        plan took, against the sizes and each term's postings it lacked."""
+        plan took, against the sizes (of ``rows`` documents) and each term's postings it
+        lacked."""
         self._drop_if_changed()
         wanted: list[tuple[tuple[str, str | None], float]] = []
         if fts not in self._documents:
-            wanted.append(((fts, None), index_size(self._conn, fts)[0] * DOCUMENT_SECONDS))
+            wanted.append(((fts, None), rows * DOCUMENT_SECONDS))
         wanted += [
             ((fts, term), count * POSTING_SECONDS)
             for term, count in zip(terms, counts, strict=True)

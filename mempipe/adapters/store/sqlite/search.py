@@ -159,7 +159,7 @@ class SqliteSearch(SqliteParts):
             ranked = [(*r[:10], s, r[11]) for r, s in zip(rows, scores, strict=True) if s]
         else:
             return None
-        self._postings.charge(scope.fts, terms, counts, time.perf_counter() - started)
+        self._postings.charge(scope.fts, indexed, terms, counts, time.perf_counter() - started)
         ranked.sort(key=lambda r: (r[10], r[11]))
         return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
 
