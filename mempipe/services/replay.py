@@ -2,15 +2,18 @@
 
 Everything one extraction changes (new versions, reinforcements, audit rows, its state set to
 done) is written in one transaction, so a run killed at any point leaves each extraction either
-wholly done or still pending: the next run finishes the rest and redoes nothing. A write that
-fails transiently (a busy store) is retried whole under the run's retry policy; one that still
-fails is recorded as the extraction's failure, never dropped.
+wholly done or still pending: the next run finishes the rest and redoes nothing. Where no judge
+is asked, a batch's extractions share that transaction (one commit, not one each); a batch
+whose write fails is written again one extraction at a time, so one bad write costs the others
+nothing. A write that fails transiently (a busy store) is retried whole under the run's retry
+policy; one that still fails is recorded as the extraction's failure, never dropped.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,71 +143,121 @@ def replay_batch(
         for m in found
     ]
     vectors = iter(embed_each(uow, context, flat))
-    for position, item, snapshot, found in extracted:
-        own = [next(vectors) for _ in found]
-        results[position] = _write(uow, item, snapshot, found, own, context)
+    pending = [
+        Pending(position, item, snapshot, found, [next(vectors) for _ in found])
+        for position, item, snapshot, found in extracted
+    ]
+    if extractor.capabilities.judge:
+        for write in pending:  # each judged against what the ones before it wrote
+            results[write.position] = _write(uow, write, context)
+    else:
+        for write, summary in zip(pending, _write_together(uow, pending, context), strict=True):
+            results[write.position] = summary
     return [results[position] for position in range(len(items)) if position in results]
 
 
-def _write(
-    uow: UnitOfWork,
-    item: WorkItem,
-    snapshot: SnapshotContent,
-    extracted: list[Extracted],
-    vectors: list[Vector | None],
-    context: ReplayContext,
-) -> ExtractionSummary:
-    memory_type = MemoryType(item.handler)
-    summary = ExtractionSummary(
-        snapshot_id=item.snapshot_id,
-        handler=item.handler,
-        status=ExtractionStatus.DONE,
-        extracted=len(extracted),
-        unembedded=sum(v is None for v in vectors),
-        attempts=item.attempts + 1,
-    )
-    verdicts = prejudge(uow, memory_type, extracted, vectors, snapshot, context)
-    observed = uow.work.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
+Verdicts = dict[tuple[str, str], Verdict]
 
+
+@dataclass
+class Pending:
+    """One extraction extracted and embedded, waiting for its write."""
+
+    position: int
+    item: WorkItem
+    snapshot: SnapshotContent
+    extracted: list[Extracted]
+    vectors: list[Vector | None]
+    verdicts: Verdicts = field(default_factory=dict)
+
+    def written(self, rows: list[AuditRow] | None) -> ExtractionSummary:
+        """Its summary once written: ``rows`` None where the erase fence dropped it."""
+        item = self.item
+        if rows is None:
+            return ExtractionSummary(
+                snapshot_id=item.snapshot_id,
+                handler=item.handler,
+                status=ExtractionStatus.DONE,
+                erased=True,
+            )
+        return ExtractionSummary(
+            snapshot_id=item.snapshot_id,
+            handler=item.handler,
+            status=ExtractionStatus.DONE,
+            extracted=len(self.extracted),
+            unembedded=sum(v is None for v in self.vectors),
+            attempts=item.attempts + 1,
+            added=sum(r.action is ReconcileAction.ADD for r in rows),
+            updated=sum(r.action is ReconcileAction.UPDATE for r in rows),
+            reinforced=sum(r.action is ReconcileAction.REINFORCE for r in rows),
+        )
+
+
+def _write(uow: UnitOfWork, write: Pending, context: ReplayContext) -> ExtractionSummary:
+    """One extraction judged, then written in a transaction of its own."""
+    write.verdicts = prejudge(
+        uow, MemoryType(write.item.handler), write.extracted, write.vectors, write.snapshot, context
+    )
     epoch = writer_epoch()
 
-    def write() -> list[AuditRow] | None:
+    def written() -> list[AuditRow] | None:
         with uow.transaction():
-            if uow.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
-                return None
-            rows = [
-                row
-                for memory, vector in zip(extracted, vectors, strict=True)
-                if (
-                    row := reconcile_one(
-                        uow, memory_type, memory, vector, snapshot, context, verdicts, observed
-                    )
-                )
-            ]
-            uow.audit.add_audit(rows)
-            uow.work.set_extraction_state(
-                item.snapshot_id,
-                ExtractionState(
-                    handler=item.handler,
-                    status=ExtractionStatus.DONE,
-                    attempts=summary.attempts,
-                    **context.extraction(memory_type).model_dump(),
-                ),
-            )
-        return rows
+            return _apply(uow, write, context, epoch)
 
     try:
-        rows = context.retry.run(write, sleep=context.sleep)
+        return write.written(context.retry.run(written, sleep=context.sleep))
     except MempipeError as exc:
-        return _failed(uow, item, snapshot, context, exc, step="write")
-    if rows is None:
-        return ExtractionSummary(
-            snapshot_id=item.snapshot_id, handler=item.handler, status=summary.status, erased=True
+        return _failed(uow, write.item, write.snapshot, context, exc, step="write")
+
+
+def _write_together(
+    uow: UnitOfWork, pending: list[Pending], context: ReplayContext
+) -> list[ExtractionSummary]:
+    """The extractions written in one transaction, in their order; if it fails, each in its
+    own, so that the one that cannot be written is recorded and the others are not lost."""
+    epoch = writer_epoch()
+
+    def written() -> list[list[AuditRow] | None]:
+        with uow.transaction():
+            return [_apply(uow, write, context, epoch) for write in pending]
+
+    try:
+        applied = context.retry.run(written, sleep=context.sleep)
+    except MempipeError:
+        return [_write(uow, write, context) for write in pending]
+    return [write.written(rows) for write, rows in zip(pending, applied, strict=True)]
+
+
+def _apply(
+    uow: UnitOfWork, write: Pending, context: ReplayContext, epoch: datetime
+) -> list[AuditRow] | None:
+    """Reconcile, audit and mark done one extraction, inside the caller's transaction; None
+    where its owner was erased after ``epoch``."""
+    item, snapshot = write.item, write.snapshot
+    if uow.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
+        return None
+    memory_type = MemoryType(item.handler)
+    observed = uow.work.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
+    rows = [
+        row
+        for memory, vector in zip(write.extracted, write.vectors, strict=True)
+        if (
+            row := reconcile_one(
+                uow, memory_type, memory, vector, snapshot, context, write.verdicts, observed
+            )
         )
-    summary.added = sum(r.action is ReconcileAction.ADD for r in rows)
-    summary.updated = sum(r.action is ReconcileAction.UPDATE for r in rows)
-    summary.reinforced = sum(r.action is ReconcileAction.REINFORCE for r in rows)
-    return summary
+    ]
+    uow.audit.add_audit(rows)
+    uow.work.set_extraction_state(
+        item.snapshot_id,
+        ExtractionState(
+            handler=item.handler,
+            status=ExtractionStatus.DONE,
+            attempts=item.attempts + 1,
+            **context.extraction(memory_type).model_dump(),
+        ),
+    )
+    return rows
 
 
 def embed_each(
@@ -246,9 +299,6 @@ def summarize(uow: UnitOfWork, snapshots: list[SnapshotContent], context: Replay
             _record(uow, context, snapshot, None, "summarize", exc)
             continue
         uow.work.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
-
-
-Verdicts = dict[tuple[str, str], Verdict]
 
 
 def prejudge(
