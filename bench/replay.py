@@ -71,10 +71,9 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     args = parser.parse_args()
 
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-
     from mempipe.adapters.embedding import embedder_for
     from mempipe.adapters.store import open_store
+    from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.flows.replay import replay_flow
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
@@ -110,9 +109,9 @@ def main() -> None:
 
     migrate_flow(store=store_url, config=str(config))
 
-    # run as `mempipe replay` runs it (cli.flow_runs.reporting_to_prefect): without Prefect's
-    # flow-run heartbeat, whose thread the engine waits up to a second for as a run ends
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    # as `mempipe replay` runs it: among others, without Prefect's flow-run heartbeat, whose
+    # thread the engine waits up to a second for as a run ends
+    with reporting_to_prefect():
         started = time.perf_counter()
         summary = replay_flow(
             store=store_url,
