@@ -215,6 +215,8 @@ def _write_together(
 ) -> list[ExtractionSummary]:
     """The extractions written in one transaction, in their order; if it fails, each in its
     own, so that the one that cannot be written is recorded and the others are not lost."""
+    if not pending:
+        return []  # every extraction failed: no write lock taken for nothing
     epoch = writer_epoch()
 
     def written() -> list[list[AuditRow] | None]:

@@ -17,14 +17,17 @@ from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.domain.failures import RetryPolicy
+from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.errors import StoreError
 from mempipe.schemas.audit import AuditSelection
 from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.failure import FailureClass
 from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.audit import scan_audit, write_audit
 from mempipe.services.promote import promote_sessions
 from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
@@ -126,6 +129,26 @@ def test_a_batch_of_extractions_is_written_in_one_transaction(tmp_path: Path) ->
     assert len(results) > 1
     assert all(r.status is ExtractionStatus.DONE for r in results)
     assert store.calls["write_transaction"] == 1
+
+
+class Refusing(OfflineExtractor):
+    """An extractor whose every answer is a refusal."""
+
+    def extract(self, snapshot: SnapshotContent, memory_type: MemoryType) -> list[Extracted]:
+        raise ContentError(FailureKind.REFUSAL, "refused (injected)")
+
+
+def test_a_batch_whose_every_extraction_failed_takes_no_write_lock(tmp_path: Path) -> None:
+    store = loaded(InMemoryStore(), tmp_path)
+    work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+
+    results = replay_batch(
+        UnitOfWork(store), work, context().model_copy(update={"extractor": Refusing()})
+    )
+
+    assert len(results) == len(work) > 1
+    assert {r.status for r in results} == {ExtractionStatus.FAILED_CONTENT}
+    assert store.calls["write_transaction"] == 0
 
 
 def test_a_terminal_write_failure_is_recorded_never_an_empty_success(tmp_path: Path) -> None:
