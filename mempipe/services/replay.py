@@ -143,15 +143,15 @@ def replay_batch(
         for m in found
     ]
     vectors = iter(embed_each(uow, context, flat))
-    pending = [
-        Pending(position, item, snapshot, found, [next(vectors) for _ in found])
+    unwritten = [
+        _Unwritten(position, item, snapshot, found, [next(vectors) for _ in found])
         for position, item, snapshot, found in extracted
     ]
     if extractor.capabilities.judge:
-        for write in pending:  # each judged against what the ones before it wrote
+        for write in unwritten:  # each judged against what the ones before it wrote
             results[write.position] = _write(uow, write, context)
     else:
-        for write, summary in zip(pending, _write_together(uow, pending, context), strict=True):
+        for write, summary in zip(unwritten, _write_together(uow, unwritten, context), strict=True):
             results[write.position] = summary
     return [results[position] for position in range(len(items)) if position in results]
 
@@ -160,8 +160,8 @@ Verdicts = dict[tuple[str, str], Verdict]
 
 
 @dataclass
-class Pending:
-    """One extraction extracted and embedded, waiting for its write."""
+class _Unwritten:
+    """One extraction extracted and embedded, not yet written."""
 
     position: int
     item: WorkItem
@@ -193,7 +193,7 @@ class Pending:
         )
 
 
-def _write(uow: UnitOfWork, write: Pending, context: ReplayContext) -> ExtractionSummary:
+def _write(uow: UnitOfWork, write: _Unwritten, context: ReplayContext) -> ExtractionSummary:
     """One extraction judged, then written in a transaction of its own."""
     write.verdicts = prejudge(
         uow, MemoryType(write.item.handler), write.extracted, write.vectors, write.snapshot, context
@@ -211,27 +211,27 @@ def _write(uow: UnitOfWork, write: Pending, context: ReplayContext) -> Extractio
 
 
 def _write_together(
-    uow: UnitOfWork, pending: list[Pending], context: ReplayContext
+    uow: UnitOfWork, unwritten: list[_Unwritten], context: ReplayContext
 ) -> list[ExtractionSummary]:
     """The extractions written in one transaction, in their order; if it fails, each in its
     own, so that the one that cannot be written is recorded and the others are not lost."""
-    if not pending:
+    if not unwritten:
         return []  # every extraction failed: no write lock taken for nothing
     epoch = writer_epoch()
 
     def written() -> list[list[AuditRow] | None]:
         with uow.transaction():
-            return [_apply(uow, write, context, epoch) for write in pending]
+            return [_apply(uow, write, context, epoch) for write in unwritten]
 
     try:
         applied = context.retry.run(written, sleep=context.sleep)
     except MempipeError:
-        return [_write(uow, write, context) for write in pending]
-    return [write.written(rows) for write, rows in zip(pending, applied, strict=True)]
+        return [_write(uow, write, context) for write in unwritten]
+    return [write.written(rows) for write, rows in zip(unwritten, applied, strict=True)]
 
 
 def _apply(
-    uow: UnitOfWork, write: Pending, context: ReplayContext, epoch: datetime
+    uow: UnitOfWork, write: _Unwritten, context: ReplayContext, epoch: datetime
 ) -> list[AuditRow] | None:
     """Reconcile, audit and mark done one extraction, inside the caller's transaction; None
     where its owner was erased after ``epoch``."""
