@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -113,9 +113,10 @@ def replay_batch(
     uow: UnitOfWork, items: Sequence[WorkItem], context: ReplayContext
 ) -> list[ExtractionSummary]:
     """Extract every item, embed all their memories in one batch (a model encodes a batch far
-    faster than the same texts one call at a time), then reconcile and write each item in its
-    own transaction, in the items' order. Asked to stop, it extracts no more and returns the
-    summaries of the items it wrote; the others stay as they were."""
+    faster than the same texts one call at a time), then reconcile and write the items in the
+    items' order: in one transaction where no judge is asked, else each judged and written in
+    its own. Asked to stop, it extracts no more and returns the summaries of the items it
+    wrote; the others stay as they were."""
     extractor = context.extractor
     extracted: list[tuple[int, WorkItem, SnapshotContent, list[Extracted]]] = []
     results: dict[int, ExtractionSummary] = {}
@@ -143,8 +144,16 @@ def replay_batch(
         for m in found
     ]
     vectors = iter(embed_each(uow, context, flat))
+    observed = uow.work.snapshot_times([item.snapshot_id for _, item, _, _ in extracted])
     unwritten = [
-        _Unwritten(position, item, snapshot, found, [next(vectors) for _ in found])
+        _Unwritten(
+            position,
+            item,
+            snapshot,
+            found,
+            [next(vectors) for _ in found],
+            observed.get(item.snapshot_id),
+        )
         for position, item, snapshot, found in extracted
     ]
     if extractor.capabilities.judge:
@@ -168,7 +177,8 @@ class _Unwritten:
     snapshot: SnapshotContent
     extracted: list[Extracted]
     vectors: list[Vector | None]
-    verdicts: Verdicts = field(default_factory=dict)
+    observed: datetime | None
+    """When its snapshot happened, for its audit rows."""
 
     def written(self, rows: list[AuditRow] | None) -> ExtractionSummary:
         """Its summary once written: ``rows`` None where the erase fence dropped it."""
@@ -195,14 +205,14 @@ class _Unwritten:
 
 def _write(uow: UnitOfWork, write: _Unwritten, context: ReplayContext) -> ExtractionSummary:
     """One extraction judged, then written in a transaction of its own."""
-    write.verdicts = prejudge(
+    verdicts = prejudge(
         uow, MemoryType(write.item.handler), write.extracted, write.vectors, write.snapshot, context
     )
     epoch = writer_epoch()
 
     def written() -> list[AuditRow] | None:
         with uow.transaction():
-            return _apply(uow, write, context, epoch)
+            return _apply(uow, write, context, epoch, verdicts)
 
     try:
         return write.written(context.retry.run(written, sleep=context.sleep))
@@ -231,7 +241,11 @@ def _write_together(
 
 
 def _apply(
-    uow: UnitOfWork, write: _Unwritten, context: ReplayContext, epoch: datetime
+    uow: UnitOfWork,
+    write: _Unwritten,
+    context: ReplayContext,
+    epoch: datetime,
+    verdicts: Verdicts | None = None,
 ) -> list[AuditRow] | None:
     """Reconcile, audit and mark done one extraction, inside the caller's transaction; None
     where its owner was erased after ``epoch``."""
@@ -239,13 +253,12 @@ def _apply(
     if uow.erased_since(snapshot.org_id, snapshot.project_id, snapshot.user_id, epoch):
         return None
     memory_type = MemoryType(item.handler)
-    observed = uow.work.snapshot_times([item.snapshot_id]).get(item.snapshot_id)
     rows = [
         row
         for memory, vector in zip(write.extracted, write.vectors, strict=True)
         if (
             row := reconcile_one(
-                uow, memory_type, memory, vector, snapshot, context, write.verdicts, observed
+                uow, memory_type, memory, vector, snapshot, context, verdicts, write.observed
             )
         )
     ]
