@@ -25,7 +25,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import load_store_secret, remember
 from mempipe.errors import MempipeError
 from mempipe.schemas.config import ProjectConfig
-from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.settings import (
     Settings,
@@ -97,8 +97,11 @@ class AppContext:
         project_id: str | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
+        policy: IdentityPolicy = IdentityPolicy.STRICT,
     ) -> IdentityDefaults:
-        """Arguments over ``MEMPIPE_ORG_ID`` / ``MEMPIPE_PROJECT_ID`` over the config file."""
+        """Arguments over ``MEMPIPE_ORG_ID`` / ``MEMPIPE_PROJECT_ID`` over the config file; the
+        arguments given are the identity the operator named (:mod:`mempipe.domain.identity`)."""
+        given = {"org_id": org_id, "project_id": project_id, "user_id": user_id}
         return IdentityDefaults(
             org_id=org_id or self.settings.org_id or self.config.org_id or DEFAULT_ORG,
             project_id=project_id
@@ -107,6 +110,8 @@ class AppContext:
             or DEFAULT_PROJECT,
             user_id=user_id,
             agent_id=agent_id,
+            named=frozenset(k for k, v in {**given, "agent_id": agent_id}.items() if v),
+            policy=policy,
         )
 
 

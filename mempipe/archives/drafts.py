@@ -1,7 +1,8 @@
 """From a parsed source record to a validated :class:`Turn`, or to a :class:`Reject` saying why.
 
 Format parsers produce drafts (canonical field names, source location, the original record);
-this module fills identity defaults, normalises roles and validates, the same for every format.
+this module settles identity (:mod:`mempipe.domain.identity`), normalises roles and validates,
+the same for every format.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import orjson
 from pydantic import ValidationError
 
 from mempipe.archives.json_records import JsonRecord
+from mempipe.domain.identity import settle_identity
 from mempipe.schemas.errors import describe
-from mempipe.schemas.identity import IDENTITY_FIELDS, IdentityDefaults
+from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.reject import Reject
 from mempipe.schemas.turn import Turn
 
@@ -83,6 +85,12 @@ def reject(source: Location, reason: str, original: Any) -> Reject:
     return Reject(**source, reason=reason, raw=render_raw(original))
 
 
+def identity_reject(draft: Draft, reason: str) -> Reject:
+    rejected = reject(draft.source, reason, draft.original)
+    rejected.identity_conflict = True
+    return rejected
+
+
 def normalize_role(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
@@ -93,9 +101,9 @@ def finish(draft: Draft, defaults: IdentityDefaults) -> Turn | Reject:
     fields = draft.fields
     if fields.get("metadata") is None:
         fields.pop("metadata", None)
-    for key in IDENTITY_FIELDS:
-        if fields.get(key) in (None, ""):
-            fields[key] = getattr(defaults, key)
+    conflict = settle_identity(fields, defaults)
+    if conflict is not None:
+        return identity_reject(draft, conflict)
     role = fields.get("role")
     normalized = normalize_role(role)
     if normalized is None:

@@ -18,6 +18,7 @@ from mempipe.cli.options import (
     store_options,
 )
 from mempipe.cli.runner import run_job
+from mempipe.schemas.summaries import users_line
 
 if TYPE_CHECKING:
     from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
@@ -94,6 +95,12 @@ def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
     for file in [f for f in summary.files if f.failed]:
         click.echo(
             f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
+        )
+    click.echo(users_line(summary.users, "turns"))
+    if summary.identity_conflicts:
+        click.echo(
+            f"{summary.identity_conflicts} rejected carry an id of their own that differs from "
+            "the one named: --identity record keeps theirs, --identity command writes yours"
         )
     if summary.rejects_path:
         click.echo(f"rejects: {summary.rejects_path}")

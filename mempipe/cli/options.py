@@ -111,10 +111,23 @@ _IDENTITY = [
 
 
 def identity_options(command: F) -> F:
-    """The identity given to the records brought in that carry none of their own."""
+    """The identity the records brought in are written under, and ``--identity``: what a record
+    carrying another id of its own gets (:mod:`mempipe.domain.identity`)."""
+    from mempipe.schemas.identity import IdentityPolicy
+
+    command = click.option(
+        "--identity",
+        type=click.Choice([p.value for p in IdentityPolicy]),
+        default=IdentityPolicy.STRICT.value,
+        show_default=True,
+        help="A record whose own id differs from an id given here: strict rejects it, naming "
+        "both; record keeps the record's (archives of many users); command writes the one given.",
+    )(command)
     for name, what in reversed(_IDENTITY):
         command = click.option(
-            f"--{name}", default=None, help=f"Default {what} for records that carry none."
+            f"--{name}",
+            default=None,
+            help=f"The {what} of the records brought in (a record's own differing: --identity).",
         )(command)
     return command
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from mempipe.adapters.llm.registry import extractor_names
 from mempipe.archives.registry import FormatKind, kind_of, names
 from mempipe.cli.options import (
     counted,
+    identity_filters,
     identity_options,
     json_option,
     rejects_dir_option,
@@ -19,10 +21,18 @@ from mempipe.cli.options import (
     reports_errors,
     store_options,
 )
-from mempipe.cli.runner import run_job
-from mempipe.schemas.bundle import BundleImportSummary, CopySummary, EraseSummary, ExportSummary
+from mempipe.cli.runner import run_job, run_query
+from mempipe.schemas.bundle import (
+    BundleImportSummary,
+    BundleSelection,
+    CopySummary,
+    EraseSummary,
+    ExportSummary,
+    UsersReport,
+)
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary
+from mempipe.schemas.summaries import users_line
 
 if TYPE_CHECKING:
     from mempipe.flows.erase import Erase
@@ -103,7 +113,33 @@ def import_command(**options: Any) -> None:
     paths, bundle = options["paths"], kind_of(options["source_format"]) is FormatKind.BUNDLE
     if bundle and (len(paths) != 1 or not Path(paths[0]).is_dir()):
         raise click.UsageError("--format bundle takes one bundle directory")
+    if bundle and (given := _not_for_bundles(options)):
+        raise click.UsageError(
+            f"--format bundle imports its records verbatim, with their own identity: "
+            f"{', '.join(given)} do(es) not apply"
+        )
     run_job(Import, options, _show_import)
+
+
+MEMORY_IMPORT_ONLY = {
+    "org_id": None,
+    "project_id": None,
+    "user_id": None,
+    "agent_id": None,
+    "identity": "strict",
+    "memory_type": None,
+    "verbatim": False,
+    "extractor": "offline",
+}
+"""The options of an import of memories, with their defaults: a bundle takes none of them."""
+
+
+def _not_for_bundles(options: dict[str, Any]) -> list[str]:
+    return [
+        f"--{name.replace('_', '-')}"
+        for name, default in MEMORY_IMPORT_ONLY.items()
+        if options.get(name) != default
+    ]
 
 
 def _show_import(summary: BaseModel, incomplete: bool) -> None:
@@ -118,6 +154,7 @@ def _show_import(summary: BaseModel, incomplete: bool) -> None:
         + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
         + (f", {summary.without_vector} without a vector" if summary.without_vector else "")
     )
+    click.echo(users_line(summary.users, "memories"))
     if summary.rejects_path:
         click.echo(f"rejects: {summary.rejects_path}")
 
@@ -182,6 +219,58 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
             click.echo(f"left: {file.rows} {file.kind} row(s) in {file.path}: {file.left}")
     if summary.left and not summary.dry_run:
         click.echo("next: deal with each file left, then run the same erase again")
+
+
+@click.command("users")
+@identity_filters
+@store_options
+@json_option
+@reports_errors
+def users(**options: Any) -> None:
+    """List the store's users (org, project, user) with their turns, memories, and first and
+    last record times, and the users erased from it: how to check a data request's id."""
+    from mempipe.services.erase import list_users
+
+    options.pop("agent_id")
+    keys = ("org_id", "project_id", "user_id")
+    selection = BundleSelection(**{key: options.pop(key) for key in keys})
+    run_query(list_users, {**options, "selection": selection}, _show_users)
+
+
+def _show_users(report: UsersReport) -> None:
+    rows = [("org", "project", "user", "turns", "memories", "first seen", "last seen")]
+    rows += [
+        (
+            u.org_id,
+            u.project_id,
+            u.user_id or "(none)",
+            f"{u.turns:,}",
+            f"{u.memories:,}",
+            _day(u.first_seen),
+            _day(u.last_seen),
+        )
+        for u in report.users
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo(
+            "  ".join(
+                cell.rjust(w) if 3 <= i <= 4 else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
+    click.echo(f"{len(report.users)} user(s) in {report.store}")
+    for owner in report.erased:
+        click.echo(f"erased: {owner.user_id}" + _scope_text(owner))
+
+
+def _day(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment is not None else "-"
+
+
+def _scope_text(owner: BundleSelection) -> str:
+    scope = [f"{k} {v}" for k, v in (("org", owner.org_id), ("project", owner.project_id)) if v]
+    return f" ({', '.join(scope)})" if scope else " (every org and project)"
 
 
 @click.command("copy")

@@ -28,6 +28,7 @@ from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, Reading, TimeWindow
 from mempipe.schemas.costs import CostConfig, RunPlan
+from mempipe.schemas.identity import IdentityPolicy
 from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
@@ -55,6 +56,7 @@ class Backfill(Job[BackfillSummary]):
     project_id: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
+    identity: IdentityPolicy = IdentityPolicy.STRICT
     columns: dict[str, str] = {}
     batch_size: int = 5000
     rejects_dir: str = "mempipe-rejects"
@@ -72,7 +74,7 @@ class Backfill(Job[BackfillSummary]):
         from mempipe.services.backfill_plan import archive_texts, backfill_plan
 
         defaults = context.identity_defaults(
-            self.org_id, self.project_id, self.user_id, self.agent_id
+            self.org_id, self.project_id, self.user_id, self.agent_id, self.identity
         )
         texts = archive_texts(expand_paths(self.paths), self.archive_format, defaults, self.columns)
         model = context.config.memory.embedding.model
@@ -108,6 +110,7 @@ def backfill_flow(
     project_id: str | None = None,
     user_id: str | None = None,
     agent_id: str | None = None,
+    identity: IdentityPolicy = IdentityPolicy.STRICT,
     columns: dict[str, str] | None = None,
     store: str | None = None,
     config: str | None = None,
@@ -123,8 +126,8 @@ def backfill_flow(
     started = time.monotonic()
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
-    asked = {"paths": paths, "format": str(format), **defaults.model_dump(exclude_none=True)}
+    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id, identity)
+    asked = {"paths": paths, "format": str(format), **defaults.recorded()}
     times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     with recorded_run(context, "backfill", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id)

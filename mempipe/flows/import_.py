@@ -21,6 +21,7 @@ from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
     BundleImportSummary,
 )
+from mempipe.schemas.identity import IdentityPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
@@ -42,6 +43,7 @@ class Import(Job[BaseModel]):
     project_id: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
+    identity: IdentityPolicy = IdentityPolicy.STRICT
     memory_type: MemoryType | None = None
     verbatim: bool = False
     extractor: str = "offline"
@@ -96,6 +98,7 @@ def import_memories_flow(
     project_id: str | None = None,
     user_id: str | None = None,
     agent_id: str | None = None,
+    identity: IdentityPolicy = IdentityPolicy.STRICT,
     memory_type: MemoryType | None = None,
     verbatim: bool = False,
     extractor: str = "offline",
@@ -106,14 +109,13 @@ def import_memories_flow(
     audit_dir: str = "audit",
 ) -> MemoryImportSummary:
     """Bring in the memory files of another system, reconciled and audited as extraction is
-    (``verbatim``: stored as they are); importing the same files again changes nothing. The
-    judge of an LLM ``extractor`` decides the ambiguous pairs."""
+    (``verbatim``: as they are); the same files again change nothing. An LLM judges."""
     started = time.monotonic()
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id)
+    defaults = context.identity_defaults(org_id, project_id, user_id, agent_id, identity)
     settings, url = context.replay_settings(extractor), context.store_url
-    asked = {"paths": paths, "format": format, **defaults.model_dump(exclude_none=True)}
+    asked = {"paths": paths, "format": format, **defaults.recorded()}
     asked["audit_dir"] = str(Path(audit_dir).absolute())
     with recorded_run(context, "import-memories", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id, "import")

@@ -3,6 +3,8 @@ collection and a manifest that says what it holds and how to check it."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.audit import AuditRow
@@ -141,6 +143,34 @@ class EraseSummary(BaseModel):
     @property
     def left(self) -> list[ErasedFile]:
         return [f for f in self.files if f.left is not None]
+
+
+class StoredUser(BaseModel):
+    """A user a store holds records of: what ``mempipe users`` lists, and an erase is checked
+    against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    org_id: str
+    project_id: str
+    user_id: str | None
+    turns: int = 0
+    memories: int = Field(default=0, description="long-term records, every version and type")
+    first_seen: datetime | None = Field(default=None, description="the earliest record's time")
+    last_seen: datetime | None = Field(default=None, description="the latest record's time")
+
+
+class UsersReport(BaseModel):
+    """``mempipe users``: the store's users within the scope asked, and those erased."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    selection: BundleSelection
+    users: list[StoredUser]
+    erased: list[BundleSelection] = Field(
+        default_factory=list, description="the owners erased from the store (the erase fence)"
+    )
 
 
 class CopySummary(BaseModel):

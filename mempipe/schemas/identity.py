@@ -15,8 +15,26 @@ class Visibility(StrEnum):
     ORG = "org"
 
 
+IDENTITY_FIELDS: tuple[str, ...] = ("org_id", "project_id", "user_id", "agent_id")
+"""The identity every record carries: org, project, user, agent."""
+
+
+class IdentityPolicy(StrEnum):
+    """What a record brought in whose own id differs from one the operator named gets
+    (``--identity``; :func:`mempipe.domain.identity.settle_identity`)."""
+
+    STRICT = "strict"
+    """Rejected, the reject naming both ids: the default."""
+    RECORD = "record"
+    """The record's own id kept: for archives that hold many users."""
+    COMMAND = "command"
+    """The named id written instead of the record's."""
+
+
 class IdentityDefaults(BaseModel):
-    """Identity given on the command line or as flow parameters: fills what a record lacks."""
+    """The identity a job brings records in with: ``named`` are the fields the operator named
+    (a command's option, a flow's parameter), which no record's own id replaces silently; the
+    others (the environment's, the configuration's) only fill what a record lacks."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -24,9 +42,14 @@ class IdentityDefaults(BaseModel):
     project_id: IdStr | None = None
     user_id: IdStr | None = None
     agent_id: IdStr | None = None
+    named: frozenset[str] = frozenset()
+    policy: IdentityPolicy = IdentityPolicy.STRICT
+
+    def recorded(self) -> dict[str, str]:
+        """What a run records of it: the ids it brings records in with, and its policy."""
+        ids = {key: getattr(self, key) for key in IDENTITY_FIELDS if getattr(self, key)}
+        return {**ids, "identity": self.policy.value}
 
 
-IDENTITY_FIELDS: tuple[str, ...] = tuple(IdentityDefaults.model_fields)
-"""The identity every record carries: org, project, user, agent."""
 SESSION_IDENTITY_FIELDS: tuple[str, ...] = (*IDENTITY_FIELDS, "session_id")
 """The identity of turns and snapshots, whose session is part of it."""

@@ -14,6 +14,7 @@ from mempipe.credentials import NoCredentials
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.identity import IdentityDefaults, IdStr
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.summaries import UserCount
 from mempipe.schemas.turn import SourceLocation
 
 
@@ -89,6 +90,11 @@ class MemoryImportSummary(BaseModel):
         default=None, description="why the provider failed, where it did"
     )
     failed_files: list[str] = Field(default_factory=list)
+    users: list[UserCount] = Field(
+        default_factory=list,
+        description="the users the memories read were for (written, already held, or not "
+        "written: an erased user), with how many memories each",
+    )
     unread: dict[str, str] = Field(
         default_factory=dict, description="why each failed file could not be read to the end"
     )
@@ -120,6 +126,7 @@ class MemoryImportSummary(BaseModel):
             for count in cls.COUNTED:
                 setattr(summary, count, getattr(summary, count) + getattr(part, count))
             summary.failed_files += part.failed_files
+            summary.users = UserCount.summed([summary.users, part.users])
             summary.unread |= part.unread
             summary.provider_error = summary.provider_error or part.provider_error
         return summary

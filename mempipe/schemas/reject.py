@@ -18,3 +18,6 @@ class Reject(BaseModel):
     whole_file: bool = Field(
         default=False, description="the rest of the file could not be read: the file failed"
     )
+    identity_conflict: bool = Field(
+        default=False, description="it carries an id of its own that differs from one named"
+    )

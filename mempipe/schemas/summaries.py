@@ -2,9 +2,54 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.reject import Reject
+
+Owner = tuple[str, str, str | None]
+"""A user as the store keys one: org, project, user."""
+
+
+class UserCount(BaseModel):
+    """A user a run brought records in for, and how many of its records are theirs: what an
+    operator checks an erasure request against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    org_id: str
+    project_id: str
+    user_id: str | None
+    records: int
+
+    @staticmethod
+    def of(counts: Counter[Owner]) -> list[UserCount]:
+        return [
+            UserCount(org_id=org, project_id=project, user_id=user, records=n)
+            for (org, project, user), n in sorted(counts.items(), key=lambda kv: str(kv[0]))
+        ]
+
+    @staticmethod
+    def summed(parts: Iterable[list[UserCount]]) -> list[UserCount]:
+        counts: Counter[Owner] = Counter()
+        for part in parts:
+            for user in part:
+                counts[(user.org_id, user.project_id, user.user_id)] += user.records
+        return UserCount.of(counts)
+
+
+def users_line(users: list[UserCount], what: str) -> str:
+    """``users: jonas 8 turns, acct-1 4 turns`` (the org and project where more than one)."""
+    if not users:
+        return "users: none"
+    scoped = len({(u.org_id, u.project_id) for u in users}) > 1
+    return "users: " + ", ".join(
+        (f"{u.org_id}/{u.project_id}/" if scoped else "")
+        + f"{u.user_id or '(no user)'} {u.records} {what}"
+        for u in users
+    )
 
 
 class MigrationReport(BaseModel):
@@ -41,12 +86,20 @@ class IngestSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
+    identity_conflicts: int = Field(
+        default=0, description="of the rejected, those carrying an id that differs from one named"
+    )
     skipped_empty: int = Field(default=0, description="messages with nothing a person saw")
     skipped_erased: int = Field(
         default=0, description="turns of an owner erased while the run went on: not written"
     )
     failed: str | None = Field(
         default=None, description="why the rest of the file could not be read, if it could not"
+    )
+    users: list[UserCount] = Field(
+        default_factory=list,
+        description="the users the file's turns were read for (inserted, already stored, or "
+        "not written: a conflict, an erased user), with how many turns each",
     )
 
 
@@ -71,10 +124,16 @@ class BackfillSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
+    identity_conflicts: int = Field(
+        default=0, description="of the rejected, those carrying an id that differs from one named"
+    )
     skipped_empty: int = 0
     skipped_erased: int = 0
     failed_files: list[str] = Field(
         default_factory=list, description="files that could not be read to the end: exit 1"
+    )
+    users: list[UserCount] = Field(
+        default_factory=list, description="the users the run's turns were read for, with counts"
     )
     rejects_path: str | None = None
     sessions: int = Field(default=0, description="sessions that gained a snapshot")

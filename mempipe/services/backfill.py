@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
+from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary, UserCount
 
 
 def summarize_backfill(
@@ -23,9 +23,11 @@ def summarize_backfill(
         turns_inserted=sum(f.turns_inserted for f in files),
         duplicates_skipped=sum(f.duplicates_skipped for f in files),
         rejected=sum(f.rejected for f in files),
+        identity_conflicts=sum(f.identity_conflicts for f in files),
         skipped_empty=sum(f.skipped_empty for f in files),
         skipped_erased=sum(f.skipped_erased for f in files),
         failed_files=[f.path for f in files if f.failed],
+        users=UserCount.summed(f.users for f in files),
         rejects_path=str(rejects_file) if rejects_file.exists() else None,
         sessions=promotion.sessions,
         snapshots_created=promotion.snapshots_created,

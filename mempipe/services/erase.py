@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import orjson
@@ -25,7 +26,14 @@ import pyarrow.parquet as pq
 
 from mempipe.adapters.llm.kept import forget_user, kept_files
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.bundle import REDACTED, BundleSelection, ErasedFile, EraseSummary
+from mempipe.errors import ConfigError
+from mempipe.schemas.bundle import (
+    REDACTED,
+    BundleSelection,
+    ErasedFile,
+    EraseSummary,
+    UsersReport,
+)
 from mempipe.schemas.run import FileKind
 from mempipe.services.audit import STORE_KEY
 from mempipe.services.report_page import redact_page
@@ -39,8 +47,10 @@ def erase_user(
     audit_dirs: Sequence[Path] = (),
     kept_answers: Path | None = None,
 ) -> EraseSummary:
-    """``kept_answers``: the folder of provider answers (and preview pages) previews kept."""
+    """``kept_answers``: the folder of provider answers (and preview pages) previews kept. A
+    user the store holds nothing of, never erased and named by no file, is refused."""
     started = time.perf_counter()
+    require_known_user(uow, selection)
     counts = uow.erasure.erase_user(selection, dry_run=dry_run)
     if kept_answers is not None and selection.user_id is not None:
         kept = (kept_files if dry_run else forget_user)(kept_answers, selection.user_id)
@@ -68,6 +78,45 @@ def erase_user(
         files=files,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def list_users(uow: UnitOfWork, selection: BundleSelection) -> UsersReport:
+    """``mempipe users``: who the store holds records of, and who was erased from it."""
+    return UsersReport(
+        store=uow.url,
+        selection=selection,
+        users=uow.erasure.stored_users(selection),
+        erased=uow.erasure.erased_owners(selection),
+    )
+
+
+def require_known_user(uow: UnitOfWork, selection: BundleSelection) -> None:
+    """An erase names a user the store holds records of, erased before (a rerun reaches the
+    files the first left), or that a file mempipe wrote was recorded for; else it is a typo
+    (or the wrong org), refused with the nearest ids the store holds."""
+    if (
+        uow.erasure.stored_users(selection)
+        or uow.erasure.erased_owners(selection)
+        or any(f.user_id == selection.user_id for f in uow.files.written_files())
+    ):
+        return
+    scope = selection.model_copy(update={"user_id": None})
+    held = sorted({u.user_id for u in uow.erasure.stored_users(scope) if u.user_id})
+    where = " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in scope.model_dump().items() if v is not None
+    )
+    near = nearest(selection.user_id or "", held)
+    raise ConfigError(
+        f"no user {selection.user_id!r} in {uow.url}{' within ' + where if where else ''}: "
+        "nothing was erased; "
+        + (f"the nearest it holds: {', '.join(near)}" if near else "it holds no user there")
+        + " (`mempipe users` lists them)"
+    )
+
+
+def nearest(name: str, names: Sequence[str], n: int = 3) -> list[str]:
+    """The ``n`` names most like ``name``, closest first."""
+    return sorted(names, key=lambda held: -SequenceMatcher(None, name, held).ratio())[:n]
 
 
 def _targets(

@@ -8,6 +8,7 @@ and the batches of small files may share a transaction up to ``--batch-size`` tu
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
@@ -20,7 +21,7 @@ from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.archive import IngestRequest
 from mempipe.schemas.reject import Reject
-from mempipe.schemas.summaries import IngestSummary, TurnWriteResult
+from mempipe.schemas.summaries import IngestSummary, Owner, TurnWriteResult, UserCount
 from mempipe.schemas.turn import Turn
 
 
@@ -36,12 +37,15 @@ def ingest_files(uow: UnitOfWork, requests: Sequence[IngestRequest]) -> list[Ing
     readers = [ArchiveReader(r.path, r.format, r.defaults, r.columns, r.times) for r in requests]
     summaries = [IngestSummary(path=str(r.path), format=str(r.format)) for r in requests]
 
+    owners: list[Counter[Owner]] = [Counter() for _ in requests]
+
     def account(index: int, result: TurnWriteResult, rejects: list[Reject], skipped: int) -> None:
         summary = summaries[index]
         rejected = append_rejects(requests[index].rejects_file, [*rejects, *result.conflicts])
         summary.turns_inserted += result.inserted
         summary.duplicates_skipped += result.duplicates
         summary.rejected += rejected
+        summary.identity_conflicts += sum(r.identity_conflict for r in rejects)
         summary.skipped_empty += skipped
         summary.skipped_erased += result.erased
         summary.turns_read += (
@@ -58,6 +62,7 @@ def ingest_files(uow: UnitOfWork, requests: Sequence[IngestRequest]) -> list[Ing
                 for turns, rejects, skipped in _batches(reader, request.batch_size):
                     if stop_requested():
                         return  # asked to stop: a rerun reads the files again, adds the rest
+                    owners[index].update((t.org_id, t.project_id, t.user_id) for t in turns)
                     yield turns, (index, rejects, skipped)
                     progress.update(before + reader.bytes_read)
                 before += reader.size
@@ -67,9 +72,10 @@ def ingest_files(uow: UnitOfWork, requests: Sequence[IngestRequest]) -> list[Ing
         )
         for result, (index, rejects, skipped) in written:
             account(index, result, rejects, skipped)
-    for summary, reader, request in zip(summaries, readers, requests, strict=True):
+    for summary, reader, request, read in zip(summaries, readers, requests, owners, strict=True):
         summary.format = str(reader.format or request.format)
         summary.failed = reader.failed
+        summary.users = UserCount.of(read)
     return summaries
 
 

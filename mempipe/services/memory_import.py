@@ -6,6 +6,7 @@ the same file again changes nothing."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
@@ -28,6 +29,7 @@ from mempipe.schemas.memory_import import (
     MemoryImportSummary,
 )
 from mempipe.schemas.reject import Reject
+from mempipe.schemas.summaries import Owner, UserCount
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.embedding import embed_texts
 from mempipe.services.replay import (
@@ -65,6 +67,7 @@ def import_memory_file(
     path, rejects_file = request.path, request.rejects_file
     reader = MemoryArchiveReader(path, request.format, request.defaults, request.memory_type)
     summary = MemoryImportSummary(run_id=context.run_id, format=request.format)
+    owners: Counter[Owner] = Counter()
     with track(path.name, reader.size, "bytes") as progress:
         for batch in _batches(reader, request.batch_size):
             if stop_requested():
@@ -76,6 +79,7 @@ def import_memory_file(
             except StopRequested:
                 break
             summary.records_read += len(batch)
+            owners.update((m.org_id, m.project_id, m.user_id) for m in memories)
             summary.rejected += append_rejects(rejects_file, rejects)
             summary.without_vector += sum(v is None for v in vectors)
             provider = [error for _, error in errors if error.retryable]
@@ -95,6 +99,7 @@ def import_memory_file(
                 else:
                     summary.added += 1
             progress.update(reader.bytes_read)
+    summary.users = UserCount.of(owners)
     if reader.failed:
         summary.failed_files.append(str(path))
         summary.unread[str(path)] = reader.failed

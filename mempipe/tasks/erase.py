@@ -34,8 +34,6 @@ def erase_user(
     )
     logger = get_run_logger()
     logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
-    for file in summary.left:  # a dry run answers a question: nothing is wrong yet
-        (logger.info if dry_run else logger.warning)(
-            "the user's text is left in %s: %s", file.path, file.left
-        )
+    for file in summary.left:  # the run's failure says it once, on the command's error line
+        logger.info("the user's text is left in %s: %s", file.path, file.left)
     return summary

@@ -576,3 +576,33 @@ def test_an_erased_owner_is_written_by_no_work_that_began_before_the_erase(
     monkeypatch.setattr(writer_epoch, "PROCESS_STARTED", datetime.now(UTC) + timedelta(hours=1))
     again = backend.add_turns([turn(0, user="gone")], "new-import")
     assert again.inserted == 1, "a job begun after the erase is a new, explicit act"
+
+
+@pytest.mark.repositories("erasure", "turns", "memories", "audit")
+def test_the_users_a_store_holds_are_listed_with_their_counts_and_times(backend) -> None:
+    """``mempipe users`` on every backend: each (org, project, user) with its turns and memory
+    records, the earliest and latest record times; a selection narrows it; an erased user
+    leaves the list and is named among the erased, once however often erased."""
+    from mempipe.schemas.bundle import BundleSelection
+
+    backend.add_turns([turn(0), turn(1), turn(0, session="t", user="v")], "r")
+    with backend.write_transaction():
+        backend.add_memory("semantic", memory("m1", "home airport LIS", "home_airport"), None)
+    listed = backend.stored_users(BundleSelection())
+    assert [(u.org_id, u.project_id, u.user_id, u.turns, u.memories) for u in listed] == [
+        ("o", "p", "u", 2, 1),
+        ("o", "p", "v", 1, 0),
+    ]
+    (u, v) = listed
+    assert u.first_seen == T0, "the memory was written later than the first turn"
+    assert u.last_seen is not None
+    assert u.last_seen >= T0 + timedelta(minutes=1)
+    assert (v.first_seen, v.last_seen) == (T0, T0)
+    assert [x.user_id for x in backend.stored_users(BundleSelection(user_id="v"))] == ["v"]
+    assert backend.stored_users(BundleSelection(org_id="elsewhere")) == []
+
+    for _ in range(2):
+        backend.erase_user(BundleSelection(user_id="v"), dry_run=False)
+    assert [x.user_id for x in backend.stored_users(BundleSelection())] == ["u"]
+    assert backend.erased_owners(BundleSelection()) == [BundleSelection(user_id="v")]
+    assert backend.erased_owners(BundleSelection(user_id="u")) == []

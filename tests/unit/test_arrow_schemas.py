@@ -75,4 +75,5 @@ def test_schemas_exist_for_failures_and_rejects() -> None:
         "raw",
         "offset",
         "whole_file",
+        "identity_conflict",
     ]

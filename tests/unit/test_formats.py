@@ -68,7 +68,9 @@ def test_claude_export_reads_content_blocks_and_the_older_text_shape(fixtures) -
     assert turns[1].tool_calls == [
         {"type": "tool_use", "name": "search_docs", "input": {"q": "billing deploy"}}
     ]
-    assert {t.user_id for t in turns} == {"acct-42"}, "the record's own user wins over the CLI's"
+    assert {t.user_id for t in turns} == {"acct-42"}, (
+        "a default not named fills only what is missing"
+    )
 
 
 def test_sharegpt_maps_roles_system_prompt_and_function_calls(fixtures) -> None:

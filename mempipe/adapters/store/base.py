@@ -17,7 +17,7 @@ from mempipe.domain.scope import Scope
 from mempipe.migrations import Migration
 from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.batch import ProviderBatch
-from mempipe.schemas.bundle import BundleSelection
+from mempipe.schemas.bundle import BundleSelection, StoredUser
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.embedding import ModelOptions, RegistryEntry
@@ -406,6 +406,15 @@ class Erasure(Protocol):
     ) -> bool:
         """Whether this owner was erased after ``epoch``: work begun before must not write
         anything of theirs again."""
+        ...
+
+    def stored_users(self, selection: BundleSelection) -> list[StoredUser]:
+        """The users holding turns or long-term records within ``selection`` (every field
+        given narrows it), ordered by org, project and user."""
+        ...
+
+    def erased_owners(self, selection: BundleSelection) -> list[BundleSelection]:
+        """The owners erased from the store within ``selection``, once each, oldest first."""
         ...
 
 

@@ -10,12 +10,13 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from mempipe.archives.drafts import Draft, Skipped, reject
+from mempipe.archives.drafts import Draft, Skipped, identity_reject, reject
 from mempipe.archives.formats import JsonFormat, RecordParser
 from mempipe.archives.formats.conversation import message_source, record_source
 from mempipe.archives.json_records import JsonRecord
 from mempipe.archives.reader import ArchiveReader
 from mempipe.archives.registry import format_class
+from mempipe.domain.identity import settle_identity
 from mempipe.schemas.archive import FormatKind
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS
@@ -196,12 +197,12 @@ OWN_FIELDS = frozenset(
 def finish_memory(
     draft: Draft, fmt: str, defaults: IdentityDefaults, memory_type: MemoryType | None
 ) -> ImportedMemory | Reject:
-    """The record's own identity wins; the defaults fill what it lacks. Its type is its own
-    (mempipe's format), else ``memory_type``, else semantic."""
+    """The record's identity settled with the one given (:mod:`mempipe.domain.identity`). Its
+    type is its own (mempipe's format), else ``memory_type``, else semantic."""
     fields = draft.fields
-    for key in IDENTITY:
-        if fields.get(key) in (None, ""):
-            fields[key] = getattr(defaults, key, None)
+    conflict = settle_identity(fields, defaults, IDENTITY)
+    if conflict is not None:
+        return identity_reject(draft, conflict)
     try:
         kind = MemoryType(fields.get("memory_type") or memory_type or MemoryType.SEMANTIC)
     except ValueError:

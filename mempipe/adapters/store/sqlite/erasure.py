@@ -12,7 +12,7 @@ from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.errors import ConfigError
-from mempipe.schemas.bundle import REDACTED, BundleSelection
+from mempipe.schemas.bundle import REDACTED, BundleSelection, StoredUser
 from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
@@ -40,7 +40,7 @@ class SqliteErasure(SqliteParts):
                 f"SELECT count(*) FROM failures WHERE snapshot_id IN ({snapshots})", values
             )
             counts["audit_redacted"] = self._count(
-                f"SELECT count(*) FROM audit WHERE {owner}", values
+                f"SELECT count(*) FROM audit WHERE {owner} AND text IS NOT ?", [*values, REDACTED]
             )
             memories = {
                 c: [
@@ -78,7 +78,10 @@ class SqliteErasure(SqliteParts):
                 self._conn.executemany(
                     f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in rowids]
                 )
-            self._conn.execute(f"UPDATE audit SET text = ? WHERE {owner}", (REDACTED, *values))
+            self._conn.execute(
+                f"UPDATE audit SET text = ? WHERE {owner} AND text IS NOT ?",
+                (REDACTED, *values, REDACTED),
+            )
             self._conn.execute(
                 "INSERT INTO erased_owners (user_id, org_id, project_id, erased_at) "
                 "VALUES (?, ?, ?, ?)",
@@ -116,6 +119,51 @@ class SqliteErasure(SqliteParts):
             )
         )
 
+    def stored_users(self, selection: BundleSelection) -> list[StoredUser]:
+        where, values = _within(selection)
+        parts = [
+            "SELECT org_id, project_id, user_id, count(*) AS turns, 0 AS memories, "
+            f"min(created_at) AS first, max(created_at) AS last FROM turns {where} "
+            "GROUP BY org_id, project_id, user_id"
+        ] + [
+            "SELECT org_id, project_id, user_id, 0, count(*), min(created_at), max(updated_at) "
+            f"FROM {memory_sql.table(c)} {where} GROUP BY org_id, project_id, user_id"
+            for c in MEMORY_COLLECTIONS
+        ]
+        rows = self._rows(
+            "SELECT org_id, project_id, user_id, sum(turns), sum(memories), min(first), "
+            f"max(last) FROM ({' UNION ALL '.join(parts)}) "
+            "GROUP BY org_id, project_id, user_id ORDER BY org_id, project_id, user_id",
+            values * len(parts),
+        )
+        return [
+            StoredUser(
+                org_id=org,
+                project_id=project,
+                user_id=user,
+                turns=turns,
+                memories=memories,
+                first_seen=first,
+                last_seen=last,
+            )
+            for org, project, user, turns, memories, first, last in rows
+        ]
+
+    def erased_owners(self, selection: BundleSelection) -> list[BundleSelection]:
+        clauses, values = [], []
+        for field in ("org_id", "project_id", "user_id"):
+            value = getattr(selection, field)
+            if value is not None:
+                clauses.append(f"({field} = ? OR {field} IS NULL)")
+                values.append(value)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._rows(
+            f"SELECT org_id, project_id, user_id FROM erased_owners {where} "
+            "GROUP BY org_id, project_id, user_id ORDER BY min(id)",
+            values,
+        )
+        return [BundleSelection(org_id=o, project_id=p, user_id=u) for o, p, u in rows]
+
     def _vectors(self, rowids: dict[str, list[int]], *, dry_run: bool) -> int:
         removed = 0
         for entry in self.registry():
@@ -138,6 +186,14 @@ class SqliteErasure(SqliteParts):
 
     def _count(self, query: str, values: list) -> int:
         return self._rows(query, values)[0][0]
+
+
+def _within(selection: BundleSelection) -> tuple[str, list[str]]:
+    """A WHERE clause of every field ``selection`` gives (none: every row)."""
+    given = {k: v for k, v in selection.model_dump().items() if v is not None}
+    if not given:
+        return "", []
+    return "WHERE " + " AND ".join(f"{k} = ?" for k in given), list(given.values())
 
 
 def _owner(selection: BundleSelection) -> tuple[str, list[str]]:
