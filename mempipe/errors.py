@@ -20,6 +20,13 @@ class MempipeError(Exception):
         super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
+def error_line(exc: BaseException) -> str:
+    """A failure as the one ``error:`` line says it, wherever it is said (the command's stderr,
+    the run's log, event and state): mempipe's own message, else the foreign error's type and
+    message; scrubbed either way."""
+    return scrub(str(exc) if isinstance(exc, MempipeError) else f"{type(exc).__name__}: {exc}")
+
+
 class TransientError(MempipeError):
     """The condition can change without the request changing: retrying may succeed."""
 

@@ -19,6 +19,7 @@ from pydantic import AfterValidator
 
 from mempipe.plugins import installed
 from mempipe.schemas.archive import ArchiveFormat, FormatKind
+from mempipe.schemas.choices import OneOf
 from mempipe.schemas.memory_import import MemoryFormat
 
 if TYPE_CHECKING:
@@ -152,15 +153,20 @@ def require_format(name: str) -> str:
 
 def require_memory_format(name: str) -> str:
     """The name, when a format of memories or a bundle has it."""
-    known = names(FormatKind.MEMORIES, FormatKind.BUNDLE)
+    known = memory_format_names()
     if name not in known:
         raise ValueError(f"unknown memory format {name!r}; known: {', '.join(known)}")
     return name
 
 
-FormatName = Annotated[str, AfterValidator(require_format)]
+def memory_format_names() -> list[str]:
+    """What ``import --format`` takes: every format of memories, and the bundle."""
+    return names(FormatKind.BUNDLE, FormatKind.MEMORIES)
+
+
+FormatName = Annotated[str, AfterValidator(require_format), OneOf(format_names)]
 """An archive format's name, checked against the registry where it is given."""
-MemoryFormatName = Annotated[str, AfterValidator(require_memory_format)]
+MemoryFormatName = Annotated[str, AfterValidator(require_memory_format), OneOf(memory_format_names)]
 """A memory format's name, checked against the registry where it is given."""
 
 

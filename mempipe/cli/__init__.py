@@ -32,8 +32,14 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="mempipe")
-@click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs (INFO) on stderr as well.")
+@click.version_option(__version__, prog_name="mempipe", default=False)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    default=False,
+    help="Show Prefect's logs (INFO) on stderr as well.",
+)
 def cli(verbose: bool) -> None:
     """mempipe: the ops-side data pipeline of an agent-memory store."""
     if not verbose:

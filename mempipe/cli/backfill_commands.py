@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mempipe.schemas.summaries import BackfillSummary, PromotionSummary
 
 
-@click.command()
+@click.command(short_help="Load transcript archives as turns, then promote them.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     "--column",
     "columns",
     multiple=True,
+    default=None,
     callback=lambda _, param, value: pairs(value, "--column"),
     metavar="FIELD=COLUMN",
     help="For CSV and Parquet: the column holding a turn field (repeatable).",
@@ -51,7 +52,12 @@ if TYPE_CHECKING:
     help="Turns written per transaction (small files share one up to this many).",
 )
 @rejects_dir_option
-@click.option("--no-promote", is_flag=True, help="Load turns only; promote later with `promote`.")
+@click.option(
+    "--no-promote",
+    is_flag=True,
+    default=False,
+    help="Load turns only; promote later with `promote`.",
+)
 @click.option(
     "--future-margin",
     default="1d",
@@ -62,12 +68,14 @@ if TYPE_CHECKING:
 @click.option(
     "--embed",
     is_flag=True,
+    default=False,
     help="Give the new turns vectors of the serving model in the same run (as reembed "
     "--incremental does), so search by meaning finds them at once.",
 )
 @click.option(
     "--allow-any-time",
     is_flag=True,
+    default=False,
     help="Take turn times before 1970 or past the future margin as they are.",
 )
 @plan_option
@@ -120,7 +128,7 @@ def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
         click.echo("next: `mempipe replay` extracts long-term memories from the new snapshots")
 
 
-@click.command()
+@click.command(short_help="Cut unpromoted turns into session snapshots.")
 @store_options
 @json_option
 @reports_errors

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from mempipe.schemas.reembed import ReembedSummary
 
 
-@click.group(invoke_without_command=True)
+@click.group(
+    invoke_without_command=True, short_help="Move every record to another embedding model."
+)
 @click.option("--model", default=None, help="Embedding model id (default: the configured one).")
 @click.option(
     "--dimensions",
@@ -64,7 +66,9 @@ if TYPE_CHECKING:
     type=float,
     help="With --gate: the new model's recall over the old one's, at least.",
 )
-@click.option("--incremental", is_flag=True, help="Only embed what the serving model lacks.")
+@click.option(
+    "--incremental", is_flag=True, default=False, help="Only embed what the serving model lacks."
+)
 @click.option(
     "--partitions",
     default=1,
@@ -116,7 +120,7 @@ def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
         click.echo("next: the same command again resumes where this run stopped")
 
 
-@reembed.command("finalize")
+@reembed.command("finalize", short_help="Drop the vectors of the model switched away from.")
 @click.option("--collections", default=None, metavar="LIST", help="Default: all.")
 @store_options
 @json_option
@@ -128,7 +132,7 @@ def reembed_finalize(**options: Any) -> None:
     run_job(Finalize, options, lambda done, _: click.echo(f"dropped: {_names(done) or 'none'}"))
 
 
-@reembed.command("rollback")
+@reembed.command("rollback", short_help="Serve the previous model's vectors again.")
 @click.option("--collections", default=None, metavar="LIST", help="Default: all.")
 @store_options
 @json_option
@@ -148,8 +152,8 @@ def _names(done: Collections) -> str:
     return ", ".join(done.collections)
 
 
-@click.command("rebuild-indexes")
-@click.option("--force", is_flag=True, help="Rebuild the indexes that drifted.")
+@click.command("rebuild-indexes", short_help="Compare indexes with their declarations; build.")
+@click.option("--force", is_flag=True, default=False, help="Rebuild the indexes that drifted.")
 @store_options
 @json_option
 @reports_errors

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from mempipe.schemas.report import ReportSummary
 
 
-@click.command()
+@click.command(short_help="Replay extraction: extract, reconcile, audit.")
 @click.option("--org-id", default=None, help="Only snapshots of this org.")
 @click.option("--project-id", default=None, help="Only snapshots of this project.")
 @click.option("--user-id", default=None, help="Only snapshots of this user.")
 @click.option("--session-id", default=None, help="Only snapshots of this session.")
-@click.option("--snapshot-id", "snapshot_ids", multiple=True, help="Only these snapshots.")
+@click.option(
+    "--snapshot-id", "snapshot_ids", multiple=True, default=None, help="Only these snapshots."
+)
 @click.option("--since", type=click.DateTime(), default=None, help="Snapshots ending from then.")
 @click.option("--until", type=click.DateTime(), default=None, help="Snapshots starting before.")
 @click.option(
@@ -53,10 +55,11 @@ if TYPE_CHECKING:
     help="Partitions of the work (by project, then owner-id ranges) run at once.",
 )
 @scale_out_options
-@click.option("--force", is_flag=True, help="Run extractions already done again.")
+@click.option("--force", is_flag=True, default=False, help="Run extractions already done again.")
 @click.option(
     "--stale",
     is_flag=True,
+    default=False,
     help="Also run again the done extractions whose extractor or prompt differs from the "
     "configured one.",
 )
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
 @click.option(
     "--preview",
     is_flag=True,
+    default=False,
     help="Write nothing: extract the selection with the configured extraction, reconcile it "
     "against the store in a transaction that is rolled back, and print the ADD / UPDATE / "
     "REINFORCE a replay would make, with texts before and after. A provider's answers are "
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
 @click.option(
     "--html",
     is_flag=True,
+    default=False,
     help="With --preview: also draw it as a page (in the kept answers' folder, which an erase "
     "reaches).",
 )
@@ -175,7 +180,7 @@ def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
     click.echo(f"next: `mempipe report --run-id {summary.run_id}` summarises it")
 
 
-@click.command()
+@click.command(short_help="Write and summarise the Parquet audit.")
 @click.option("--run-id", default=None, help="The audit of one run.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), default=None, help="From this day.")
 @click.option("--until", type=click.DateTime(["%Y-%m-%d"]), default=None, help="To this day.")

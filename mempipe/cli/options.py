@@ -14,7 +14,6 @@ import click
 import orjson
 from pydantic import BaseModel
 
-from mempipe.credentials import scrub
 from mempipe.domain.failures import ContentError, EnvironmentalError
 from mempipe.errors import (
     ArchiveError,
@@ -26,6 +25,7 @@ from mempipe.errors import (
     ResourceError,
     StoreError,
     TransientError,
+    error_line,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,7 +71,7 @@ def store_options(command: F) -> F:
 
 def json_option(command: F) -> F:
     return click.option(
-        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+        "--json", "as_json", is_flag=True, default=False, help="Print one JSON document on stdout."
     )(command)
 
 
@@ -183,7 +183,7 @@ def reports_errors(command: F) -> F:
 
 
 def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> NoReturn:
-    message = scrub(str(exc) if isinstance(exc, MempipeError) else f"{type(exc).__name__}: {exc}")
+    message = error_line(exc)
     if as_json:
         document = result.model_dump(mode="json") if result is not None else {}
         click.echo(
@@ -263,6 +263,7 @@ def plan_option(command: F) -> F:
     return click.option(
         "--plan",
         is_flag=True,
+        default=False,
         help="Write nothing; print the requests, tokens, cost (live and batch) and duration.",
     )(command)
 

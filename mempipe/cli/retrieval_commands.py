@@ -43,7 +43,7 @@ def searched(command: F) -> F:
     )(command)
 
 
-@click.command()
+@click.command(short_help="Search turns or long-term memories.")
 @click.argument("query")
 @searched
 @identity_filters
@@ -58,6 +58,7 @@ def searched(command: F) -> F:
     "--metadata",
     "metadata",
     multiple=True,
+    default=None,
     callback=lambda _, param, value: pairs(value, "--metadata"),
     metavar="metadata.KEY=VALUE",
     help="Filter on a declared partition key, by its qualified path (repeatable).",
@@ -87,7 +88,7 @@ def _show_hits(result: SearchResult) -> None:
         click.echo("no hits")
 
 
-@click.command()
+@click.command(short_help="The embedding models, and which serves what.")
 @store_options
 @json_option
 @reports_errors
@@ -108,7 +109,7 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
         click.echo(f"{model.id:<{width}} {model.dimensions:>5}  {serving}")
 
 
-@click.command("eval")
+@click.command("eval", short_help="Recall@k and MRR of labelled queries.")
 @click.argument("queries", type=click.Path(exists=True, dir_okay=False))
 @searched
 @click.option(
@@ -139,7 +140,9 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
     default=None,
     help="Write one JSON line per query: the rank of each relevant id, and its recall@k.",
 )
-@click.option("--strict", is_flag=True, help="Refuse query fields eval does not use.")
+@click.option(
+    "--strict", is_flag=True, default=False, help="Refuse query fields eval does not use."
+)
 @store_options
 @json_option
 @reports_errors

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from mempipe.services.runs import Recovery, RunList, RunShown
 
 
-@click.group(invoke_without_command=True)
+@click.group(invoke_without_command=True, short_help="Recent runs, newest first, and their locks.")
 @store_options
 @json_option
-@click.option("--running", is_flag=True, help="Only runs recorded as running.")
+@click.option("--running", is_flag=True, default=False, help="Only runs recorded as running.")
 @click.option(
     "--limit",
     default=20,
@@ -60,7 +60,7 @@ def _show_runs(result: RunList) -> None:
         )
 
 
-@runs.command("show")
+@runs.command("show", short_help="One run's outcome as the store recorded it.")
 @click.argument("run_id", metavar="RUN")
 @store_options
 @json_option
@@ -146,7 +146,7 @@ def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None
     emit(recorded, as_json, human)
 
 
-@runs.command("cancel")
+@runs.command("cancel", short_help="Cancel a run's open provider batches.")
 @click.argument("run_id", metavar="RUN")
 @store_options
 @json_option
@@ -175,7 +175,7 @@ def _plain(value: object) -> str:
     return str(value)
 
 
-@click.command()
+@click.command(short_help="Close runs that died and free their locks.")
 @store_options
 @json_option
 @reports_errors

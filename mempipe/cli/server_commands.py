@@ -53,14 +53,14 @@ def _describe(view: ServerView, said: str) -> None:
         click.echo(f"PREFECT_API_URL is set: commands report to {view.configured_api} instead.")
 
 
-@click.group()
+@click.group(short_help="mempipe's Prefect server for a session of commands.")
 def server() -> None:
     """mempipe's Prefect server for a session of commands: a command that needs a Prefect API
     and finds no PREFECT_API_URL starts it, the commands after reuse it, and it stops itself
     after MEMPIPE_SERVER_IDLE_SECONDS unused (900 by default)."""
 
 
-@server.command()
+@server.command(short_help="Where the session server runs, if it does.")
 @json_option
 @reports_errors
 def status(as_json: bool) -> None:
@@ -71,7 +71,7 @@ def status(as_json: bool) -> None:
     emit(view, as_json, lambda: _describe(view, "runs"))
 
 
-@server.command()
+@server.command(short_help="Start the session server now.")
 @json_option
 @reports_errors
 def start(as_json: bool) -> None:
@@ -85,10 +85,11 @@ def start(as_json: bool) -> None:
     emit(view, as_json, lambda: _describe(view, "started" if started else "already running"))
 
 
-@server.command()
+@server.command(short_help="Stop the session server now.")
 @click.option(
     "--force",
     is_flag=True,
+    default=False,
     help="Stop it even while commands use it, or when another installation started it.",
 )
 @json_option

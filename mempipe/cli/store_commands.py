@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mempipe.schemas.summaries import MigrationReport, StoreStats
 
 
-@click.command()
+@click.command(short_help="Create an empty store, every migration applied.")
 @store_options
 @json_option
 @reports_errors
@@ -45,10 +45,12 @@ def _show_init(report: MigrationReport) -> None:
     click.echo(f"store: {report.store}")
 
 
-@click.command()
+@click.command(short_help="Apply an existing store's pending migrations.")
 @store_options
 @json_option
-@click.option("--pending", is_flag=True, help="Only list what is not applied; change nothing.")
+@click.option(
+    "--pending", is_flag=True, default=False, help="Only list what is not applied; change nothing."
+)
 @reports_errors
 def migrate(**options: Any) -> None:
     """Apply an existing store's pending migrations (idempotent). A store that is not there is
@@ -69,10 +71,11 @@ def _show_migrated(report: MigrationReport, pending: bool) -> None:
     click.echo(f"store: {report.store}")
 
 
-@click.command()
+@click.command(short_help="Counts of what the store holds.")
 @click.option(
     "--check",
     is_flag=True,
+    default=False,
     help="Run the store's full integrity check first (SQLite's integrity_check); "
     "exit 1 naming what it finds.",
 )

@@ -10,7 +10,7 @@ import click
 from pydantic import BaseModel
 
 from mempipe.adapters.llm.registry import extractor_names
-from mempipe.archives.registry import FormatKind, kind_of, names
+from mempipe.archives.registry import FormatKind, kind_of, memory_format_names
 from mempipe.cli.options import (
     counted,
     identity_filters,
@@ -41,15 +41,21 @@ OLD_FORMATS = {"mempipe": "bundle"}
 """Old spellings of ``import --format``, kept working with a deprecation line."""
 
 
-@click.command("export")
+@click.command("export", short_help="Write a bundle of the store, or of one user.")
 @click.option(
-    "--out", required=True, type=click.Path(file_okay=False), help="The bundle's directory."
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="The bundle's directory.",
 )
 @click.option("--org-id", default=None, help="Only this org.")
 @click.option("--project-id", default=None, help="Only this project.")
 @click.option("--user-id", default=None, help="Only this user (an access request).")
 @click.option(
-    "--with-vectors", is_flag=True, help="The serving model's vectors too, one file a collection."
+    "--with-vectors",
+    is_flag=True,
+    default=False,
+    help="The serving model's vectors too, one file a collection.",
 )
 @store_options
 @json_option
@@ -67,12 +73,12 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
     click.echo(f"exported {held or 'nothing'} to {summary.out} in {summary.seconds:.1f} s")
 
 
-@click.command("import")
+@click.command("import", short_help="Import a bundle, or another system's memories.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
     "source_format",
-    type=click.Choice([*names(FormatKind.BUNDLE, FormatKind.MEMORIES), *OLD_FORMATS]),
+    type=click.Choice([*memory_format_names(), *OLD_FORMATS]),
     callback=lambda _ctx, _param, value: renamed("--format", value, OLD_FORMATS),
     required=True,
     help="bundle: a bundle written by `mempipe export` (one directory); mem0: what mem0's "
@@ -91,6 +97,7 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
 @click.option(
     "--verbatim",
     is_flag=True,
+    default=False,
     help="Store the memories as they are (their ids and times kept) instead of reconciling them.",
 )
 @click.option(
@@ -174,12 +181,12 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
     click.echo(f"digests {verdict}" + "".join(f"\n  {d}" for d in summary.digest_differences))
 
 
-@click.command("erase")
+@click.command("erase", short_help="Erase one user's data (a data request).")
 @click.option("--user-id", required=True, help="The user whose data goes.")
 @click.option("--org-id", default=None, help="Only within this org.")
 @click.option("--project-id", default=None, help="Only within this project.")
-@click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, default=False, help="Count what would go; change nothing.")
+@click.option("--yes", is_flag=True, default=False, help="Do not ask for confirmation.")
 @click.option(
     "--audit-dir",
     default=None,
@@ -221,7 +228,7 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
         click.echo("next: deal with each file left, then run the same erase again")
 
 
-@click.command("users")
+@click.command("users", short_help="List the store's users, and those erased.")
 @identity_filters
 @store_options
 @json_option
@@ -273,7 +280,7 @@ def _scope_text(owner: BundleSelection) -> str:
     return f" ({', '.join(scope)})" if scope else " (every org and project)"
 
 
-@click.command("copy")
+@click.command("copy", short_help="Copy every record into another store.")
 @click.option("--to", "to", required=True, help="The target store's URL.")
 @click.option(
     "--to-secret",
@@ -284,6 +291,7 @@ def _scope_text(owner: BundleSelection) -> str:
 @click.option(
     "--with-vectors",
     is_flag=True,
+    default=False,
     help="The serving models' vectors too, where the target serves the same model (or none).",
 )
 @click.option(

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -21,7 +20,7 @@ from mempipe.archives.registry import FormatName
 from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError, StoreError
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals, stop_requested
@@ -102,7 +101,7 @@ def _plan(uow: UnitOfWork, texts: Iterator[str], model: str, costs: CostConfig) 
     return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
 
 
-@flow(name="backfill", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("backfill")
 def backfill_flow(
     paths: Annotated[list[str], Field(min_length=1)],
     format: FormatName = ArchiveFormat.AUTO,

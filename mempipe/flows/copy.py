@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from mempipe.bootstrap import AppContext, load_context, require_store
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
@@ -50,7 +49,7 @@ class Copy(Job[CopySummary]):
         )
 
 
-@flow(name="copy", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("copy")
 def copy_flow(
     to: str,
     to_secret: str | None = None,

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from prefect import flow
-
 from mempipe.bootstrap import AppContext, load_context, require_store
 from mempipe.errors import ConfigError, IncompleteRunError
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.bundle import (
@@ -39,7 +37,7 @@ class Erase(Job[EraseSummary]):
         return erase_flow(**self.model_dump(exclude={"yes"}), **context.flow_options())
 
 
-@flow(name="erase", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("erase")
 def erase_flow(
     user_id: str,
     org_id: str | None = None,

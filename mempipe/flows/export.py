@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from prefect import flow
-
 from mempipe.bootstrap import AppContext, load_context, require_store
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.schemas.bundle import (
     BundleSelection,
@@ -38,7 +37,7 @@ class Export(Job[ExportSummary]):
         return export_flow(**self.model_dump(), **context.flow_options())
 
 
-@flow(name="export")
+@job_flow("export")
 def export_flow(
     out: str,
     org_id: str | None = None,

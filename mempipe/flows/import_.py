@@ -6,14 +6,14 @@ import time
 from pathlib import Path
 from typing import Annotated, ClassVar
 
-from prefect import flow
 from pydantic import BaseModel, Field
 
+from mempipe.adapters.llm.registry import ExtractorName
 from mempipe.archives.paths import expand_paths
 from mempipe.archives.registry import FormatKind, MemoryFormatName, kind_of
 from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
@@ -46,7 +46,7 @@ class Import(Job[BaseModel]):
     identity: IdentityPolicy = IdentityPolicy.STRICT
     memory_type: MemoryType | None = None
     verbatim: bool = False
-    extractor: str = "offline"
+    extractor: ExtractorName = "offline"
     rejects_dir: str = "mempipe-rejects"
 
     def check(self, context: AppContext) -> None:
@@ -61,7 +61,7 @@ class Import(Job[BaseModel]):
         return import_memories_flow(**parameters, format=self.source_format, **common)
 
 
-@flow(name="import", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("import")
 def import_flow(
     path: str,
     store: str | None = None,
@@ -90,7 +90,7 @@ def import_flow(
     return summary
 
 
-@flow(name="import-memories", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("import-memories")
 def import_memories_flow(
     paths: Annotated[list[str], Field(min_length=1)],
     format: MemoryFormatName,
@@ -101,7 +101,7 @@ def import_memories_flow(
     identity: IdentityPolicy = IdentityPolicy.STRICT,
     memory_type: MemoryType | None = None,
     verbatim: bool = False,
-    extractor: str = "offline",
+    extractor: ExtractorName = "offline",
     store: str | None = None,
     config: str | None = None,
     store_secret: str | None = None,

@@ -3,9 +3,8 @@ absent, and rebuild a drifted index only when asked (``force``)."""
 
 from __future__ import annotations
 
-from prefect import flow
-
 from mempipe.bootstrap import AppContext, load_context
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.schemas.indexes import IndexReport, IndexState
 from mempipe.tasks.artifacts import publish_table
@@ -22,7 +21,7 @@ class RebuildIndexes(Job[IndexReport]):
         return rebuild_indexes_flow(force=self.force, **context.flow_options())
 
 
-@flow(name="rebuild-indexes")
+@job_flow("rebuild-indexes")
 def rebuild_indexes_flow(
     force: bool = False,
     store: str | None = None,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from prefect import flow
-
 from mempipe.bootstrap import load_context
+from mempipe.flows.hooks import job_flow
 from mempipe.schemas.summaries import MigrationReport
 from mempipe.tasks.migrations import apply_migrations
 
 
-@flow(name="migrate")
+@job_flow("migrate")
 def migrate_flow(
     store: str | None = None, config: str | None = None, store_secret: str | None = None
 ) -> MigrationReport:

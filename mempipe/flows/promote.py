@@ -3,10 +3,8 @@ run it alone after changing the promotion limits, or after a backfill with promo
 
 from __future__ import annotations
 
-from prefect import flow
-
 from mempipe.bootstrap import AppContext, load_context
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.summaries import PromotionSummary
@@ -20,7 +18,7 @@ class Promote(Job[PromotionSummary]):
         return promote_flow(**context.flow_options())
 
 
-@flow(name="promote", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("promote")
 def promote_flow(
     store: str | None = None, config: str | None = None, store_secret: str | None = None
 ) -> PromotionSummary:

@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from mempipe.bootstrap import AppContext
 from mempipe.errors import IncompleteRunError
-from mempipe.flows.hooks import say_failed
 from mempipe.heartbeat import keep_alive
 from mempipe.interrupts import raise_if_stopped
 from mempipe.locks import store_lock
@@ -65,18 +64,14 @@ def recorded_run(
     that is not there."""
     url = context.store_url
     run = RecordedRun(url)
-    try:
-        prepare_store(url, context.declarations, create=creates_store)
-        record_run_start(url, run.run_id, flow, parameters)
-        with ExitStack() as held:
-            if alive or lock:
-                held.enter_context(keep_alive(url, run.run_id))
-            if lock:
-                held.enter_context(store_lock(url, lock, run.run_id, lock_wait_s))
-            yield run
-    except Exception as error:
-        say_failed(error)
-        raise
+    prepare_store(url, context.declarations, create=creates_store)
+    record_run_start(url, run.run_id, flow, parameters)
+    with ExitStack() as held:
+        if alive or lock:
+            held.enter_context(keep_alive(url, run.run_id))
+        if lock:
+            held.enter_context(store_lock(url, lock, run.run_id, lock_wait_s))
+        yield run
 
 
 def concluded(summary: S, job: str, failed: str | None) -> S:
@@ -85,7 +80,5 @@ def concluded(summary: S, job: str, failed: str | None) -> S:
     (each carries the summary, which the CLI prints)."""
     raise_if_stopped(summary, job)
     if failed:
-        error = IncompleteRunError(failed, summary)
-        say_failed(error)
-        raise error
+        raise IncompleteRunError(failed, summary)
     return summary

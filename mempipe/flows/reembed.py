@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, ClassVar
 
-from prefect import Task, flow, get_run_logger
+from prefect import Task, get_run_logger
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
@@ -36,14 +36,14 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.reembed import decide_switch
 from mempipe.errors import ConfigError
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, ListsCollections
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
-from mempipe.schemas.embedding import COLLECTIONS, ModelState
+from mempipe.schemas.embedding import COLLECTIONS, CollectionName, ModelState
 from mempipe.schemas.reembed import CollectionReport, ReembedSummary
 from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
@@ -68,10 +68,10 @@ class Reembed(Job[ReembedSummary], ListsCollections):
 
     model: str | None = None
     dimensions: int | None = None
-    collections: list[str] | None = None
+    collections: list[CollectionName] | None = None
     batch_size: int = 256
     gate: str | None = None
-    gate_source: str = "semantic"
+    gate_source: CollectionName = "semantic"
     min_recall_ratio: float = 0.95
     incremental: bool = False
     partitions: int = 1
@@ -145,14 +145,14 @@ class Collections(BaseModel):
     collections: list[str]
 
 
-@flow(name="reembed", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("reembed")
 def reembed_flow(
     model: str | None = None,
     dimensions: Annotated[int, Field(ge=1)] | None = None,
-    collections: list[str] | None = None,
+    collections: list[CollectionName] | None = None,
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256,
     gate: str | None = None,
-    gate_source: str = "semantic",
+    gate_source: CollectionName = "semantic",
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
     incremental: bool = False,
     partitions: Annotated[int, Field(ge=1, le=256)] = 1,
@@ -293,9 +293,9 @@ def chosen_collections(collections: list[str] | None) -> list[str]:
     return chosen
 
 
-@flow(name="reembed-finalize", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("reembed-finalize")
 def reembed_finalize_flow(
-    collections: list[str] | None = None,
+    collections: list[CollectionName] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
@@ -305,9 +305,9 @@ def reembed_finalize_flow(
     return _end_move(finalize_models, collections, lock_wait_s, store, config, store_secret)
 
 
-@flow(name="reembed-rollback", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("reembed-rollback")
 def reembed_rollback_flow(
-    collections: list[str] | None = None,
+    collections: list[CollectionName] | None = None,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,

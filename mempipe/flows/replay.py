@@ -17,15 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-from prefect import flow
 from pydantic import BaseModel, Field, field_validator
 
-from mempipe.adapters.llm.registry import extractor_for
+from mempipe.adapters.llm.registry import ExtractorName, extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.run_outcome import extractions_left
 from mempipe.errors import ConfigError
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, comma_list, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
@@ -74,7 +73,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     the parameters of :func:`replay_flow`."""
 
     handlers: list[str] | None = None
-    extractor: str = "offline"
+    extractor: ExtractorName = "offline"
     concurrency: int = 4
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
@@ -188,7 +187,7 @@ def _preview(
     return preview(uow, work, context, handlers, plans, page)
 
 
-@flow(name="replay", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("replay")
 def replay_flow(
     org_id: str | None = None,
     project_id: str | None = None,
@@ -198,7 +197,7 @@ def replay_flow(
     since: datetime | None = None,
     until: datetime | None = None,
     handlers: list[MemoryType] | None = None,
-    extractor: str = "offline",
+    extractor: ExtractorName = "offline",
     via: Via = "live",
     concurrency: Annotated[int, Field(ge=1, le=64)] = 4,
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,

@@ -10,12 +10,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, ClassVar
 
-from prefect import flow
 from pydantic import Field, field_validator
 
 from mempipe.bootstrap import AppContext, load_context, require_store
 from mempipe.errors import ConfigError
-from mempipe.flows.hooks import record_failed_run
+from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.audit import AuditTime
@@ -51,7 +50,7 @@ class Report(Job[ReportSummary]):
         return audit_report_flow(**self.model_dump(), **context.flow_options())
 
 
-@flow(name="audit-report", on_failure=[record_failed_run], on_crashed=[record_failed_run])
+@job_flow("audit-report")
 def audit_report_flow(
     run_id: str | None = None,
     since: date | None = None,

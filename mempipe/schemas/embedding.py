@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mempipe.schemas.choices import OneOf
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
 COLLECTIONS = ("stm", *MEMORY_COLLECTIONS)
 """Everything that carries vectors: the turns, and each long-term memory collection."""
+
+
+def _known_collection(name: str) -> str:
+    if name not in COLLECTIONS:
+        raise ValueError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+    return name
+
+
+CollectionName = Annotated[str, AfterValidator(_known_collection), OneOf(lambda: list(COLLECTIONS))]
+"""A collection's name, as a parameter: checked, and listed in the parameter's schema."""
 
 
 RequestValue = str | int | float | bool

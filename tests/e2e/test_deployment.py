@@ -339,33 +339,88 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     assert hits_in_database(Path(ops_env["PREFECT_HOME"]) / "prefect.db", [str(db)]) == []
 
 
-def test_a_deployment_run_that_cannot_reach_its_store_says_why_where_ops_look(
+def flow_runs(env: dict[str, str]) -> int:
+    """How many flow runs the server holds."""
+    counted = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio\nfrom prefect.client.orchestration import get_client\n"
+            "async def main():\n    async with get_client() as c:\n"
+            "        print(await c.count_flow_runs())\nasyncio.run(main())",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert counted.returncode == 0, counted.stderr
+    return int(counted.stdout)
+
+
+def said_where_ops_look(watched: subprocess.CompletedProcess, env: dict[str, str]) -> str:
+    """The failed run's reason, as ``--watch`` printed it last, as the state's message, and as
+    the last line of the run's logs before Prefect's own final one; returns the line."""
+    printed = watched.stdout + watched.stderr
+    assert watched.returncode == 1, printed
+    [run_id] = set(re.findall(r"UUID: ([0-9a-f-]{36})", watched.stdout))
+    inspected = json.loads(prefect("flow-run", "inspect", run_id, "-o", "json", env=env).stdout)
+    said = inspected["state"]["message"]
+    assert said.startswith("error: "), "the state's message is the error line"
+    before_failed = printed.split("prefect.flow-run.Failed")[0].rsplit("●", 1)[0]
+    unwrapped = "".join(before_failed.split())  # the terminal wraps the line
+    assert unwrapped.endswith("".join(said.split())), f"--watch prints it last:\n{printed}"
+    assert "mempipe.run.failed*error:" in unwrapped
+    logs = prefect("flow-run", "logs", run_id, env={**env, "COLUMNS": "400"}).stdout
+    lines = [line.split(" - ", 1)[-1] for line in logs.splitlines() if " | " in line]
+    assert "Traceback" not in logs, logs
+    assert lines[-2] == said, logs
+    assert lines[-1].startswith("Finished in state Failed("), logs
+    assert said in lines[-1], logs
+    return said
+
+
+def test_every_failure_of_a_deployment_run_says_why_where_ops_look(
     ops_env, fixtures, tmp_path
 ) -> None:
-    """A worker whose store folder does not exist (the first mistake the deployments page
-    warns of): the reason is the run's last log line, which ``--watch`` prints, the state's
-    message, which ``prefect flow-run inspect`` prints, and ``mempipe runs show`` prints
-    Prefect's record of the run, since the store never recorded it."""
+    """Whatever fails and wherever (a parameter no run can take, a store that is not there, a
+    store folder missing, the flow's first check), ops read why: a bad value is refused by
+    ``prefect deployment run`` before any flow run exists; any other failure is the last thing
+    ``--watch`` prints, the state's message, and the last line of the run's logs (no
+    traceback); ``mempipe runs show`` prints Prefect's record of a run the store never held."""
     prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
-    prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
+    for name in ("backfill", "replay", "reembed-migration"):
+        prefect("--no-prompt", "deploy", "--name", name, env=ops_env)
+    before = flow_runs(ops_env)
+    refused = run_deployment(
+        "backfill/backfill", {"paths": [str(fixtures)], "format": "chatgtp"}, ops_env, tmp_path
+    )
+    shown = " ".join((refused.stdout + refused.stderr).split())
+    assert "Validation failed for field 'format'" in shown, shown
+    assert "'chatgtp' is not one of ['auto', 'chatgpt'" in shown, shown
+    assert flow_runs(ops_env) == before, "no flow run was created"
+
     missing = f"sqlite:///{tmp_path / 'no-such-folder' / 'memory.db'}"
-    env = {**ops_env, "MEMPIPE_STORE": missing}
-    with serving_worker(env, tmp_path):
-        failed = run_deployment("backfill/backfill", {"paths": [str(fixtures)]}, env, tmp_path)
-    watched = failed.stdout + failed.stderr
-    assert failed.returncode == 1, watched
-    unwrapped = watched.replace("\n", "")  # the terminal's width wraps the line
-    assert "mempipe.run.failed * error: " in unwrapped, watched
-    assert "no-such-folder' does not exist" in unwrapped, f"--watch prints the reason:\n{watched}"
-    [run_id] = set(re.findall(r"UUID: ([0-9a-f-]{36})", failed.stdout))
+    absent = f"sqlite:///{tmp_path / 'absent.db'}"
+    with serving_worker(ops_env, tmp_path):
+        folder = run_deployment(
+            "backfill/backfill", {"paths": [str(fixtures)], "store": missing}, ops_env, tmp_path
+        )
+        no_store = run_deployment("replay/replay", {"store": absent}, ops_env, tmp_path)
+        first_check = run_deployment(
+            "reembed/reembed-migration",
+            {"model": "nosuch-model", "store": absent},
+            ops_env,
+            tmp_path,
+        )
+    assert "no-such-folder' does not exist" in said_where_ops_look(folder, ops_env)
+    assert "absent.db'; nothing was created" in said_where_ops_look(no_store, ops_env)
+    assert "unknown embedding model 'nosuch-model'" in said_where_ops_look(first_check, ops_env)
+    assert not (tmp_path / "absent.db").exists(), "a failed run creates no store"
 
-    inspected = json.loads(prefect("flow-run", "inspect", run_id, "-o", "json", env=ops_env).stdout)
-    message = inspected["state"]["message"]
-    assert "no-such-folder' does not exist" in message, "the state's message is the error"
-
-    shown = show_run(run_id, missing, ops_env, tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[0] == f"run {run_id}: backfill failed"
-    assert "the store has no record of it" in shown.stdout
-    assert "error: " in shown.stdout
-    assert "no-such-folder' does not exist" in shown.stdout
+    [run_id] = set(re.findall(r"UUID: ([0-9a-f-]{36})", folder.stdout))
+    shown_run = show_run(run_id, missing, ops_env, tmp_path)
+    assert shown_run.returncode == 0, shown_run.stderr
+    assert shown_run.stdout.splitlines()[0] == f"run {run_id}: backfill failed"
+    assert "the store has no record of it" in shown_run.stdout
+    assert "no-such-folder' does not exist" in shown_run.stdout

@@ -4,6 +4,7 @@ themselves: every command and every option of ``mempipe`` is on it, so it cannot
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -39,8 +40,11 @@ def test_the_site_builds_strictly_and_its_cli_reference_has_every_command_and_op
     )
     assert built.returncode == 0, built.stderr[-3000:]
     reference = (site / "reference" / "cli" / "index.html").read_text()
+    assert "Sentinel" not in reference, "no option shows click's no-default sentinel"
+    assert "example.invalid" not in (site / "index.html").read_text()
     for name, command in _commands(cli).items():
         assert name in reference, f"{name} is not in the CLI reference"
+        assert html.escape(command.short_help or "", quote=False) in reference, name
         for option in command.params:
             for flag in getattr(option, "opts", []):
                 if flag.startswith("--"):

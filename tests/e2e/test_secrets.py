@@ -32,7 +32,8 @@ MARK = "Quillfeather" + secrets.token_hex(4)
 
 
 def write_archive(path: Path) -> list[str]:
-    """Two sessions of the erased user, one of another user, and a bad record of the user."""
+    """Two sessions of the erased user, one of another user (its own id: a backfill takes it with
+    ``--identity record``), and a bad record of the user."""
     texts = []
     lines = []
     for session in range(2):
@@ -107,7 +108,16 @@ def test_no_credential_reaches_prefect_the_store_files_or_output_and_an_erase_le
             MEMPIPE_STORE_PASSWORD=password,
             MEMPIPE_RETRY_MAX_ATTEMPTS="1",
         )
-        mempipe("backfill", "archive.jsonl", "--user-id", USER, "--json", env=env)
+        mempipe(
+            "backfill",
+            "archive.jsonl",
+            "--user-id",
+            USER,
+            "--identity",
+            "record",
+            "--json",
+            env=env,
+        )
         mempipe("promote", env=env)
         mempipe("replay", "--extractor", "openai", "--audit-dir", "audit", "--json", env=env)
         mempipe("reembed", "--incremental", env=env)

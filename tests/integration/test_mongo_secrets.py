@@ -89,7 +89,9 @@ def test_a_mongodb_password_reaches_only_the_driver_by_url_and_by_secret_block(
         return result.stdout
 
     store = ["--store", url]
-    mempipe("backfill", "archive.jsonl", "--user-id", USER, *store, "--json")
+    mempipe(
+        "backfill", "archive.jsonl", "--user-id", USER, "--identity", "record", *store, "--json"
+    )
     mempipe("promote", *store)
     mempipe("replay", "--audit-dir", "audit", *store)
     mempipe("reembed", "--incremental", *store)
@@ -108,6 +110,7 @@ def test_a_mongodb_password_reaches_only_the_driver_by_url_and_by_secret_block(
     deployed = backfill_flow(
         paths=[str(tmp_path / "archive.jsonl")],
         user_id=USER,
+        identity="record",
         store_secret="mempipe-test-store",
         config=str(tmp_path / "project-config.yaml"),
     )

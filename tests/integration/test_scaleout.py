@@ -31,8 +31,13 @@ def replayed(tmp_path: Path, name: str, **runner) -> tuple[str, Path]:
         "  embedding:\n    model: hashing-128\n"
     )
     backfill_flow(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
-    backfill_flow(
-        paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg)
+    backfill_flow(  # the same archive again, as sam's: the command's id over the records'
+        paths=[str(SAMPLE)],
+        user_id="sam",
+        project_id="other",
+        identity="command",
+        store=url,
+        config=str(cfg),
     )
     audit = tmp_path / f"audit-{name}"
     summary = replay_flow(store=url, config=str(cfg), audit_dir=str(audit), concurrency=2, **runner)
@@ -95,8 +100,13 @@ def test_a_duplicated_partition_changes_nothing(prefect_server, tmp_path) -> Non
     url = f"sqlite:///{tmp_path / 'twice.db'}"
     cfg = tmp_path / "project-config.yaml"
     backfill_flow(paths=[str(SAMPLE)], user_id="maya", store=url, config=str(cfg))
-    backfill_flow(
-        paths=[str(SAMPLE)], user_id="sam", project_id="other", store=url, config=str(cfg)
+    backfill_flow(  # the same archive again, as sam's: the command's id over the records'
+        paths=[str(SAMPLE)],
+        user_id="sam",
+        project_id="other",
+        identity="command",
+        store=url,
+        config=str(cfg),
     )
     duplicated_partitions(url, "dup")
     assert memories(url) == memories(once)

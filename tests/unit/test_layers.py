@@ -250,15 +250,15 @@ def _decorated(layer: str, decorator: str) -> list[tuple[str, str]]:
                 continue
             for call in node.decorator_list:
                 if isinstance(call, ast.Call) and getattr(call.func, "id", "") == decorator:
-                    name = next(k.value.value for k in call.keywords if k.arg == "name")
-                    found.append((name, node.name))
+                    named = [k.value for k in call.keywords if k.arg == "name"] or call.args[:1]
+                    found.append((named[0].value, node.name))
     return found
 
 
 def test_flows_and_tasks_are_named_one_way() -> None:
     """A flow function is its Prefect name plus ``_flow``; a task function is its Prefect
     name; no task shares a flow's name (the Prefect UI would show two things as one)."""
-    flows, tasks = _decorated("flows", "flow"), _decorated("tasks", "task")
+    flows, tasks = _decorated("flows", "job_flow"), _decorated("tasks", "task")
     assert flows
     assert tasks
     assert [(n, f) for n, f in flows if f != n.replace("-", "_") + "_flow"] == []

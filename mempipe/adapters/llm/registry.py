@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from mempipe.adapters.llm.base import Extractor
 from mempipe.errors import ConfigError
 from mempipe.plugins import installed
+from mempipe.schemas.choices import OneOf
 from mempipe.schemas.replay import LLMSettings
 
 ENTRY_POINT_GROUP = "mempipe.extractors"
@@ -51,6 +55,16 @@ def require_extractor(name: str) -> ExtractorFactory:
     if factory is None:
         raise ConfigError(f"unknown extractor {name!r}; known: {', '.join(extractor_names())}")
     return factory
+
+
+def _known_extractor(name: str) -> str:
+    if name not in extractor_names():
+        raise ValueError(f"unknown extractor {name!r}; known: {', '.join(extractor_names())}")
+    return name
+
+
+ExtractorName = Annotated[str, AfterValidator(_known_extractor), OneOf(extractor_names)]
+"""An extractor's name, as a parameter: checked, and listed in the parameter's schema."""
 
 
 def extractor_for(name: str, llm: LLMSettings) -> Extractor:
