@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mempipe import spend
 from mempipe.adapters.embedding.registry import declare_options
-from mempipe.adapters.llm.registry import require_extractor
+from mempipe.adapters.llm.registry import extractor_for, require_extractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import load_store_secret, remember
@@ -53,13 +53,15 @@ class AppContext:
         public URL (the password stays in this process) and the file's path."""
         return {"store": self.store_url, "config": str(self.settings.config)}
 
-    def replay_settings(self, extractor: str) -> ReplaySettings:
+    def replay_settings(self, extractor: str, *, asking: bool = False) -> ReplaySettings:
         """What an extraction or a memory import runs with: the extractor (which must be
         registered), the configured embedding model and thresholds, the LLM and retry settings
-        of the environment."""
+        of the environment. ``asking``: the work will ask the extractor, so it is built once
+        now, and one that cannot be asked (no key for its endpoint) is refused before any run
+        is recorded."""
         require_extractor(extractor)
         memory = self.config.memory
-        return ReplaySettings(
+        settings = ReplaySettings(
             extractor=extractor,
             embedding_model=memory.embedding.model,
             llm=load_llm_settings().model_copy(
@@ -72,6 +74,9 @@ class AppContext:
             retry=load_retry_policy(),
             kept_answers=str(self.kept_answers),
         )
+        if asking:
+            extractor_for(extractor, settings.llm)
+        return settings
 
     @property
     def kept_answers(self) -> Path:

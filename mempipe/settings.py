@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
+import types
+import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mempipe.domain.failures import RetryPolicy
@@ -19,7 +20,6 @@ from mempipe.schemas.errors import describe
 from mempipe.schemas.replay import LLMSettings
 
 DEFAULT_STORE = "sqlite:///mempipe.db"
-ENABLED_EXTRACTIONS_ENV = "MEMPIPE_ENABLED_EXTRACTIONS"
 PLATFORM_ENABLED_EXTRACTIONS_ENV = "MONGOMEM_ENABLED_EXTRACTIONS"
 """The name the memory platform delivers the list under (DESIGN), read where mempipe's own is
 not set."""
@@ -43,20 +43,28 @@ class Settings(BaseSettings):
 
 
 class LLMEnvironment(BaseSettings):
-    """``MEMPIPE_LLM_BASE_URL``, ``MEMPIPE_LLM_MODEL``, ``MEMPIPE_LLM_API_KEY`` (or
-    ``OPENAI_API_KEY``), ``MEMPIPE_LLM_TIMEOUT_SECONDS``, ``MEMPIPE_LLM_REQUESTS_PER_MINUTE``,
-    ``MEMPIPE_LLM_TOKENS_PER_MINUTE``,
-    ``MEMPIPE_LLM_RATE_LIMIT`` (the name of a Prefect global rate limit)."""
+    """The OpenAI-compatible provider of the ``openai`` extractor and the ``openai:`` embedding
+    models (``OPENAI_API_KEY`` stands for the key where ``MEMPIPE_LLM_API_KEY`` is not set)."""
 
     model_config = SettingsConfigDict(env_prefix="MEMPIPE_LLM_", extra="ignore")
 
-    base_url: str | None = None
-    model: str = "gpt-4o-mini"
-    api_key: SecretStr | None = None
-    timeout_seconds: float = 60.0
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-    rate_limit: str | None = None
+    base_url: str | None = Field(
+        default=None, description="the endpoint (none: OpenAI's, https://api.openai.com/v1)"
+    )
+    model: str = Field(default="gpt-4o-mini", description="the chat model the extractor asks")
+    api_key: SecretStr | None = Field(
+        default=None, description="the key (or OPENAI_API_KEY); OpenAI's endpoint needs one"
+    )
+    timeout_seconds: float = Field(default=60.0, description="every chat and embeddings call")
+    requests_per_minute: float | None = Field(
+        default=None, description="the budget of requests per endpoint and model (none: no limit)"
+    )
+    tokens_per_minute: float | None = Field(
+        default=None, description="the budget of tokens per endpoint and model (none: no limit)"
+    )
+    rate_limit: str | None = Field(
+        default=None, description="a Prefect global rate limit to draw on instead, by name"
+    )
 
 
 class ServerSettings(BaseSettings):
@@ -68,29 +76,19 @@ class ServerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMPIPE_SERVER_", extra="ignore")
 
-    mode: Literal["session", "temporary"] = "session"
-    idle_seconds: float = Field(default=900.0, gt=0)
-
-
-class BatchEnvironment(BaseSettings):
-    """``MEMPIPE_BATCH_MAX_REQUESTS``, ``_MAX_BYTES``, ``_MAX_EMBEDDING_INPUTS`` (a file's
-    limits), ``_POLL_FIRST_SECONDS``, ``_POLL_MAX_SECONDS`` (how a run follows its batches)."""
-
-    model_config = SettingsConfigDict(env_prefix="MEMPIPE_BATCH_", extra="ignore")
-
-    max_requests: int | None = None
-    max_bytes: int | None = None
-    max_embedding_inputs: int | None = None
-    poll_first_seconds: float | None = None
-    poll_max_seconds: float | None = None
+    mode: Literal["session", "temporary"] = Field(
+        default="session",
+        description="session: mempipe's server, shared by the commands after; temporary: "
+        "Prefect's own, one per command",
+    )
+    idle_seconds: float = Field(
+        default=900.0, gt=0, description="idle time after which the session server stops itself"
+    )
 
 
 def load_batch_limits() -> BatchLimits:
-    given = BatchEnvironment().model_dump(exclude_none=True)
-    try:
-        return BatchLimits.model_validate(given)
-    except ValidationError as exc:
-        raise ConfigError(f"MEMPIPE_BATCH_*: {describe(exc, with_input=True)}") from exc
+    """The batch limits, each from ``MEMPIPE_BATCH_<FIELD>`` where set."""
+    return from_environment(BatchLimits, BATCH_ENV_PREFIX)
 
 
 def load_llm_settings() -> LLMSettings:
@@ -107,36 +105,111 @@ def load_llm_settings() -> LLMSettings:
     )
 
 
-LOCAL_DEVICE_ENV = "MEMPIPE_LOCAL_DEVICE"
+class ProcessEnvironment(BaseSettings):
+    """What a process reads of its environment besides its store and configuration."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_", extra="ignore")
+
+    store_password: SecretStr | None = Field(
+        default=None, description="the password of a store whose URL names only its user"
+    )
+    enabled_extractions: str | None = Field(
+        default=None,
+        description="the handlers to extract, comma-separated, over memory.extraction.enabled "
+        "(the memory platform's MONGOMEM_ENABLED_EXTRACTIONS where it is not set)",
+    )
+    local_device: str = Field(
+        default="cpu",
+        pattern=r"^(cpu|cuda(:\d+)?|mps)$",
+        description="where the local model computes: cpu, cuda, cuda:<n> or mps",
+    )
+    traceback: bool = Field(
+        default=False, description="print the traceback of an unexpected error on stderr"
+    )
+    no_watchdog: bool = Field(
+        default=False,
+        description="internal: set by mempipe on its own watchdog process (it watches no other)",
+    )
+
+
+class MongoEnvironment(BaseSettings):
+    """How a MongoDB store is reached and waited for."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_MONGODB_", extra="ignore")
+
+    database: str = Field(default="mempipe", description="the database, where a URL names none")
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, description="how long a server is looked for before it is down"
+    )
+    index_timeout: float = Field(
+        default=600.0, gt=0, description="the longest wait for a search index, in seconds"
+    )
+    index_poll: float = Field(
+        default=5.0, gt=0, description="how often a search index's state is asked, in seconds"
+    )
+    sync_window: float = Field(
+        default=120.0,
+        ge=0,
+        description="how far the search index may lag writes, in seconds: memories written "
+        "this recently are compared directly in reconciliation",
+    )
+    exact_scan_limit: int = Field(
+        default=20_000,
+        gt=0,
+        description="how many of an owner's memories of a type reconciliation compares by "
+        "exact scan where the server has no vector search",
+    )
+
+
+class SqliteEnvironment(BaseSettings):
+    """The SQLite store's own settings."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMPIPE_SQLITE_", extra="ignore")
+
+    check_max_bytes: int = Field(
+        default=512 << 20,
+        ge=0,
+        description="a store file up to this size is checked whole when a process first opens it",
+    )
+
+
+def process_environment() -> ProcessEnvironment:
+    try:
+        return ProcessEnvironment()
+    except ValidationError as exc:
+        raise ConfigError(f"MEMPIPE_*: {describe(exc, with_input=True)}") from exc
 
 
 def load_local_device() -> str:
     """Where the local model computes: ``MEMPIPE_LOCAL_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``,
     ``mps``, as torch names them), ``cpu`` by default; another than the CPU also skips the
     numpy path of a process's first texts, which only ever runs on the CPU."""
-    device = os.environ.get(LOCAL_DEVICE_ENV, "cpu").strip() or "cpu"
-    if not re.fullmatch(r"cpu|cuda(?::\d+)?|mps", device):
-        raise ConfigError(f"{LOCAL_DEVICE_ENV}={device!r}: cpu, cuda, cuda:<n> or mps")
-    return device
+    return process_environment().local_device
 
 
 RETRY_ENV_PREFIX = "MEMPIPE_RETRY_"
+BATCH_ENV_PREFIX = "MEMPIPE_BATCH_"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def from_environment(model: type[M], prefix: str) -> M:
+    """``model`` with each field from ``<prefix><FIELD>`` where set; a variable under the
+    prefix that names no field is an error, not a silent default."""
+    given = {
+        name.removeprefix(prefix).lower(): value
+        for name, value in os.environ.items()
+        if name.startswith(prefix)
+    }
+    try:
+        return model.model_validate(given)
+    except ValidationError as exc:
+        raise ConfigError(f"{prefix}*: {describe(exc, with_input=True)}") from exc
 
 
 def load_retry_policy() -> RetryPolicy:
-    """The provider retry policy, each bound from ``MEMPIPE_RETRY_<FIELD>`` where set
-    (``MEMPIPE_RETRY_MAX_ATTEMPTS``, ``_MAX_SECONDS``, ``_RETRY_AFTER_CAP``, ``_NETWORK_BASE``,
-    ``_NETWORK_CAP``, ``_RATE_LIMIT_DEFAULT``, ``_BREAKER_FAILURES``); an unknown one is an
-    error, not a silent default."""
-    given = {
-        name.removeprefix(RETRY_ENV_PREFIX).lower(): value
-        for name, value in os.environ.items()
-        if name.startswith(RETRY_ENV_PREFIX)
-    }
-    try:
-        return RetryPolicy.model_validate(given)
-    except ValidationError as exc:
-        raise ConfigError(f"{RETRY_ENV_PREFIX}*: {describe(exc, with_input=True)}") from exc
+    """The provider retry policy, each bound from ``MEMPIPE_RETRY_<FIELD>`` where set."""
+    return from_environment(RetryPolicy, RETRY_ENV_PREFIX)
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -158,8 +231,8 @@ def load_project_config(path: Path | None) -> ProjectConfig:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level")
-    enabled = os.environ.get(
-        ENABLED_EXTRACTIONS_ENV, os.environ.get(PLATFORM_ENABLED_EXTRACTIONS_ENV)
+    enabled = process_environment().enabled_extractions or os.environ.get(
+        PLATFORM_ENABLED_EXTRACTIONS_ENV
     )
     if enabled is not None:
         memory = data.setdefault("memory", {}) or {}
@@ -192,3 +265,57 @@ def read_prompt_files(config: ProjectConfig, base: Path) -> ProjectConfig:
     extraction = config.memory.extraction.model_copy(update={"prompts": prompts})
     memory = config.memory.model_copy(update={"extraction": extraction})
     return config.model_copy(update={"memory": memory})
+
+
+def _environment() -> list[tuple[str, type[BaseModel]]]:
+    """Every ``MEMPIPE_*`` variable a process reads, by the model that declares it."""
+    from mempipe.archives.limits import ArchiveLimits
+
+    return [
+        ("MEMPIPE_", Settings),
+        ("MEMPIPE_", ProcessEnvironment),
+        ("MEMPIPE_LLM_", LLMEnvironment),
+        (RETRY_ENV_PREFIX, RetryPolicy),
+        (BATCH_ENV_PREFIX, BatchLimits),
+        ("MEMPIPE_SERVER_", ServerSettings),
+        ("MEMPIPE_ARCHIVE_", ArchiveLimits),
+        ("MEMPIPE_MONGODB_", MongoEnvironment),
+        ("MEMPIPE_SQLITE_", SqliteEnvironment),
+    ]
+
+
+def environment_variables() -> list[str]:
+    return [
+        f"{prefix}{name.upper()}" for prefix, model in _environment() for name in model.model_fields
+    ]
+
+
+def environment_reference() -> str:
+    """The configuration reference's table of environment variables, made from the models
+    that read them: each variable, its type, its default and what it sets."""
+    rows = ["| variable | type | default | what it sets |", "| --- | --- | --- | --- |"]
+    for prefix, model in _environment():
+        for name, field in model.model_fields.items():
+            rows.append(
+                f"| `{prefix}{name.upper()}` | {_type_name(field.annotation)} | "
+                f"{_default_text(field.default)} | {field.description or ''} |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def _type_name(annotation: Any) -> str:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is Literal:
+        return " or ".join(f"`{a}`" for a in typing.get_args(annotation))
+    if args and typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return _type_name(args[0])
+    names = {str: "text", int: "integer", float: "number", bool: "boolean", Path: "path"}
+    return names.get(annotation, "secret" if annotation is SecretStr else str(annotation))
+
+
+def _default_text(default: Any) -> str:
+    if default is None:
+        return "none"
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    return f"`{default}`"

@@ -105,7 +105,9 @@ def watch(parent: int) -> None:
 def orphan_guard() -> Iterator[None]:
     """Start the watchdog for this process; tell it "done" when the block ends normally or by
     an exception (anything but a kill)."""
-    if not sys.platform.startswith("linux") or os.environ.get("MEMPIPE_NO_WATCHDOG"):
+    from mempipe.settings import process_environment
+
+    if not sys.platform.startswith("linux") or process_environment().no_watchdog:
         yield
         return
     read_end, write_end = os.pipe()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -175,11 +174,20 @@ def reports_errors(command: F) -> F:
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
-            if os.environ.get("MEMPIPE_TRACEBACK"):
+            if _wants_traceback():
                 traceback.print_exc()
             fail(exc, bool(kwargs.get("as_json")))
 
     return wrapper  # type: ignore[return-value]
+
+
+def _wants_traceback() -> bool:
+    from mempipe.settings import process_environment
+
+    try:
+        return process_environment().traceback
+    except ConfigError:
+        return True  # a value that is not a yes or a no: show it rather than hide it
 
 
 def fail(exc: BaseException, as_json: bool, result: BaseModel | None = None) -> NoReturn:

@@ -125,10 +125,16 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = Field(default=5, ge=1)
-    max_seconds: float = Field(default=120.0, gt=0)
-    network_base: float = Field(default=1.0, ge=0, description="doubles per attempt, jittered")
-    network_cap: float = Field(default=20.0, ge=0)
+    max_attempts: int = Field(default=5, ge=1, description="attempts per provider request")
+    max_seconds: float = Field(
+        default=120.0, gt=0, description="seconds per item, retries included; no wait passes it"
+    )
+    network_base: float = Field(
+        default=1.0,
+        ge=0,
+        description="the first wait after a network failure, doubling per attempt",
+    )
+    network_cap: float = Field(default=20.0, ge=0, description="the longest such wait")
     rate_limit_default: float = Field(
         default=5.0, ge=0, description="wait for a 429 that gives no Retry-After"
     )

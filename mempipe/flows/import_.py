@@ -114,7 +114,7 @@ def import_memories_flow(
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id, identity)
-    settings, url = context.replay_settings(extractor), context.store_url
+    settings, url = context.replay_settings(extractor, asking=True), context.store_url
     asked = {"paths": paths, "format": format, **defaults.recorded()}
     asked["audit_dir"] = str(Path(audit_dir).absolute())
     with recorded_run(context, "import-memories", asked, creates_store=True) as run:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.embedding.registry import OPENAI_MODEL
+from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
 from mempipe.domain.reembed import decide_switch
@@ -80,8 +81,10 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     dask_address: str | None = None
 
     def check(self, context: AppContext) -> None:
+        """The model named is known (its plan needs no key; the run's own check asks for one)."""
         if self.model is not None:
-            embedder_for(target_model(self.model, self.dimensions, context.config))
+            with describing_only():
+                embedder_for(target_model(self.model, self.dimensions, context.config))
         if self.gate and self.gate_source not in chosen_collections(self.collections):
             raise ConfigError(
                 f"--gate-source {self.gate_source} is not among the collections this re-embed "

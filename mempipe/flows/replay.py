@@ -124,7 +124,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     def previewed(self, context: AppContext) -> ReplayPreview:
         """What a replay of the (sampled) selection would do, written nowhere; with ``--via
         batch``, whose answers come within a day, the plan alone."""
-        settings = context.replay_settings(self.extractor)
+        settings = context.replay_settings(self.extractor, asking=True)
         request, handlers = self.sampled(context), self.enabled(context)
         stale = _stale(settings, handlers, self.stale, self.force)
         plans = request.plan(context), self.model_copy(update={"sample": None}).plan(context)
@@ -264,7 +264,7 @@ def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]
     """The extraction's settings, refused before any run is recorded where they cannot serve."""
     if via == "batch" and extractor == "offline":
         raise ConfigError("--via batch sends the extractions to a provider: --extractor openai")
-    settings = context.replay_settings(extractor)
+    settings = context.replay_settings(extractor, asking=True)
     _require_reconcilable(context.store_url, handlers)
     return settings
 

@@ -55,11 +55,17 @@ class BatchLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_requests: int = Field(default=50_000, ge=1)
-    max_bytes: int = Field(default=200 * 1024 * 1024, ge=1024)
-    max_embedding_inputs: int = Field(default=50_000, ge=1)
-    poll_first_seconds: float = Field(default=10.0, gt=0)
-    poll_max_seconds: float = Field(default=300.0, gt=0)
+    max_requests: int = Field(default=50_000, ge=1, description="requests in one batch file")
+    max_bytes: int = Field(default=200 * 1024 * 1024, ge=1024, description="bytes of one file")
+    max_embedding_inputs: int = Field(
+        default=50_000, ge=1, description="embedding inputs across one file's requests"
+    )
+    poll_first_seconds: float = Field(
+        default=10.0, gt=0, description="the first wait before a batch is asked about"
+    )
+    poll_max_seconds: float = Field(
+        default=300.0, gt=0, description="the longest wait between askings (it doubles)"
+    )
 
 
 class BatchRequest(BaseModel):

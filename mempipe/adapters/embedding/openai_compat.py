@@ -50,7 +50,7 @@ class OpenAIEmbedder:
         self._send_dimensions = bool(
             DEFAULT_DIMENSIONS.get(model) != dimensions and self.options.dimensions_parameter
         )
-        self._client = client or openai_client(settings)
+        self._client = client or openai_client(settings, self.model_id)
         self._guard = ProviderGuard(
             str(self._client.base_url),
             model,

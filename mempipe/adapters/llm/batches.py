@@ -28,7 +28,7 @@ DOWNLOAD_CHUNK = 1 << 20
 
 class OpenAIBatches:
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
-        self._client = client or openai_client(settings)
+        self._client = client or openai_client(settings, "the Batch API")
         self._guard = ProviderGuard(str(self._client.base_url), "the Batch API")
 
     def upload(self, file: IO[bytes], name: str) -> str:

@@ -10,6 +10,9 @@ retry policy (domain/failures.py) decides.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError, create_model
@@ -22,6 +25,7 @@ from mempipe.adapters.llm.ratelimit import limiter
 from mempipe.adapters.llm.tokens import ChatMessage, chat_counter, chat_tokens
 from mempipe.domain.failures import ContentError, FailureKind
 from mempipe.domain.reconcile import Candidate, Verdict
+from mempipe.errors import ConfigError
 from mempipe.schemas.costs import RequestKind
 from mempipe.schemas.errors import describe
 from mempipe.schemas.extraction import EXTRACTED_MODELS, Extracted
@@ -43,16 +47,40 @@ def output_model(memory_type: MemoryType) -> type[BaseModel]:
     )
 
 
-def openai_client(settings: LLMSettings) -> openai.OpenAI:
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+_DESCRIBING: ContextVar[bool] = ContextVar("mempipe_describing_providers", default=False)
+
+
+@contextmanager
+def describing_only() -> Iterator[None]:
+    """Providers built in this block are only described (a model's name and dimensions, for a
+    command's early check or a plan) and send nothing: they need no key."""
+    token = _DESCRIBING.set(True)
+    try:
+        yield
+    finally:
+        _DESCRIBING.reset(token)
+
+
+def openai_client(settings: LLMSettings, what: str) -> openai.OpenAI:
     """The ``openai`` client of an endpoint, its own retries off: mempipe's retry policy
-    decides by failure class. ``openai`` is imported here, by the first provider a run
-    builds: a job with the offline extractor and a local model never loads it (0.7 s of a
-    command's start)."""
+    decides by failure class. OpenAI's own endpoint without a key is a setup error naming the
+    settings, before any request (an endpoint of one's own, ``MEMPIPE_LLM_BASE_URL``, may take
+    none). ``openai`` is imported here, by the first provider a run builds: a job with the
+    offline extractor and a local model never loads it (0.7 s of a command's start)."""
     import openai
 
+    key = settings.api_key.get_secret_value()
+    endpoint = settings.base_url or OPENAI_ENDPOINT
+    if not key and "api.openai.com" in endpoint and not _DESCRIBING.get():
+        raise ConfigError(
+            f"{what} at {endpoint} needs an API key: set MEMPIPE_LLM_API_KEY (or "
+            "OPENAI_API_KEY); nothing was sent. An endpoint of your own that takes none: "
+            "MEMPIPE_LLM_BASE_URL"
+        )
     return openai.OpenAI(
         base_url=settings.base_url,
-        api_key=settings.api_key.get_secret_value() or "unset",
+        api_key=key or "unset",
         timeout=settings.timeout_seconds,
         max_retries=0,
     )
@@ -80,7 +108,7 @@ class OpenAIExtractor:
     def __init__(self, settings: LLMSettings, client: openai.OpenAI | None = None) -> None:
         self.settings = settings
         self.name = f"openai:{settings.model}"
-        self._client = client or openai_client(settings)
+        self._client = client or openai_client(settings, f"the openai extractor ({settings.model})")
         self._guard = ProviderGuard(
             str(self._client.base_url),
             settings.model,

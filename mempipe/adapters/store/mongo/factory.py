@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
@@ -11,7 +9,6 @@ from mempipe.adapters.store.mongo.client import MongoStore
 from mempipe.adapters.store.mongo.configuration import config_from_url
 from mempipe.adapters.store.mongo.exceptions import translate
 
-SERVER_SELECTION_S = 10.0
 """How long a command waits for an unreachable server (``MEMPIPE_MONGODB_TIMEOUT_SECONDS``)."""
 
 
@@ -33,4 +30,6 @@ def open_mongo_store(url: str, client: MongoClient | None = None) -> MongoStore:
 
 
 def _timeout_s() -> float:
-    return float(os.environ.get("MEMPIPE_MONGODB_TIMEOUT_SECONDS", SERVER_SELECTION_S))
+    from mempipe.settings import MongoEnvironment
+
+    return MongoEnvironment().timeout_seconds

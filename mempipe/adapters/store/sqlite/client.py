@@ -56,7 +56,9 @@ the same store, and one check is enough."""
 
 
 def check_max_bytes() -> int:
-    return int(os.environ.get("MEMPIPE_SQLITE_CHECK_MAX_BYTES", 512 << 20))
+    from mempipe.settings import SqliteEnvironment
+
+    return SqliteEnvironment().check_max_bytes
 
 
 def _file_size(path: Path) -> int:
