@@ -177,7 +177,22 @@ def process_environment() -> ProcessEnvironment:
     try:
         return ProcessEnvironment()
     except ValidationError as exc:
-        raise ConfigError(f"MEMPIPE_*: {describe(exc, with_input=True)}") from exc
+        raise ConfigError(environment_error("MEMPIPE_", ProcessEnvironment, exc)) from exc
+
+
+def environment_error(prefix: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """``MEMPIPE_LOCAL_DEVICE='gpu0': cpu, cuda, cuda:<n> or mps``: each variable refused,
+    with its value and what it takes."""
+    said = []
+    for error in exc.errors():
+        name = str(error["loc"][0])
+        field = model.model_fields.get(name)
+        if field is None:
+            said.append(f"{prefix}{name.upper()}: no such setting (the reference lists them)")
+        else:
+            given = f"{prefix}{name.upper()}={error.get('input')!r}"
+            said.append(f"{given}: {error['msg']} ({field.description})")
+    return "; ".join(said)
 
 
 def load_local_device() -> str:
@@ -204,7 +219,7 @@ def from_environment(model: type[M], prefix: str) -> M:
     try:
         return model.model_validate(given)
     except ValidationError as exc:
-        raise ConfigError(f"{prefix}*: {describe(exc, with_input=True)}") from exc
+        raise ConfigError(environment_error(prefix, model, exc)) from exc
 
 
 def load_retry_policy() -> RetryPolicy:
