@@ -30,7 +30,8 @@ def store_lock(uow: UnitOfWork, job: str, run_id: str, wait_s: float) -> Iterato
         if time.monotonic() >= deadline:
             raise JobBusyError(
                 f"another {job} of {uow.url} is running: {describe_holder(uow, holder)}; "
-                f"waited {wait_s:g} s. If that process is gone, `mempipe recover` frees it"
+                f"waited {wait_s:g} s. Run this again once it ends (`mempipe runs` shows it; "
+                "a run whose process or machine is gone is freed within a minute)"
             )
         time.sleep(POLL_S)
     try:

@@ -170,9 +170,8 @@ def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
         click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
     if not summary.extractions:
         click.echo(
-            "nothing to extract: no snapshot is pending extraction. `mempipe backfill "
-            "ARCHIVE` brings conversations in first; `mempipe replay --force` extracts "
-            "done snapshots again"
+            "nothing to extract: no snapshot is pending extraction. A backfill brings "
+            "conversations in first; `mempipe replay --force` extracts done snapshots again"
         )
         return
     where = Path(summary.audit_dir).resolve()

@@ -26,17 +26,23 @@ if TYPE_CHECKING:
 def init(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """Create an empty store: every migration applied, the project's declarations recorded.
     A store that is there already is only brought up to date. Every other command that works
-    on a store refuses one that is not there (a typo'd path is an error, never a new store)."""
+    on a store refuses one that is not there (a typo'd path is an error, never a new store);
+    init makes a new SQLite file's missing folder."""
+    from mempipe.adapters.store.factory import make_room
     from mempipe.bootstrap import given_store, load_context
     from mempipe.services.store import create
 
     context = load_context(store, config, store_secret)
+    folder = make_room(context.store_url)
     report = given_store()(create)(context.store_url)
+    report.folder_created = folder
     context.prepare_store()  # the declarations and the server's capabilities
     emit(report, as_json, lambda: _show_init(report))
 
 
 def _show_init(report: MigrationReport) -> None:
+    if report.folder_created:
+        click.echo(f"made the folder {report.folder_created}")
     if report.already_applied:
         applied = ", ".join(report.applied) or "nothing (up to date)"
         click.echo(f"store exists; applied: {applied}")

@@ -59,6 +59,9 @@ class MigrationReport(BaseModel):
     applied: list[str] = Field(default_factory=list, description="applied by this call")
     already_applied: list[str] = Field(default_factory=list)
     pending: list[str] = Field(default_factory=list, description="not applied (read-only check)")
+    folder_created: str | None = Field(
+        default=None, description="the folder `init` made for a new SQLite store"
+    )
 
 
 class TurnWriteResult(BaseModel):

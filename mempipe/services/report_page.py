@@ -208,7 +208,7 @@ def charts(data: PageFigures) -> list[Chart]:
     hint = (
         f"No audit rows in this period by the day they were {data.by}. "
         f"A backfill of old history is dated by when its turns were observed: "
-        f"try `mempipe report --html ... --by {other}`."
+        f"write the page again with --by {other}."
     )
     actions = [{**r, "series": f"{r['memory_type']} {r['action']}"} for r in data.actions]
     return [

@@ -108,14 +108,18 @@ def find(
 def check_metadata_filters(filters: ReadFilter, declared: tuple[str, ...]) -> None:
     """Filters name declared partition keys by their qualified path; anything else is refused
     with the paths that are accepted."""
-    accepted = ", ".join(filter_path(key) for key in declared) or "none: declare partition keys"
+    accepted = ", ".join(filter_path(key) for key in declared) or "none"
     for path in filters.metadata:
         if not path.startswith(METADATA_PREFIX):
             raise SearchError(
                 f"filter on {path!r}: filter by the qualified path; accepted: {accepted}"
             )
         if path.removeprefix(METADATA_PREFIX) not in declared:
-            raise SearchError(f"{path!r} is not a declared partition key; accepted: {accepted}")
+            raise SearchError(
+                f"{path!r} is not a partition key the store holds; accepted: {accepted}. A key "
+                "declared in memory.metadata_partition_keys since the store last recorded its "
+                "configuration: `mempipe rebuild-indexes` records it and says what to rebuild"
+            )
 
 
 def _query_vector(

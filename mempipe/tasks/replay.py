@@ -88,8 +88,8 @@ def replay_bucket(
         len(failed),
         elsewhere,
     )
-    for failure in failed[:FAILURES_LOGGED]:
-        logger.warning(
+    for failure in failed[:FAILURES_LOGGED]:  # the run's error line counts them, once, on stderr
+        logger.info(
             "%s/%s failed (%s): %s",
             failure.snapshot_id,
             failure.handler,
@@ -97,7 +97,7 @@ def replay_bucket(
             failure.error,
         )
     if len(failed) > FAILURES_LOGGED:
-        logger.warning(
+        logger.info(
             "and %d more failed extraction(s): `mempipe report --run-id %s` lists them all",
             len(failed) - FAILURES_LOGGED,
             run_id,

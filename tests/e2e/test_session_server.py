@@ -212,9 +212,34 @@ def test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force(env
     ours = status(tmp_path, env)["server"]
     assert ours["installation"]["mempipe"] != "0.0.1"
 
+    # Each refusal's hint, followed as written while a command uses the server, gets past it.
+    for made_foreign in (True, False):
+        ours = status(tmp_path, env)["server"] or json.loads(
+            run(["server", "start", "--json"], tmp_path, env).stdout
+        )["server"]
+        user = subprocess.Popen(["sleep", "120"])
+        (home / "mempipe-server.clients" / str(user.pid)).touch()
+        try:
+            if made_foreign:
+                record = json.loads((home / "mempipe-server.json").read_text())
+                record["installation"]["mempipe"] = "0.0.1"
+                (home / "mempipe-server.json").write_text(json.dumps(record))
+                refused = run(["replay", "--store", "sqlite:///other.db"], tmp_path, env)
+            else:
+                refused = run(["server", "stop"], tmp_path, env)
+            assert refused.returncode == 1
+            [said] = re.findall(r"`(mempipe [^`]*)`", refused.stderr)
+            assert said == "mempipe server stop --force"
+            forced = run([*said.split()[1:], "--json"], tmp_path, env)
+            assert forced.returncode == 0, forced.stderr
+            assert gone(ours["pid"])
+            again = run(["replay", "--store", "sqlite:///other.db"], tmp_path, env)
+            assert again.returncode == 0, again.stderr
+        finally:
+            user.kill()
+            user.wait()
     forced = run(["server", "stop", "--force", "--json"], tmp_path, env)
     assert forced.returncode == 0, forced.stderr
-    assert gone(ours["pid"])
     log = (home / "mempipe-server.log").read_text()
     assert "Warning" not in log
     assert "starting Prefect's API" in log

@@ -104,7 +104,7 @@ def test_an_absent_text_index_is_created_and_filled(store) -> None:
     ("path", "message"),
     [
         ("engagement_id", "filter by the qualified path; accepted: metadata.engagement_id"),
-        ("metadata.tier", "'metadata.tier' is not a declared partition key"),
+        ("metadata.tier", "'metadata.tier' is not a partition key the store holds"),
     ],
 )
 def test_metadata_filters_name_declared_keys_by_their_qualified_path(store, path, message) -> None:

@@ -91,21 +91,24 @@ class PrefectBudget:
         requests: tuple[str, int] | None,
         tokens: tuple[str, int] | None,
         timeout_s: float,
+        per_minute: float = 60,
     ) -> None:
+        """``per_minute``: the request budget a limit that is not there would be made with."""
         self.requests, self.tokens, self.timeout_s = requests, tokens, timeout_s
+        self.per_minute = per_minute
 
     def acquire(self, tokens: int = 0) -> None:
         if self.requests is not None:
-            self._occupy(self.requests[0], 1, self.timeout_s)
+            self._occupy(self.requests[0], 1, self.timeout_s, self.per_minute)
         if self.tokens is not None and tokens:
             name, size = self.tokens
             left = tokens
             while left > 0:
-                self._occupy(name, min(left, size), max(self.timeout_s, TOKEN_WAIT_S))
+                self._occupy(name, min(left, size), max(self.timeout_s, TOKEN_WAIT_S), size / BURST)
                 left -= size
 
     @staticmethod
-    def _occupy(name: str, slots: int, timeout_s: float) -> None:
+    def _occupy(name: str, slots: int, timeout_s: float, per_minute: float) -> None:
         from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
         from prefect.concurrency.sync import rate_limit
 
@@ -117,10 +120,7 @@ class PrefectBudget:
                 f"no slot of Prefect rate limit {name!r} within {timeout_s:g} s",
             ) from exc
         except ConcurrencySlotAcquisitionError as exc:
-            raise ConfigError(
-                f"Prefect rate limit {name!r} is not on the server: create it with "
-                f"`prefect gcl create {name} --limit N --slot-decay-per-second R`"
-            ) from exc
+            raise missing_limit(name, per_minute) from exc
 
 
 def budget_names(endpoint: str, model: str) -> tuple[str, str]:
@@ -137,14 +137,42 @@ def ensure_budget_limit(name: str, per_minute: float) -> int:
     from prefect import get_client
     from prefect.exceptions import ObjectAlreadyExists
 
-    size = max(1, math.floor(per_minute * BURST))
-    decay = (per_minute - size) / 60
+    size, decay = budget_figures(per_minute)
     with get_client(sync_client=True) as client:
         try:
             client.upsert_global_concurrency_limit_by_name(name, size, decay)
         except ObjectAlreadyExists:  # another process made it between the read and the create
             client.upsert_global_concurrency_limit_by_name(name, size, decay)
     return size
+
+
+def missing_limit(name: str, per_minute: float) -> ConfigError:
+    size, decay = budget_figures(per_minute)
+    return ConfigError(
+        f"Prefect rate limit {name!r} is not on the server: create it with "
+        f"`prefect gcl create {name} --limit {size} --slot-decay-per-second {decay:g}` "
+        f"({per_minute:g} a minute; scale both to your budget)"
+    )
+
+
+def require_limit(name: str, per_minute: float) -> None:
+    """The rate limit the user named is on the server: a run that names one that is not is
+    refused when its provider is built, before any request."""
+    from prefect import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound as exc:
+            raise missing_limit(name, per_minute) from exc
+
+
+def budget_figures(per_minute: float) -> tuple[int, float]:
+    """A Prefect limit's size and slot decay per second that let at most ``per_minute``
+    through in any 60 seconds (a tenth as a burst, the rest as its refill)."""
+    size = max(1, math.floor(per_minute * BURST))
+    return size, round((per_minute - size) / 60, 6)
 
 
 def prefect_server_present() -> bool:
@@ -177,8 +205,9 @@ def _budget(settings: LLMSettings, endpoint: str) -> Limiter:
     request_name, token_name = budget_names(endpoint, settings.model)
     requests = None
     if settings.rate_limit:
+        require_limit(settings.rate_limit, rpm or 60)
         requests = (settings.rate_limit, 1)
     elif rpm:
         requests = (request_name, ensure_budget_limit(request_name, rpm))
     tokens = (token_name, ensure_budget_limit(token_name, tpm)) if tpm else None
-    return PrefectBudget(requests, tokens, settings.timeout_seconds)
+    return PrefectBudget(requests, tokens, settings.timeout_seconds, rpm or 60)

@@ -33,6 +33,26 @@ def _mongodb(url: str, *, read_only: bool) -> Store:
 BUILT_IN: dict[str, Opener] = {"sqlite": _sqlite, "mongodb": _mongodb, "mongodb+srv": _mongodb}
 
 
+def make_room(url: str) -> str | None:
+    """What ``mempipe init`` does before it creates a store: a SQLite file's folder is made,
+    with its parents, and returned (None when it was there); a server's store needs nothing.
+    Nothing else makes a folder: a job's typo'd store path is an error."""
+    if (urlsplit(url).scheme if "://" in url else "sqlite") != "sqlite":
+        return None
+    from mempipe.adapters.store.sqlite.configuration import config_from_url
+
+    folder = config_from_url(url).path.parent
+    if folder.is_dir():
+        return None
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise StoreError(
+            f"{public_url(url)!r}: cannot make {str(folder)!r}: {exc.strerror}"
+        ) from exc
+    return str(folder)
+
+
 def schemes() -> list[str]:
     """Every backend's URL scheme, the plug-ins' read from their entry points."""
     return [*BUILT_IN, *(p.name for p in installed(ENTRY_POINT_GROUP))]

@@ -5,6 +5,7 @@ record by record as the other formats are."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from mempipe.archives.drafts import Draft
 from mempipe.archives.formats import ClaimedFormat, FileReading
@@ -18,6 +19,7 @@ class Bundle(ClaimedFormat):
     streamed = False
 
     def drafts(self, reading: FileReading) -> Iterator[Draft]:
+        folder = self.path if Path(self.path).is_dir() else str(Path(self.path).parent)
         raise ArchiveError(
-            f"{self.path}: a bundle is imported whole (`mempipe import --format bundle`)"
+            f"{self.path}: a bundle is imported whole (`mempipe import {folder} --format bundle`)"
         )

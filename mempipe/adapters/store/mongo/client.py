@@ -269,7 +269,7 @@ class MongoStore(
     def require_search(self, job: str) -> None:
         if not self.capabilities.search:
             raise SearchUnavailableError(
-                f"{self.url}: `mempipe {job}` needs search indexes, which this MongoDB "
+                f"{self.url}: {job} needs search indexes, which this MongoDB "
                 f"deployment does not have (no Atlas Search, no mongot); nothing was changed: "
                 f"{NO_SEARCH_HINT}"
             )

@@ -189,6 +189,6 @@ class SearchIndexes:
             lambda: (
                 f"{self.where}: search index {collection.name}.{name} is not queryable after "
                 f"{self.timeout_s:g} s (status {status}); raise MEMPIPE_MONGODB_INDEX_TIMEOUT "
-                "or check the search nodes / mongot, then run `mempipe rebuild-indexes`"
+                "or check the search nodes / mongot, then run `mempipe rebuild-indexes --force`"
             ),
         )
