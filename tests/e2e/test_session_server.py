@@ -214,9 +214,10 @@ def test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force(env
 
     # Each refusal's hint, followed as written while a command uses the server, gets past it.
     for made_foreign in (True, False):
-        ours = status(tmp_path, env)["server"] or json.loads(
-            run(["server", "start", "--json"], tmp_path, env).stdout
-        )["server"]
+        ours = (
+            status(tmp_path, env)["server"]
+            or json.loads(run(["server", "start", "--json"], tmp_path, env).stdout)["server"]
+        )
         user = subprocess.Popen(["sleep", "120"])
         (home / "mempipe-server.clients" / str(user.pid)).touch()
         try:
