@@ -59,7 +59,7 @@ def run_job(
         emit(preview, as_json, lambda: show_preview(preview))
         return
     with stop_on_signals(), reporting_to_prefect():
-        if job.prepares_store:
+        if request.prepares():
             context.prepare_store(create=job.creates_store)
         with show_on_terminal():
             summary, incomplete = run_flow(request.run, context=context)

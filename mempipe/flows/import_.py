@@ -27,7 +27,7 @@ from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
 from mempipe.tasks.archives import resolve_archives
 from mempipe.tasks.artifacts import publish_table
-from mempipe.tasks.import_ import import_memory_file, read_bundle
+from mempipe.tasks.import_ import check_bundle, import_memory_file, read_bundle
 from mempipe.tasks.report import export_audit
 
 
@@ -53,6 +53,11 @@ class Import(Job[BaseModel]):
         if kind_of(self.source_format) is not FormatKind.BUNDLE:
             expand_paths(self.paths)
 
+    def prepares(self) -> bool:
+        """A bundle's flow checks the whole bundle before it prepares (or creates) the store:
+        one that differs from its manifest leaves the target as it was."""
+        return kind_of(self.source_format) is not FormatKind.BUNDLE
+
     def run(self, context: AppContext) -> BundleImportSummary | MemoryImportSummary:
         common = context.flow_options()
         if kind_of(self.source_format) is FormatKind.BUNDLE:
@@ -71,12 +76,13 @@ def import_flow(
 ) -> BundleImportSummary:
     """Idempotent: importing the same bundle again writes nothing."""
     context = load_context(store, config, store_secret)
+    checked = check_bundle(path)  # the whole bundle, before the store is touched
     with recorded_run(
         context, "import", {"path": path, "format": "bundle"}, creates_store=True
     ) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects, FileKind.REJECTS)
-        summary = read_bundle(context.store_url, path, run.run_id, str(rejects))
+        summary = read_bundle(context.store_url, path, checked, run.run_id, str(rejects))
         written = {f"written_{c}": n for c, n in summary.written.items()}
         run.end(written | {"conflicts": summary.conflicts})
     publish_table(

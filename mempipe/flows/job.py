@@ -40,6 +40,11 @@ class Job(BaseModel, Generic[S]):
     def check(self, context: AppContext) -> None:
         """Refuse what is wrong before any server starts (an unknown model, say)."""
 
+    def prepares(self) -> bool:
+        """Whether the command prepares the store before the run (its class's
+        ``prepares_store``; a request may leave it to its flow)."""
+        return self.prepares_store
+
     def plan(self, context: AppContext) -> RunPlan:
         raise ConfigError(f"{type(self).__name__.lower()} has no --plan")
 

@@ -1,6 +1,11 @@
 """Import a mempipe bundle into any store, verbatim: ids, versions, times, evidence and audit
 kept; what the store already holds is skipped, a record held with other content is a reject
-(never overwritten); at the end the store's digests are compared with the manifest's."""
+(never overwritten); at the end the store's digests are compared with the manifest's.
+
+Nothing is written until the whole bundle is checked (:func:`verify_bundle`): every file read
+to its end, its records counted and digested as the export did, and held against the manifest,
+its vector files against the registry the manifest names. A file that cannot be read, or that
+differs from its manifest (damaged, edited, truncated), refuses the import, naming the file."""
 
 from __future__ import annotations
 
@@ -9,12 +14,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.domain.digest import canonical, millis
-from mempipe.errors import ConfigError
+from mempipe.domain.digest import Digest, canonical, millis
+from mempipe.errors import ArchiveError, ConfigError
 from mempipe.progress import track
 from mempipe.rejects import append_rejects
 from mempipe.schemas.arrow import from_arrow_rows
@@ -28,6 +34,7 @@ from mempipe.schemas.bundle import (
     Manifest,
     store_collection,
 )
+from mempipe.schemas.errors import describe
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
 from mempipe.schemas.reject import Reject
@@ -40,6 +47,8 @@ def read_manifest(path: Path) -> Manifest:
         manifest = Manifest.model_validate_json((path / MANIFEST).read_bytes())
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: not a mempipe bundle (no {MANIFEST})") from exc
+    except (OSError, ValidationError) as exc:
+        raise ArchiveError(f"{path / MANIFEST}: not a bundle's manifest ({_why(exc)})") from exc
     if manifest.bundle_format > BUNDLE_FORMAT:
         raise ConfigError(
             f"{path}: bundle format {manifest.bundle_format}; this mempipe reads up to "
@@ -59,11 +68,71 @@ def check_custom_types(uow: UnitOfWork, custom_types: Sequence[str]) -> None:
         )
 
 
-def import_bundle(
-    uow: UnitOfWork, path: Path, *, run_id: str, rejects_file: Path, batch_size: int = 2000
-) -> BundleImportSummary:
-    started = time.perf_counter()
+def checked_bundle(path: Path, batch_size: int = 2000) -> Manifest:
+    """The bundle's manifest, once every file of the bundle is as it describes: else an
+    :class:`ArchiveError` naming the file that is not. Reads every file once, writes nothing."""
     manifest = read_manifest(path)
+    verify_bundle(path, manifest, batch_size)
+    return manifest
+
+
+def verify_bundle(path: Path, manifest: Manifest, batch_size: int) -> None:
+    for collection, model in BUNDLE_MODELS.items():
+        file = path / f"{collection}.parquet"
+        digest = Digest()
+        try:
+            for batch, _ in _batches(file, model, batch_size):
+                for record in batch:
+                    digest.add(record, NOT_DIGESTED.get(collection, ()))
+        except (OSError, pa.ArrowException, ValidationError, ValueError) as exc:
+            raise _refused(file, f"it cannot be read: {_why(exc)}") from exc
+        if digest.count != manifest.counts.get(collection):
+            said = manifest.counts.get(collection)
+            raise _refused(file, f"it holds {digest.count} records, its manifest says {said}")
+        if digest.hexdigest() != manifest.digests.get(collection):
+            raise _refused(file, "its records differ from the digest its manifest holds")
+    entries = {(e.collection, e.model_id): e for e in manifest.registry}
+    for collection, model_id in manifest.vectors.items():
+        file = path / f"vectors-{collection}.parquet"
+        entry = entries.get((store_collection(collection), model_id))
+        if entry is None:
+            raise _refused(
+                path / MANIFEST, f"it names {file.name} of {model_id}, which its registry lacks"
+            )
+        try:
+            for page in read_vectors(file, batch_size):
+                wrong = next((len(v) for _, v in page if len(v) != entry.dimensions), None)
+                if wrong is not None:
+                    raise _refused(
+                        file, f"a vector of {wrong} dimensions; {model_id} gives {entry.dimensions}"
+                    )
+        except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
+            raise _refused(file, f"it cannot be read: {_why(exc)}") from exc
+
+
+def _refused(file: Path, why: str) -> ArchiveError:
+    return ArchiveError(
+        f"{file}: the bundle differs from its manifest: {why}; nothing was imported"
+    )
+
+
+def _why(exc: BaseException) -> str:
+    return (describe(exc) if isinstance(exc, ValidationError) else str(exc)).splitlines()[0]
+
+
+def import_bundle(
+    uow: UnitOfWork,
+    path: Path,
+    *,
+    run_id: str,
+    rejects_file: Path,
+    batch_size: int = 2000,
+    checked: Manifest | None = None,
+) -> BundleImportSummary:
+    """``checked``: the manifest :func:`checked_bundle` returned for ``path`` (a flow checks
+    the bundle before it records its run); else the bundle is checked here first."""
+    started = time.perf_counter()
+    manifest = checked or checked_bundle(path, batch_size)
     check_custom_types(uow, manifest.custom_types)
     written: Counter[str] = Counter()
     skipped: Counter[str] = Counter()

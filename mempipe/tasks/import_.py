@@ -9,20 +9,28 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import given_store
-from mempipe.schemas.bundle import (
-    BundleImportSummary,
-)
+from mempipe.schemas.bundle import BundleImportSummary, Manifest
 from mempipe.schemas.memory_import import MemoryImportRequest, MemoryImportSummary, MemoryReading
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import memory_import
-from mempipe.services.bundle_import import import_bundle
+from mempipe.services.bundle_import import checked_bundle, import_bundle
 from mempipe.tasks.extraction import extraction_context
+
+
+@task(name="check-bundle", cache_policy=NO_CACHE)
+def check_bundle(path: str) -> Manifest:
+    """The whole bundle held against its manifest before anything of the store is touched."""
+    return checked_bundle(Path(path))
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
 @given_store()
-def read_bundle(uow: UnitOfWork, path: str, run_id: str, rejects_file: str) -> BundleImportSummary:
-    summary = import_bundle(uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file))
+def read_bundle(
+    uow: UnitOfWork, path: str, checked: Manifest, run_id: str, rejects_file: str
+) -> BundleImportSummary:
+    summary = import_bundle(
+        uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file), checked=checked
+    )
     logger = get_run_logger()
     logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
     for difference in summary.digest_differences:
