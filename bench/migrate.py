@@ -51,7 +51,7 @@ def build(path: Path, out: Path, turns: int) -> None:
         for turn in repeated_turns(turns, 200):
             f.write(orjson.dumps(turn) + b"\n")
     url = f"sqlite:///{path}"
-    prepare_store(url, None)
+    prepare_store(url, None, create=True)
     store = open_store(url, migrate=True)
     defaults = IdentityDefaults(org_id="bench", project_id="lme")
     ingest_file(
@@ -134,7 +134,7 @@ def main() -> None:
     target_path = out / "target.db"
     for stale in out.glob("target.db*"):
         stale.unlink()
-    prepare_store(f"sqlite:///{target_path}", None)
+    prepare_store(f"sqlite:///{target_path}", None, create=True)
     target = open_store(f"sqlite:///{target_path}", migrate=True)
     started = time.perf_counter()
     imported = import_bundle(

@@ -48,7 +48,7 @@ def load(store_path: Path, out: Path) -> None:
     from mempipe.services.ingest import ingest_file
 
     url = f"sqlite:///{store_path}"
-    prepare_store(url, ProjectConfig())
+    prepare_store(url, ProjectConfig(), create=True)
     store = open_store(url, migrate=True)
     ingest_file(
         UnitOfWork(store),

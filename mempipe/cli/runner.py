@@ -55,8 +55,8 @@ def run_job(
         return
     if show_preview is not None and request.preview:
         with stop_on_signals(), show_on_terminal():  # a preview writes nothing: no run either
-            preview = request.previewed(context)
-        emit(preview, as_json, lambda: show_preview(preview))
+            preview, incomplete = run_flow(request.previewed, context=context)
+        emit(preview, as_json, lambda: show_preview(preview), incomplete)
         return
     with stop_on_signals(), reporting_to_prefect():
         if request.prepares():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mempipe.schemas.replay import ReplaySummary
+from mempipe.schemas.replay import ReplayPreview, ReplaySummary
 from mempipe.schemas.run import RunStatus
 
 
@@ -55,6 +55,15 @@ def vectors_left(provider_failed: int, provider_error: str | None) -> str | None
 def first_undone(*undone: str | None) -> str | None:
     """Everything a run left undone, in one message (None when nothing)."""
     return "; ".join(u for u in undone if u) or None
+
+
+def preview_left(preview: ReplayPreview) -> str | None:
+    """What a preview could not show: the extractions its provider failed (a replay would
+    leave them undone too)."""
+    if not preview.failed:
+        return None
+    first = f": {preview.failures[0]}" if preview.failures else ""
+    return f"{preview.failed} of {preview.extractions} extraction(s) failed in the preview{first}"
 
 
 def extractions_left(summary: ReplaySummary) -> str | None:

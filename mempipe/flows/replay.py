@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field, field_validator
 from mempipe.adapters.llm.registry import ExtractorName, extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
-from mempipe.domain.run_outcome import extractions_left
-from mempipe.errors import ConfigError
+from mempipe.domain.run_outcome import extractions_left, preview_left
+from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, comma_list, taken
 from mempipe.flows.recorded_run import concluded, recorded_run
@@ -132,7 +132,11 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
             return batch_preview(context.store_url, request, settings, handlers, plans)
         _require_reconcilable(context.store_url, handlers)
         kept = context.kept_answers if self.html else None
-        return _preview(context.store_url, request, handlers, settings, stale, plans, kept)
+        found = _preview(context.store_url, request, handlers, settings, stale, plans, kept)
+        undone = preview_left(found)
+        if undone:  # the preview's failures fail it, as a replay's fail the replay
+            raise IncompleteRunError(undone, found)
+        return found
 
 
 @given_store(read_only=True, existing=True)

@@ -203,3 +203,33 @@ def test_an_offline_rule_change_is_previewed_and_replayed_exactly(backend, tmp_p
 def test_an_offline_rule_that_cannot_work_is_refused(rule, message) -> None:
     with pytest.raises(ValueError, match=message):
         OfflineRule.model_validate(rule)
+
+
+def test_a_preview_whose_questions_failed_exits_as_a_replay_with_them_would(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    """Issue 54: every question refused, the preview prints what it found and fails (exit 1,
+    one error line naming how many failed and why), its JSON document beside it."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mempipe.cli import cli
+    from tests.fakes.openai_server import error
+
+    monkeypatch.chdir(tmp_path)
+    sample = Path(__file__).parents[2] / "examples" / "sample-archive"
+    assert CliRunner().invoke(cli, ["backfill", str(sample), "--user-id", "maya"]).exit_code == 0
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: error(400, "this request is not acceptable")
+        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
+        monkeypatch.setenv("MEMPIPE_LLM_API_KEY", "sk-preview")
+        args = ["replay", "--extractor", "openai", "--handlers", "semantic", "--preview"]
+        failed = CliRunner().invoke(cli, [*args, "--json"])
+    assert failed.exit_code == 1, failed.output
+    document = json.loads(failed.stdout)
+    assert document["failed"] == document["extractions"] > 0
+    assert document["kind"] == "incomplete"
+    (line,) = failed.stderr.splitlines()
+    assert line.startswith(f"error: {document['failed']} of {document['extractions']} extraction")
+    assert "not acceptable" in line

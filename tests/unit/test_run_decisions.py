@@ -77,3 +77,15 @@ def test_what_a_run_left_undone_is_named():
         "3 of 5 extraction(s) failed (2 retryably, 1 on content: see "
         "`mempipe report --run-id r1`); `mempipe replay` again retries the 2 retryable one(s)"
     )
+
+
+def test_a_preview_with_failures_is_undone_as_a_replay_with_them_is():
+    from mempipe.domain.run_outcome import preview_left
+    from mempipe.schemas.replay import ReplayPreview
+
+    preview = ReplayPreview.model_construct(extractions=4, failed=0, failures=[])
+    assert preview_left(preview) is None
+    preview.failed, preview.failures = 4, ["snap_1/semantic: refused"]
+    assert preview_left(preview) == (
+        "4 of 4 extraction(s) failed in the preview: snap_1/semantic: refused"
+    )
