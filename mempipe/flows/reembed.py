@@ -171,8 +171,8 @@ def reembed_flow(
     (``incremental``): the module's notes say how, and what a failure leaves."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, model_id = context.store_url, target_model(model, dimensions, context.config)
-    embedder, chosen = _usable(model_id, dimensions, via), chosen_collections(collections)
+    url, chosen = context.store_url, chosen_collections(collections)
+    model_id, embedder = _target(context, chosen, model, dimensions, incremental, via)
     _require_search(url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
     with recorded_run(context, "reembed", asked, lock="reembed", lock_wait_s=lock_wait_s) as run:
@@ -191,11 +191,39 @@ def reembed_flow(
     return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
 
 
-def _usable(model_id: str, dimensions: int | None, via: Via) -> Embedder:
-    """The model's embedder, refused before any run is recorded where it cannot serve."""
+def _target(
+    context: AppContext,
+    chosen: list[str],
+    model: str | None,
+    dimensions: int | None,
+    incremental: bool,
+    via: Via,
+) -> tuple[str, Embedder]:
+    """The model the run embeds with, and its embedder: a fill's is the model that serves the
+    collections (each gets its serving model's vectors), a move's the one asked for."""
+    model_id = target_model(model, dimensions, context.config)
+    if incremental and model is None:
+        model_id = _serving(context.store_url, chosen) or model_id
+    return model_id, _usable(model_id, dimensions, via, named=model is not None)
+
+
+@given_store(read_only=True, existing=True)
+def _serving(uow: UnitOfWork, collections: list[str]) -> str | None:
+    """The model that serves the collections, where one model serves them all."""
+    served = {uow.models.serving_model(c) for c in collections} - {None}
+    return served.pop() if len(served) == 1 else None
+
+
+def _usable(model_id: str, dimensions: int | None, via: Via, *, named: bool) -> Embedder:
+    """The model's embedder, refused before any run is recorded where it cannot serve
+    (``named``: the operator named it; else it is the configured one, and the refusal says
+    so)."""
     embedder = embedder_for(model_id)
     if dimensions is not None and dimensions != embedder.dimensions:
-        raise ConfigError(f"{model_id} gives {embedder.dimensions} dimensions, not {dimensions}")
+        which = "" if named else " (the configured model: name another with --model)"
+        raise ConfigError(
+            f"{model_id}{which} gives {embedder.dimensions} dimensions, not {dimensions}"
+        )
     if via == "batch" and not isinstance(embedder, OpenAIEmbedder):
         raise ConfigError(
             f"{model_id}: --via batch needs an OpenAI-compatible model (openai:<model>); "

@@ -21,7 +21,7 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.cli import cli
 from mempipe.domain.failures import FailureKind, failure_error
-from mempipe.errors import IncompleteRunError
+from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.import_ import import_memories_flow
 from mempipe.flows.reembed import reembed_flow
@@ -191,3 +191,38 @@ def test_runs_show_says_a_failed_run_counted_nothing_and_names_files_never_writt
         CliRunner().invoke(cli, ["runs", "show", "r1", "--store", url, "--json"]).stdout
     )
     assert document["never_written"] == [str(rejects)]
+
+
+def test_a_fill_and_its_failure_name_the_model_that_serves_not_the_configured_one(
+    prefect_server, tmp_path, monkeypatch
+) -> None:
+    """Issue 54: the store moved to a provider model, the configuration still naming the local
+    one: an incremental re-embed fills with the serving model, and its failure line names it;
+    a size asked of the configured model is refused naming it as such."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    config = str(tmp_path / "project-config.yaml")
+    backfill_flow(paths=[str(write_turns(tmp_path / "a.jsonl", 5, "aisle {}"))], store=store)
+    with fake_openai() as (fake, url):
+        monkeypatch.setenv("MEMPIPE_LLM_BASE_URL", url)
+        monkeypatch.setenv("MEMPIPE_LLM_API_KEY", "sk-test")
+        monkeypatch.setenv("MEMPIPE_RETRY_MAX_ATTEMPTS", "1")
+        fake.responder = lambda body: embeddings(body, 16)
+        reembed_flow(model="openai:fake-embed:16", store=store, config=config)
+        backfill_flow(
+            paths=[str(write_turns(tmp_path / "b.jsonl", 5, "window {}"))],
+            store=store,
+            config=config,
+        )
+        fake.responder = lambda body: error(503, "overloaded")
+        with pytest.raises(ConfigError) as failed:
+            reembed_flow(incremental=True, store=store, config=config)
+    said = str(failed.value)
+    assert said.startswith("openai:fake-embed:16 cannot embed, so nothing was changed"), said
+    assert "hashing-64" not in said
+    refused = CliRunner().invoke(
+        cli, ["reembed", "--dimensions", "8", "--store", store, "--config", config]
+    )
+    assert refused.exit_code == 1
+    assert "hashing-64 (the configured model: name another with --model) gives 64" in refused.stderr
