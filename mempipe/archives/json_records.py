@@ -215,6 +215,7 @@ class StructureGuard:
 
     def __init__(self, stream: BinaryIO, limits: ArchiveLimits, record_depth: int) -> None:
         self._stream = stream
+        self._held = b""  # a chunk's last bytes where an escape may go on in the next
         self._limits = limits
         self._record_depth = record_depth
         self._depth = 0
@@ -231,7 +232,12 @@ class StructureGuard:
             raise self._failed
         if size == 0:
             return b""  # a parser's probe of what the stream yields
-        data = self._stream.read(size if size > 0 else 1 << 16)
+        data = b""
+        while not data:  # an empty read is the end of the stream: only return one there
+            chunk = self._stream.read(size if size > 0 else 1 << 16)
+            data, self._held = unpaired_surrogates_marked(self._held + chunk, final=not chunk)
+            if not chunk:
+                break
         if data:
             depth, in_string, escaped = self._depth, self._in_string, self._escaped
             try:
@@ -279,6 +285,55 @@ class StructureGuard:
         self._open_bytes = 0 if touched else self._open_bytes + size
         if self._open_bytes > self._limits.max_record_bytes:
             raise RecordLimitError(self._limits.record_reason())
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ESCAPES = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_HELD_BACK = 12
+"""What may hold an unfinished surrogate escape or pair at a chunk's end (``\\ud83d\\ude0``)."""
+
+
+def unpaired_surrogates_marked(data: bytes, *, final: bool = False) -> tuple[bytes, bytes]:
+    """``data`` with each unpaired surrogate escape (``\\ud800`` with no low half after it, or
+    a low half alone) written ``\\u0000``, the same length, and the bytes held back for the
+    next chunk: its last ones, and any escape, or high half of a pair, they would cut (none
+    once the stream has ended: ``final``). The C parser would turn an unpaired escape into
+    ``?`` silently; a NUL is refused where the record is validated (:mod:`mempipe.schemas.text`),
+    so the record is a reject. Most chunks hold no surrogate escape and pass as they are."""
+    cut = len(data) if final else _cut(data)
+    body, held = data[:cut], data[cut:]
+    if not _SURROGATE.search(body):
+        return body, held
+    escapes = [m for m in _ESCAPES.finditer(body) if len(m.group(1)) % 2 == 1]
+    marked = bytearray(body)
+    for n, escape in enumerate(escapes):
+        if not _paired(escape, escapes[n - 1] if n else None, escapes[n + 1 : n + 2]):
+            marked[escape.end() - 4 : escape.end()] = b"0000"
+    return bytes(marked), held
+
+
+def _cut(data: bytes) -> int:
+    """Where the bytes held back begin: before the last ``_HELD_BACK``, moved back to the start
+    of an escape it would cut, and past any high halves before it (their low half may follow)."""
+    cut = max(0, len(data) - _HELD_BACK)
+    backslash = data.rfind(b"\\", max(0, cut - 5), cut)
+    if backslash >= 0:
+        cut = backslash
+    while cut >= 6 and _HIGH.fullmatch(data, cut - 6, cut):
+        cut -= 6
+    return cut
+
+
+def _paired(escape: re.Match[bytes], before: re.Match[bytes] | None, after: list) -> bool:
+    if int(escape.group(2), 16) < 0xDC00:
+        follows = after[0] if after else None
+        return follows is not None and follows.start() == escape.end() and _low(follows)
+    return before is not None and before.end() == escape.start() and not _low(before)
+
+
+def _low(escape: re.Match[bytes]) -> bool:
+    return int(escape.group(2), 16) >= 0xDC00
 
 
 _TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}"]', re.DOTALL)

@@ -6,11 +6,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from mempipe.schemas.memory import MemoryType
+from mempipe.schemas.text import sound_text
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+Text = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
+    AfterValidator(sound_text),
+]
 
 
 class ExtractedSemantic(BaseModel):

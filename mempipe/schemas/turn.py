@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mempipe.schemas.identity import IdStr
+from mempipe.schemas.text import SoundText
 
 
 class Role(StrEnum):
@@ -45,12 +46,12 @@ class Turn(BaseModel):
     session_id: IdStr
     turn_seq: int = Field(ge=0, description="position in the session, from 0")
     role: Role
-    content: str
+    content: SoundText
     created_at: datetime | None = Field(
         default=None, description="the original time; null when the source has none"
     )
     message_id: str | None = Field(default=None, description="the id the source gave the message")
-    name: str | None = None
+    name: SoundText | None = None
     model: str | None = Field(default=None, description="model that produced the message")
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None

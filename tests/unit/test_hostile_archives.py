@@ -171,3 +171,40 @@ def test_a_fifo_is_named_as_what_it_is(tmp_path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ArchiveError, match="not a regular file"):
         expand_paths([fifo])
+
+
+def test_a_lone_surrogate_escape_is_a_reject_however_the_chunks_fall(tmp_path) -> None:
+    """The C JSON parser turns an unpaired ``\\ud800`` into ``?`` without a word: the record is
+    a reject instead (issue 54), a pair (an emoji) and an escaped backslash stay text, and a
+    chunk boundary inside an escape changes nothing."""
+    import io
+
+    from mempipe.archives.json_records import StructureGuard, unpaired_surrogates_marked
+    from mempipe.archives.limits import ArchiveLimits
+
+    body = (
+        b'[{"t": "pair \\ud83d\\ude00"}, {"t": "lone \\ud800 here"}, '
+        b'{"t": "low \\udc00"}, {"t": "slash \\\\ud800"}]'
+    )
+    for size in (1, 3, 7, 11, 64):
+        stream = io.BytesIO(body)
+        guard = StructureGuard(stream, ArchiveLimits(), 1)
+        passed = b""
+        while chunk := guard.read(size):
+            passed += chunk
+        assert len(passed) == len(body), size
+        assert passed.count(b"\\u0000") == 2, size
+        assert b"\\ud83d\\ude00" in passed, size
+        assert b"\\\\ud800" in passed, size
+    marked, held = unpaired_surrogates_marked(b'{"t": "a \\ud8', final=False)
+    assert marked + held == b'{"t": "a \\ud8', "an escape the chunk cuts waits for the next"
+    assert held.endswith(b"\\ud8")
+    path = tmp_path / "export.json"
+    path.write_bytes(
+        b'[{"session_id": "s", "turn_seq": 0, "role": "user", "content": "lone \\ud800"},'
+        b' {"session_id": "s", "turn_seq": 1, "role": "user", "content": "fine \\ud83d\\ude00"}]'
+    )
+    turns, rejects = read(path)
+    assert [t.content for t in turns] == ["fine \U0001f600"]
+    (reject,) = rejects
+    assert "not valid Unicode text" in reject.reason
