@@ -97,9 +97,8 @@ def test_provider_requests_draw_on_a_prefect_rate_limit_where_one_is_named(prefe
         extractor = OpenAIExtractor(settings)
         for _ in range(3):
             extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
-        missing = OpenAIExtractor(settings.model_copy(update={"rate_limit": "no-such-limit"}))
         with pytest.raises(ConfigError, match="prefect gcl create no-such-limit"):
-            missing.extract(SNAPSHOT, MemoryType.SEMANTIC)
+            OpenAIExtractor(settings.model_copy(update={"rate_limit": "no-such-limit"}))
     with get_client(sync_client=True) as client:
         used = client.read_global_concurrency_limit_by_name("llm-test").active_slots
     assert used >= 2, "each request took a slot (decaying slowly)"
