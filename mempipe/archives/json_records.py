@@ -30,6 +30,8 @@ class JsonRecord(NamedTuple):
     line: int | None
     index: int | None
     text: bytes | None = None
+    position: int | None = None
+    """Its place in its document's list, where a document's records are read one by one."""
 
     def raw(self) -> str:
         if self.text is not None:
@@ -56,10 +58,14 @@ def iter_json_records(
     lines: bool = False,
     tell: Callable[[], int] | None = None,
     limits: ArchiveLimits | None = None,
+    record_keys: tuple[str, ...] = (),
 ) -> Iterator[JsonRecord | BrokenRecord]:
     """``lines`` forces JSON Lines (a ``.jsonl`` file is read line by line whatever its first
     lines hold); ``tell`` gives the byte offset reached in the file, for messages; ``limits``
-    bound every record (the process's ``MEMPIPE_ARCHIVE_*`` when not given)."""
+    bound every record (the process's ``MEMPIPE_ARCHIVE_*`` when not given); ``record_keys``:
+    a document that opens with one of these keys holding a list (mem0's ``{"results": [``)
+    has its list's items read as its records, one by one, so that one past a limit costs only
+    what follows it, not the records before."""
     limits = limits or archive_limits()
     head = _skip_whitespace(stream)
     if lines:
@@ -69,6 +75,9 @@ def iter_json_records(
         yield from _array_items(_replay(head, stream), tell, limits)
         return
     first_line = head + stream.readline(limits.max_line_bytes)
+    if key := _record_key(first_line, record_keys):  # a document on one line
+        yield from _listed_items(_replay(first_line, stream), tell, limits, key)
+        return
     if _parses(first_line):
         yield from _lines(_replay(first_line, stream), limits)
         return
@@ -90,7 +99,40 @@ def iter_json_records(
             is_lines = True
             break
     replay = _replay(b"".join(consumed), stream)
-    yield from _lines(replay, limits) if is_lines else _single_document(replay, tell, limits)
+    if is_lines:
+        yield from _lines(replay, limits)
+        return
+    if key := _record_key(b"".join(consumed), record_keys):
+        yield from _listed_items(replay, tell, limits, key)
+        return
+    yield from _single_document(replay, tell, limits)
+
+
+_OPENS_WITH_LIST = re.compile(rb'\s*\{\s*"(\w+)"\s*:\s*\[')
+
+
+def _record_key(head: bytes, record_keys: tuple[str, ...]) -> str | None:
+    """The key of ``record_keys`` whose list the document opens with, if it does."""
+    opened = _OPENS_WITH_LIST.match(head) if record_keys else None
+    key = opened.group(1).decode() if opened else None
+    return key if key in record_keys else None
+
+
+def _listed_items(
+    stream: BinaryIO, tell: Callable[[], int] | None, limits: ArchiveLimits, key: str
+) -> Iterator[JsonRecord | BrokenRecord]:
+    """The items of the list the document opens with, each a record of its own (index 0, the
+    document; ``position``, its place in the list)."""
+    position = -1
+    what = f"the JSON document's {key!r} list"
+    guarded = _guarded(stream, limits, record_depth=2)
+    try:
+        for position, value in enumerate(ijson.items(guarded, f"{key}.item", use_float=True)):
+            yield JsonRecord(value, line=None, index=0, position=position)
+    except ijson.JSONError as exc:
+        yield _stopped(guarded, tell, position + 1, what, exc)
+    except RecordLimitError as exc:
+        yield _past_limit(tell, position + 1, what, exc)
 
 
 def _replay(head: bytes, rest: BinaryIO) -> BinaryIO:

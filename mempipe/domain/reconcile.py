@@ -79,7 +79,18 @@ def decide(
     candidates: Sequence[Candidate],
     thresholds: ReconcileThresholds,
     judge: Judge | None = None,
+    *,
+    one_memory: bool = False,
 ) -> Decision:
+    """``one_memory``: the snapshot is one record of another memory system, which is one
+    memory: the memory it taught before (its evidence holds the record) is that memory, the
+    same text again changing nothing, another text updating it (never a second memory)."""
+    own = [c for c in candidates if one_memory and snapshot_id in c.evidence]
+    if own:
+        target = own[0]
+        if normalize(target.text) == normalize(text):
+            return _reinforce(target, snapshot_id)
+        return Decision(ReconcileAction.UPDATE, target, target.similarity)
     keyed = [c for c in candidates if key is not None and c.key == key]
     if keyed:
         target = max(keyed, key=lambda c: c.similarity or 0.0)

@@ -169,6 +169,7 @@ def _reconciled(
                         snapshot,
                         context,
                         verdicts,
+                        one_memory=memory.source_id is not None,
                     )
                 )
             ]

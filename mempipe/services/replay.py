@@ -370,12 +370,14 @@ def reconcile_one(
     context: ReplayContext,
     verdicts: Verdicts | None = None,
     observed: datetime | None = None,
+    one_memory: bool = False,
 ) -> AuditRow | None:
     """Decide and apply ADD, UPDATE or REINFORCE inside the memory's own scope. Runs inside the
     caller's write transaction: no other writer can add the same fact between the read of the
     candidates and the write (and a unique index on active keys backs that up). ``observed``:
     when the snapshot happened, for the audit row (read once per extraction by the caller).
-    None: nothing was written (the snapshot taught it already, or the erase fence dropped it)."""
+    None: nothing was written (the snapshot taught it already, or the erase fence dropped it).
+    ``one_memory``: the snapshot is another system's record, one memory (:func:`decide`)."""
     taught = memory_id(memory_type, memory, snapshot)
     if uow.memories.get_memory(memory_type.value, taught) is not None:
         _found(context, taught)
@@ -389,13 +391,22 @@ def reconcile_one(
         key,
         near,
         context.thresholds.candidates,
+        taught_by=snapshot.snapshot_id if one_memory else None,
     )
 
     def from_verdicts(new_text: str, candidate: Candidate) -> Verdict:
         return (verdicts or {}).get((new_text, candidate.memory_id), Verdict.ADD)
 
     judge: Judge | None = from_verdicts if verdicts else None
-    decision = decide(text, key, snapshot.snapshot_id, candidates, context.thresholds, judge)
+    decision = decide(
+        text,
+        key,
+        snapshot.snapshot_id,
+        candidates,
+        context.thresholds,
+        judge,
+        one_memory=one_memory,
+    )
     now = datetime.now(UTC)
     if decision.action is ReconcileAction.REINFORCE:
         if decision.no_op or decision.target is None:

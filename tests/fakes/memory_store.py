@@ -279,7 +279,13 @@ class InMemoryStore(OneBatchAtATime):
         return self.data.memories.setdefault(memory_type, {})
 
     def memory_candidates(
-        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+        self,
+        memory_type: str,
+        scope: Scope,
+        key: str | None,
+        near: Near | None,
+        k: int,
+        taught_by: str | None = None,
     ) -> list[Candidate]:
         key_field = KEY_FIELDS.get(memory_type)
         in_scope = [
@@ -292,8 +298,8 @@ class InMemoryStore(OneBatchAtATime):
         found: dict[str, Candidate] = {}
         for r in in_scope:
             own_key = getattr(r, key_field) if key_field else None
-            if key is not None and own_key == key:
-                found[r.id] = Candidate(r.id, key, r.text, None, tuple(r.evidence))
+            if (key is not None and own_key == key) or (taught_by and taught_by in r.evidence):
+                found[r.id] = Candidate(r.id, own_key, r.text, None, tuple(r.evidence))
         if near is not None:
             scored = [
                 (_cosine(near.vector, self.data.vectors[(r.id, near.model_id)]), r)

@@ -252,3 +252,57 @@ def test_letta_passages_kept_verbatim_keep_their_tags_and_times(store, tmp_path)
         "agent-travel",
         {"source": "chat", "letta_tags": ["travel"]},
     )
+
+
+def test_the_same_mem0_id_with_another_text_updates_its_memory_never_a_second(
+    store, tmp_path
+) -> None:
+    """Issue 54: a memory edited in mem0 and exported again is the same memory: its new text
+    supersedes the old version (kept), whatever their similarity; the same text again is a
+    no-op."""
+    rejects = tmp_path / "rejects.jsonl"
+    first, edited = tmp_path / "first.json", tmp_path / "edited.json"
+    first.write_text(
+        json.dumps({"results": [{"id": "m-7", "memory": "Lives in Porto.", "user_id": "u"}]})
+    )
+    edited.write_text(
+        json.dumps({"results": [{"id": "m-7", "memory": "Owns a red bicycle.", "user_id": "u"}]})
+    )
+    assert imported(store, first, MemoryFormat.MEM0, rejects).added == 1
+    summary = imported(store, edited, MemoryFormat.MEM0, rejects)
+    assert (summary.added, summary.updated) == (0, 1)
+    versions = sorted(held(store), key=lambda m: m.version)
+    assert [(m.text, m.status.value, m.version) for m in versions] == [
+        ("Lives in Porto.", "superseded", 1),
+        ("Owns a red bicycle.", "active", 2),
+    ]
+    again = imported(store, edited, MemoryFormat.MEM0, rejects)
+    assert (again.added, again.updated, again.duplicates_skipped) == (0, 0, 1)
+
+
+def test_the_good_records_of_a_mem0_document_are_kept_beside_one_past_a_limit(
+    store, tmp_path, monkeypatch
+) -> None:
+    """Issue 54: the document's records are read one by one, so a record nested past the depth
+    limit fails the file from itself on, and the records before it are imported."""
+    from mempipe.archives import limits
+
+    monkeypatch.setenv("MEMPIPE_ARCHIVE_MAX_DEPTH", "10")
+    limits.archive_limits.cache_clear()
+    deep: object = "too deep"
+    for _ in range(20):
+        deep = {"x": deep}
+    good = [
+        {"id": f"g{n}", "memory": f"Fact number {n} about trains.", "user_id": "u"}
+        for n in range(3)
+    ]
+    for shape in ("pretty", "compact"):
+        path = tmp_path / f"{shape}.json"
+        document = {"results": [*good, {"id": "bad", "memory": "x", "metadata": deep}]}
+        path.write_text(json.dumps(document, indent=2 if shape == "pretty" else None))
+        summary = imported(store, path, MemoryFormat.MEM0, tmp_path / f"{shape}-rejects.jsonl")
+        assert summary.records_read >= 3, shape
+        assert summary.failed_files == [str(path)], shape
+        assert "nested deeper than 10 levels" in summary.unread[str(path)], shape
+    assert sorted(m.text for m in held(store)) == [g["memory"] for g in good]
+    limits.archive_limits.cache_clear()

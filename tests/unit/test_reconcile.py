@@ -56,3 +56,16 @@ def test_below_the_band_is_an_add_even_with_a_judge() -> None:
     decision = decide("User likes tea.", None, "s", [far], T, lambda t, c: called.append(1))
     assert decision.action is ReconcileAction.ADD
     assert called == []
+
+
+def test_another_systems_record_is_one_memory_its_new_text_updating_it() -> None:
+    """An import's source record (``mem0:<id>``) taught one memory: another text from it
+    updates that memory however unlike it is; the same text again changes nothing."""
+    own = Candidate("m1", None, "Lives in Porto.", 0.1, ("mem0:7",))
+    other = Candidate("m2", None, "Owns a red bicycle.", 0.99, ("mem0:8",))
+    changed = decide("Owns a red bicycle.", None, "mem0:7", [own, other], T, one_memory=True)
+    assert (changed.action, changed.target) == (ReconcileAction.UPDATE, own)
+    same = decide("lives in porto", None, "mem0:7", [own], T, one_memory=True)
+    assert (same.action, same.no_op) == (ReconcileAction.REINFORCE, True)
+    replayed = decide("Owns a red bicycle.", None, "mem0:7", [own, other], T)
+    assert replayed.target == other, "a snapshot of a conversation teaches many memories"

@@ -131,9 +131,16 @@ class Memories(Protocol):
     def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
 
     def memory_candidates(
-        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+        self,
+        memory_type: str,
+        scope: Scope,
+        key: str | None,
+        near: Near | None,
+        k: int,
+        taught_by: str | None = None,
     ) -> list[Candidate]:
-        """Active records of the type in exactly this scope: by key, and by nearest vector."""
+        """Active records of the type in exactly this scope: by key, by nearest vector, and
+        (``taught_by``) those whose evidence holds that snapshot or source record."""
         ...
 
     def add_memory(

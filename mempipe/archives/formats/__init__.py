@@ -44,6 +44,8 @@ class JsonFormat:
     kind: ClassVar[FormatKind]
     suffixes: ClassVar[tuple[str, ...]] = ()
     streamed: ClassVar[bool] = True
+    record_keys: ClassVar[tuple[str, ...]] = ()
+    """Keys under which a document holds its records (``iter_json_records``)."""
 
     def __call__(self, record: JsonRecord) -> Iterable[Draft | Reject | Skipped]:
         raise NotImplementedError
@@ -54,6 +56,7 @@ class JsonFormat:
             reading.stream.stream,
             lines=logical_suffix(reading.path) in LINE_SUFFIXES,
             tell=reading.tell,
+            record_keys=self.record_keys,
         )
         for record in records:
             if isinstance(record, BrokenRecord):

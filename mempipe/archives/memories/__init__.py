@@ -63,7 +63,7 @@ def mem0_drafts(path: str) -> RecordParser:
             items = next(value[k] for k in MEM0_WRAPPERS if isinstance(value.get(k), list))
         else:
             items = [value]
-        for position, item in enumerate(items):
+        for position, item in enumerate(items, start=record.position or 0):
             source = message_source(path, record, position)
             if not isinstance(item, dict) or not isinstance(item.get("memory"), str):
                 yield reject(source, 'expected a mem0 memory: {"id", "memory", ...}', item)
@@ -175,6 +175,7 @@ class MemoryFormatBase(JsonFormat):
 class Mem0(MemoryFormatBase):
     format = MemoryFormat.MEM0
     parse = staticmethod(mem0_drafts)
+    record_keys = MEM0_WRAPPERS
 
 
 class LangGraph(MemoryFormatBase):

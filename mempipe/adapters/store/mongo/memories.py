@@ -26,7 +26,13 @@ class MongoMemories(MongoParts):
     """Long-term memory records; written inside the caller's write transaction."""
 
     def memory_candidates(
-        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+        self,
+        memory_type: str,
+        scope: Scope,
+        key: str | None,
+        near: Near | None,
+        k: int,
+        taught_by: str | None = None,
     ) -> list[Candidate]:
         """By exact key inside the transaction; by nearest vector through an exact
         ``$vectorSearch`` with the scope inside the stage; and, because a search index sees
@@ -43,6 +49,19 @@ class MongoMemories(MongoParts):
                 for d in collection.find({**query, key_field: key}, fields, session=self._session):
                     found[d["id"]] = Candidate(
                         d["id"], key, d["text"], None, tuple(d.get("evidence") or ())
+                    )
+            if taught_by is not None:
+                taught = {**query, "evidence": taught_by}
+                for d in collection.find(taught, fields, session=self._session):
+                    found.setdefault(
+                        d["id"],
+                        Candidate(
+                            d["id"],
+                            d.get(key_field) if key_field else None,
+                            d["text"],
+                            None,
+                            tuple(d.get("evidence") or ()),
+                        ),
                     )
             if near is not None and not self.capabilities.search:
                 entry = self._entry(memory_type, near.model_id)

@@ -23,7 +23,13 @@ class SqliteMemories(SqliteParts):
     insert_vector: Callable[[str, str, int, list[float]], bool]
 
     def memory_candidates(
-        self, memory_type: str, scope: Scope, key: str | None, near: Near | None, k: int
+        self,
+        memory_type: str,
+        scope: Scope,
+        key: str | None,
+        near: Near | None,
+        k: int,
+        taught_by: str | None = None,
     ) -> list[Candidate]:
         table = memory_sql.table(memory_type)
         key_column = KEY_FIELDS.get(memory_type)
@@ -40,6 +46,18 @@ class SqliteMemories(SqliteParts):
             ):
                 found[memory_id] = Candidate(
                     memory_id, key, text, None, tuple(orjson.loads(evidence))
+                )
+        if taught_by is not None:
+            key_select = f"m.{key_column}" if key_column else "NULL"
+            for memory_id, text, evidence, found_key in self._rows(
+                f"SELECT m.id, m.text, m.evidence, {key_select} FROM {table} m WHERE {where} "
+                "AND m.status = 'active' AND EXISTS "
+                "(SELECT 1 FROM json_each(m.evidence) WHERE value = ?)",
+                (*values, taught_by),
+            ):
+                found.setdefault(
+                    memory_id,
+                    Candidate(memory_id, found_key, text, None, tuple(orjson.loads(evidence))),
                 )
         if near is not None:
             vec_table = memory_sql.vector_table(memory_type, near.model_id)
