@@ -338,11 +338,12 @@ _HELD_BACK = 12
 
 def unpaired_surrogates_marked(data: bytes, *, final: bool = False) -> tuple[bytes, bytes]:
     """``data`` with each unpaired surrogate escape (``\\ud800`` with no low half after it, or
-    a low half alone) written ``\\uffff`` (a noncharacter), the same length, and the bytes held back for the
-    next chunk: its last ones, and any escape, or high half of a pair, they would cut (none
-    once the stream has ended: ``final``). The C parser would turn an unpaired escape into
-    ``?`` silently; U+FFFF is refused where the record is validated (:mod:`mempipe.schemas.text`),
-    so the record is a reject. Most chunks hold no surrogate escape and pass as they are."""
+    a low half alone) written ``\\uffff`` (a noncharacter), the same length, and the bytes
+    held back for the next chunk: its last ones, and any escape, or high half of a pair, they
+    would cut (none once the stream has ended: ``final``). The C parser would turn an unpaired
+    escape into ``?`` silently; U+FFFF is refused where the record is validated
+    (:mod:`mempipe.schemas.text`), so the record is a reject. Most chunks hold no surrogate
+    escape and pass as they are."""
     cut = len(data) if final else _cut(data)
     body, held = data[:cut], data[cut:]
     if not _SURROGATE.search(body):
