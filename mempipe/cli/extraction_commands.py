@@ -135,6 +135,11 @@ def _show_preview(preview: ReplayPreview) -> None:
         click.echo(f"failed: {preview.failed} extraction(s)")
         for failure in preview.failures:
             click.echo(f"  {failure}")
+    if preview.erased_meanwhile:
+        click.echo(
+            f"owner erased meanwhile: {preview.erased_meanwhile} extraction(s) not previewed, "
+            "nothing of theirs kept"
+        )
     click.echo(
         f"provider: {preview.requests} question(s) asked, {preview.reused} answered from kept "
         f"answers, {preview.kept} kept for the replay"

@@ -149,6 +149,9 @@ class ReplayPreview(BaseModel):
     requests: int = Field(default=0, description="questions the provider was asked")
     kept: int = Field(default=0, description="answers kept for the replay that follows")
     reused: int = Field(default=0, description="questions answered from answers kept before")
+    erased_meanwhile: int = Field(
+        default=0, description="extractions of owners erased while the preview ran: not previewed"
+    )
     spent: list[SpendRow] = Field(
         default_factory=list, description="what the preview's requests spent (usage reported)"
     )

@@ -11,6 +11,7 @@ rehearsal begins (the write lock is not held while a model thinks), and what it 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import time
@@ -21,6 +22,7 @@ from mempipe import spend
 from mempipe.adapters.llm.kept import KeptAnswers
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.partitioning import owners_of
 from mempipe.errors import MempipeError
 from mempipe.progress import track
@@ -37,6 +39,7 @@ from mempipe.schemas.replay import (
 )
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
+from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import WorkItem
 from mempipe.services.owner_work import BATCH
 from mempipe.services.replay import (
@@ -61,10 +64,13 @@ class Rehearsed:
         summaries: list[ExtractionSummary],
         asked: int = 0,
         reused: int = 0,
+        erased: int = 0,
     ) -> None:
         self.changes, self.lost, self.summaries = changes, lost, summaries
         self.asked, self.reused = asked, reused
         """Questions the provider was asked, and those answered from what was kept before."""
+        self.erased = erased
+        """Extractions of owners erased while the preview asked: not previewed."""
 
     def counts(self) -> tuple[list[PreviewCounts], PreviewCounts]:
         by_type: dict[str, PreviewCounts] = {}
@@ -126,6 +132,7 @@ def preview(
         requests=found.asked,
         kept=found.asked if isinstance(context.extractor, KeptAnswers) else 0,
         reused=found.reused,
+        erased_meanwhile=found.erased,
         spent=spend.take(spend.PROCESS),
         sample_plan=plans[0],
         plan=plans[1],
@@ -161,18 +168,19 @@ def batch_preview(
 
 def rehearse(uow: UnitOfWork, items: list[WorkItem], context: ReplayContext) -> Rehearsed:
     taught = _taught(uow, items)
-    _ask_first(uow, items, context)
+    kept = _ask_first(uow, items, context)
     asked, reused = getattr(context.extractor, "asked", 0), getattr(context.extractor, "reused", 0)
     found: set[str] = set()
     rehearsing = context.model_copy(update={"found": found})
     with uow.rehearsal():
-        summaries = [s for batch in _batches(items) for s in replay_batch(uow, batch, rehearsing)]
+        summaries = [s for batch in _batches(kept) for s in replay_batch(uow, batch, rehearsing)]
         changes = [
             _change(uow, row) for row in uow.audit.audit_rows(AuditSelection(run_id=context.run_id))
         ]
     found |= {c.memory_id for c in changes} | {c.superseded_id for c in changes if c.superseded_id}
-    lost = [memory for memory in taught if memory.memory_id not in found]
-    return Rehearsed(changes, lost, summaries, asked, reused)
+    rehearsed = {i.snapshot_id for i in kept}
+    lost = [m for m in taught if m.memory_id not in found and m.snapshot_id in rehearsed]
+    return Rehearsed(changes, lost, summaries, asked, reused, len(items) - len(kept))
 
 
 def failed(summary: ExtractionSummary) -> bool:
@@ -191,25 +199,45 @@ def _batches(items: list[WorkItem]) -> Iterator[list[WorkItem]]:
         yield batch
 
 
-def _ask_first(uow: UnitOfWork, items: list[WorkItem], context: ReplayContext) -> None:
+def _ask_first(uow: UnitOfWork, items: list[WorkItem], context: ReplayContext) -> list[WorkItem]:
     """Every question the rehearsal will ask the extractor, asked now, outside the write lock,
-    so that the rehearsal is answered from what was kept. A failure is left for the rehearsal,
-    which records it as a replay would."""
-    extractor = context.extractor
+    so that the rehearsal is answered from what was kept; returns the work left to rehearse.
+    A failure is left for the rehearsal, which records it as a replay would. The erase fence
+    holds here as at a replay's writes: an owner erased since the preview began is asked
+    nothing more, what was kept of them is withdrawn (an answer kept just after the erase
+    removed the rest), and their work leaves the preview."""
+    extractor, epoch = context.extractor, writer_epoch()
     snapshots = {i.snapshot_id: uow.work.snapshot_content(i.snapshot_id) for i in items}
-    asks: list[Callable[[], object]] = []
+    asks: list[tuple[SnapshotContent, Callable[[], object]]] = []
     if extractor.capabilities.summaries:
         summarized = uow.work.rule_summarized(list(snapshots))
-        asks += [functools.partial(extractor.summarize, snapshots[s]) for s in summarized]
+        asks += [
+            (snapshots[s], functools.partial(extractor.summarize, snapshots[s])) for s in summarized
+        ]
     asks += [
-        functools.partial(extractor.extract, snapshots[i.snapshot_id], MemoryType(i.handler))
+        (
+            snapshots[i.snapshot_id],
+            functools.partial(extractor.extract, snapshots[i.snapshot_id], MemoryType(i.handler)),
+        )
         for i in items
     ]
-    for ask in asks:
-        try:
-            context.retry.run(ask, sleep=context.sleep)
-        except MempipeError:
+    erased: set[tuple[str, str, str | None]] = set()
+
+    def fenced(snapshot: SnapshotContent) -> bool:
+        owner = (snapshot.org_id, snapshot.project_id, snapshot.user_id)
+        if owner not in erased and uow.erasure.erased_since(*owner, epoch):
+            erased.add(owner)
+            if isinstance(extractor, KeptAnswers):
+                extractor.forget(snapshot.user_id)
+        return owner in erased
+
+    for snapshot, ask in asks:
+        if fenced(snapshot):
             continue
+        with contextlib.suppress(MempipeError):  # the rehearsal records it as a replay would
+            context.retry.run(ask, sleep=context.sleep)
+        fenced(snapshot)
+    return [i for i in items if (i.org_id, i.project_id, i.user_id) not in erased]
 
 
 def _change(uow: UnitOfWork, row: AuditRow) -> PreviewChange:

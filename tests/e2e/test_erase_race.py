@@ -213,3 +213,43 @@ def test_an_erase_during_an_import_of_the_same_users_memories_sticks(
     backfill = ["backfill", "archive.jsonl", "--embed"]
     db = erase_during(job, [backfill], tmp_path, prefect_server, monkeypatch)
     assert read(db, "SELECT count(DISTINCT user_id) FROM memories_semantic") == [(USERS - 1,)]
+
+
+def test_an_erase_during_a_preview_of_the_same_user_sticks(loaded) -> None:
+    """Issue 54: a preview is a writer of the user's text too (its kept answers): held on the
+    erased user's question when the erase commits, it asks nothing more for them, keeps nothing
+    of theirs, and previews the others' work."""
+    db, args, env = loaded
+    held = HeldForErase()
+    with fake_openai() as (fake, url):
+        fake.responder = held
+        job_env = {**env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        preview = start(
+            [
+                "replay",
+                "--extractor",
+                "openai",
+                "--handlers",
+                "semantic",
+                "--preview",
+                *args,
+                "--json",
+            ],
+            db.parent,
+            job_env,
+        )
+        erase_while_held(held, preview, args, db.parent, env)
+        asked_after = len(fake.requests)
+        out, err = preview.communicate(timeout=600)
+        named_after = [b for b in fake.requests[asked_after:] if ERASED in json.dumps(b)]
+
+    assert preview.returncode == 0, err
+    found = json.loads(out)
+    assert found["erased_meanwhile"] > 0, "the erase landed while the preview asked"
+    assert found["failed"] == 0, "no question of a snapshot the erase removed"
+    assert named_after == [], "nothing more was asked for the erased user"
+    kept = db.parent / "kept-answers"
+    holding = [p for p in kept.rglob("*") if p.is_file() and ERASED.encode() in p.read_bytes()]
+    assert holding == [], f"kept answers of the erased user: {holding}"
+    assert any(kept.rglob("*.json")), "the other users' answers are kept for the replay"
+    nothing_of_the_erased_user(db, f"sqlite:///{db}")

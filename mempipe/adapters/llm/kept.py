@@ -112,6 +112,10 @@ class KeptAnswers:
         self._store(path, orjson.dumps(verdict.value))
         return verdict
 
+    def forget(self, user_id: str | None) -> int:
+        """What is kept of one user removed (their owner erased while a preview asked)."""
+        return forget_user(self._root, user_id or "")
+
     def _path(self, snapshot: SnapshotContent, *question: str) -> Path:
         content = hashlib.sha256(snapshot.model_dump_json().encode()).hexdigest()
         folder = user_folder(self._root, snapshot.user_id)
