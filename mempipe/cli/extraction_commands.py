@@ -169,11 +169,18 @@ def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
         f"memories: {summary.added} added, {summary.updated} updated, "
         f"{summary.reinforced} reinforced, {summary.unembedded} without a vector"
     )
+    if summary.summaries:
+        click.echo(f"sessions summarized by {summary.extractor}: {summary.summaries}")
+    if summary.pending:
+        click.echo(
+            f"stopped: {summary.pending} extraction(s) still pending; the same command again "
+            "goes on from there"
+        )
     if summary.done_elsewhere:
         click.echo(f"done by another replay meanwhile: {summary.done_elsewhere}")
     if summary.erased_meanwhile:
         click.echo(f"owner erased meanwhile, nothing written: {summary.erased_meanwhile}")
-    if not summary.extractions:
+    if not summary.extractions and not summary.pending:
         click.echo(
             "nothing to extract: no snapshot is pending extraction. A backfill brings "
             "conversations in first; `mempipe replay --force` extracts done snapshots again"

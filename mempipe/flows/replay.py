@@ -54,6 +54,8 @@ PREVIEWING = {"sample", "seed", "preview", "html"}
 COUNTS = {
     "snapshots",
     "extractions",
+    "pending",
+    "summaries",
     "done",
     "failed_retryable",
     "failed_content",

@@ -84,6 +84,12 @@ class ReplaySummary(BaseModel):
         description="selected extractions whose owner was erased while this run went on: "
         "nothing of theirs was written",
     )
+    summaries: int = Field(default=0, description="sessions the extractor summarized first")
+    pending: int = Field(
+        default=0,
+        description="selected extractions left pending: the run stopped before them (a stop "
+        "request), and the same command again does them",
+    )
     audit_dir: str | None = None
     audit_files: list[str] = Field(default_factory=list)
 

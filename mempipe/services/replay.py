@@ -38,6 +38,7 @@ from mempipe.domain.reconcile import (
 from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
+from mempipe.progress import track
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
@@ -86,6 +87,8 @@ class ReplayContext(BaseModel):
     found: set[str] | None = None
     """Where given (a preview), the memories an extraction met again without writing: the one
     its snapshot already taught, or the one a repeat would only reinforce again."""
+    summarized: list[str] | None = None
+    """Where given (a run counting them), the snapshots the extractor summarized."""
 
     def extraction(self, memory_type: MemoryType) -> ExtractionVersion:
         return extraction_version(self.extractor, self.llm, memory_type)
@@ -305,15 +308,25 @@ def embed_each(
 
 def summarize(uow: UnitOfWork, snapshots: list[SnapshotContent], context: ReplayContext) -> None:
     """Replace the deterministic summaries with the extractor's; a failure keeps the old one and
-    is recorded."""
+    is recorded. Asked to stop, it asks for no more (the request in flight is its last)."""
     extractor = context.extractor
-    for snapshot in snapshots:
-        try:
-            text = context.retry.run(lambda s=snapshot: extractor.summarize(s), sleep=context.sleep)
-        except MempipeError as exc:
-            _record(uow, context, snapshot, None, "summarize", exc)
-            continue
-        uow.work.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
+    with track("summarize", len(snapshots), "sessions") as bar:
+        for done, snapshot in enumerate(snapshots, start=1):
+            if stop_requested():
+                return
+            try:
+                text = context.retry.run(
+                    lambda s=snapshot: extractor.summarize(s), sleep=context.sleep
+                )
+            except MempipeError as exc:
+                _record(uow, context, snapshot, None, "summarize", exc)
+                continue
+            except StopRequested:
+                return
+            uow.work.set_snapshot_summary(snapshot.snapshot_id, text, extractor.name)
+            if context.summarized is not None:
+                context.summarized.append(snapshot.snapshot_id)
+            bar.update(done)
 
 
 def prejudge(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.snapshot import ExtractionStatus
@@ -16,8 +16,10 @@ class BucketOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     results: list[ExtractionSummary]
+    selected: int = Field(default=0, description="the extractions the partition was given")
     done_elsewhere: int = 0
     erased_meanwhile: int = 0
+    summarized: int = Field(default=0, description="sessions the extractor summarized")
 
 
 def summarize_replay(
@@ -47,6 +49,14 @@ def summarize_replay(
         unembedded=sum(r.unembedded for r in results),
         done_elsewhere=sum(outcome.done_elsewhere for outcome in outcomes),
         erased_meanwhile=len(erased) + sum(o.erased_meanwhile for o in outcomes),
+        summaries=sum(o.summarized for o in outcomes),
+        pending=max(
+            0,
+            sum(
+                o.selected - len(o.results) - o.done_elsewhere - o.erased_meanwhile
+                for o in outcomes
+            ),
+        ),
         audit_dir=audit_dir,
         audit_files=files,
     )

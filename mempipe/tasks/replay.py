@@ -75,10 +75,11 @@ def replay_bucket(
     which of the run's partitions this is, for its bar (each counts its own extractions)."""
     label = "replay" if part == "1/1" else f"replay part {part}"
     with track(label, len(items), "extractions") as bar:
-        context = extraction_context(settings, run_id, uow)
+        context = extraction_context(settings, run_id, uow).model_copy(update={"summarized": []})
         outcome = replay_by_owner(
             uow, items, context, selection, handlers, force=force, stale=stale, progress=bar.update
         )
+    outcome.selected, outcome.summarized = len(items), len(context.summarized or ())
     results, elsewhere = outcome.results, outcome.done_elsewhere
     failed = [r for r in results if r.failure_class is not None]
     logger = get_run_logger()

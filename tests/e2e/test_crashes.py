@@ -553,3 +553,50 @@ def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupte
     assert done.returncode == 0, done.stderr
     snapshot = "SELECT session_id, turn_seq, role, content, snapshot_id IS NOT NULL FROM turns"
     assert sorted(read(killed, snapshot)) == sorted(read(whole, snapshot))
+
+
+def test_sigterm_stops_a_replay_while_it_summarizes_sessions_and_says_what_is_pending(
+    prefect_server, tmp_path
+) -> None:
+    """A real process and a real signal (issue 54): a provider that takes its time over each
+    session's summary, SIGTERM once a few are summarized. The replay asks for no more, exits 143
+    within 10 s, counts the summaries it made, and names the extractions still pending, in its
+    JSON document and in the run's record; a rerun does them."""
+    from tests.e2e.test_erase_race import write_named_archive
+    from tests.fakes.openai_server import completion, memories
+
+    write_named_archive(tmp_path / "archive.jsonl", 60)
+    config = write_config(tmp_path)
+    args = ["--store", f"sqlite:///{tmp_path / 'memory.db'}", "--config", str(config)]
+    env = environment(prefect_server)
+    assert run(["backfill", "archive.jsonl", *args], tmp_path, env).returncode == 0
+    summaries: list[float] = []
+
+    def slow_summaries(body: dict) -> object:
+        if "response_format" not in body:  # a session's summary
+            summaries.append(time.monotonic())
+            time.sleep(0.5)
+            return completion("A traveller's profile.")
+        return memories({"text": "User flies often.", "label": "flights"})
+
+    with fake_openai() as (fake, url):
+        fake.responder = slow_summaries
+        job_env = {**env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *args]
+        victim = start([*replay, "--concurrency", "2", "--json"], tmp_path, job_env)
+        took = stop_when(victim, lambda: len(summaries) >= 4, signal.SIGTERM)
+        asked = len(summaries)
+        out, _ = victim.communicate()
+        assert took < 10, f"took {took:.1f} s to stop"
+        assert victim.returncode == 143, out
+        assert len(summaries) <= asked + 2, "no summary asked for after the signal but in flight"
+        document = json.loads(out)
+        assert document["kind"] == "interrupted"
+        assert document["summaries"] >= 1
+        assert document["pending"] > 0, "what is left pending is named"
+        [(counts,)] = read(tmp_path / "memory.db", "SELECT counts FROM runs WHERE flow = 'replay'")
+        assert json.loads(counts)["pending"] == document["pending"]
+        rerun = run([*replay, "--json"], tmp_path, job_env)
+    assert rerun.returncode == 0, rerun.stderr
+    again = json.loads(rerun.stdout)
+    assert again["done"] == again["extractions"] == 60
