@@ -228,6 +228,11 @@ class CircuitBreaker:
         with self._lock:
             self._failures = 0
 
+    @staticmethod
+    def counts(error: BaseException) -> bool:
+        """Whether ``error`` says the provider is down (it counts towards opening)."""
+        return getattr(error, "kind", None) in BREAKER_COUNTS
+
     def failed(self, error: BaseException) -> None:
         kind = getattr(error, "kind", None)
         with self._lock:

@@ -75,8 +75,9 @@ def extractions_left(summary: ReplaySummary) -> str | None:
         if summary.failed_retryable
         else ""
     )
+    why = f"; most with: {summary.failure}" if summary.failure else ""
     return (
         f"{summary.failed_retryable + summary.failed_content} of {summary.extractions} "
         f"extraction(s) failed ({summary.failed_retryable} retryably, {summary.failed_content} "
-        f"on content: see `mempipe report --run-id {summary.run_id}`){again}"
+        f"on content: see `mempipe report --run-id {summary.run_id}`){again}{why}"
     )

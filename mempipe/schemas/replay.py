@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from mempipe.credentials import NoCredentials
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.audit import ReconcileAction
@@ -85,6 +86,9 @@ class ReplaySummary(BaseModel):
         "nothing of theirs was written",
     )
     summaries: int = Field(default=0, description="sessions the extractor summarized first")
+    failure: NoCredentials | None = Field(
+        default=None, description="the error most of the failed extractions failed with"
+    )
     pending: int = Field(
         default=0,
         description="selected extractions left pending: the run stopped before them (a stop "

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.services.replay import ExtractionSummary
+
+
+def _most_said(errors: list[str]) -> str | None:
+    """The error most of them say (the first of those, where several tie)."""
+    return Counter(errors).most_common(1)[0][0] if errors else None
 
 
 class BucketOutcome(BaseModel):
@@ -50,6 +57,7 @@ def summarize_replay(
         done_elsewhere=sum(outcome.done_elsewhere for outcome in outcomes),
         erased_meanwhile=len(erased) + sum(o.erased_meanwhile for o in outcomes),
         summaries=sum(o.summarized for o in outcomes),
+        failure=_most_said([r.error for r in results if r.error]),
         pending=max(
             0,
             sum(

@@ -179,3 +179,51 @@ def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
         == read(copy / "mempipe.db", done)
         == [("done", SESSIONS)]
     )
+
+
+def test_a_replay_on_dask_stops_a_hung_provider_after_as_many_requests_as_one_on_threads(
+    ops_env,  # noqa: F811
+    tmp_path,
+) -> None:
+    """Issue 54, with the processes of a Dask cluster (the process boundary is the behaviour):
+    the breaker the run's processes share counts their failures together, so a replay on four
+    Dask workers sends about as many requests to a provider that hangs after three answers as
+    the same replay on four threads, and ends as soon."""
+    home = Path(ops_env["PREFECT_HOME"])
+    write_archive(tmp_path / "archive.jsonl")
+    write_config(tmp_path, "hashing-64")
+    sent: dict[str, tuple[int, float]] = {}
+    with fake_openai() as (fake, url):
+        env = environment(
+            ops_env["PREFECT_API_URL"],
+            PREFECT_HOME=str(home),
+            MEMPIPE_LLM_BASE_URL=url,
+            MEMPIPE_LLM_API_KEY="sk-test",
+            MEMPIPE_LLM_TIMEOUT_SECONDS="2",
+            MEMPIPE_RETRY_MAX_ATTEMPTS="1",
+        )
+        for runner in ("threads", "dask"):
+            folder = tmp_path / runner
+            folder.mkdir()
+            for name in ("archive.jsonl", "project-config.yaml"):
+                (folder / name).write_bytes((tmp_path / name).read_bytes())
+            fake.responder = healthy
+            assert run(["backfill", "archive.jsonl"], folder, env).returncode == 0
+            answered = itertools.count()
+
+            def hangs_after_three(body: dict[str, Any], answered=answered) -> Answer:
+                if next(answered) >= 3:
+                    return Answer(status=500, body={}, delay=10)
+                return healthy(body)
+
+            fake.responder = hangs_after_three
+            before = len(fake.requests)
+            started = time.monotonic()
+            replay = ["replay", "--extractor", "openai", "--concurrency", "4", "--json"]
+            hung = run([*replay, "--task-runner", runner], folder, env)
+            sent[runner] = (len(fake.requests) - before, time.monotonic() - started)
+            assert hung.returncode == 1, hung.stderr
+            assert "nothing more is sent to" in hung.stderr
+    print(f"requests sent, seconds: {sent}")
+    (threads, _), (dask, _) = sent["threads"], sent["dask"]
+    assert dask <= threads + 4, f"dask sent {dask}, threads {threads}: one wave more at most"

@@ -52,3 +52,26 @@ def test_an_open_breaker_stops_the_runs_other_processes_and_not_another_run(
 
         fake.script = [memories(FACT)]
         assert one_run(url, 1) == ["answered"], "another run tries again"
+
+
+def test_the_runs_processes_count_failures_together(prefect_server, monkeypatch) -> None:
+    """Issue 54: a provider that fails for each of three processes once opens the breaker of
+    all of them, as three failures in one process's threads would; a success starts the count
+    again."""
+    monkeypatch.setenv("MEMPIPE_RETRY_BREAKER_FAILURES", "3")
+    monkeypatch.setenv("MEMPIPE_RETRY_MAX_ATTEMPTS", "1")
+    with fake_openai() as (fake, url):
+        fake.script = [error(503, "overloaded")]
+        assert one_run(url, 5) == [
+            FailureKind.SERVER,
+            FailureKind.SERVER,
+            FailureKind.SERVER,
+            FailureKind.PROVIDER_DOWN,
+            FailureKind.PROVIDER_DOWN,
+        ]
+        assert len(fake.requests) == 3, "no process sent a fourth"
+
+        fake.script = [error(503, "overloaded"), memories(FACT), error(503, "overloaded")]
+        outcomes = one_run(url, 5)
+        assert outcomes[:2] == [FailureKind.SERVER, "answered"]
+        assert FailureKind.PROVIDER_DOWN not in outcomes, "the success started the count again"

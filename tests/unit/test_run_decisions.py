@@ -77,6 +77,10 @@ def test_what_a_run_left_undone_is_named():
         "3 of 5 extraction(s) failed (2 retryably, 1 on content: see "
         "`mempipe report --run-id r1`); `mempipe replay` again retries the 2 retryable one(s)"
     )
+    summary.failure = "nothing more is sent to m at e in this run: 5 failures in a row"
+    assert extractions_left(summary).endswith(
+        "; most with: nothing more is sent to m at e in this run: 5 failures in a row"
+    ), "the error most of them failed with, on the same line"
 
 
 def test_a_preview_with_failures_is_undone_as_a_replay_with_them_is():

@@ -5,10 +5,13 @@ and what the answer says it used (``usage``) recorded for the run (:mod:`mempipe
 
 A breaker (``domain.failures.CircuitBreaker``) is one per endpoint and model within a run, so
 every task of the run, in every thread, sees the same one: the first task to meet a dead
-provider or a revoked key stops the others from sending. Where a Prefect API is present, an
-open breaker is also a Prefect variable named after the run, endpoint and model, which the
-run's other processes (Dask workers) read every few seconds: they stop sending too. Outside a
-flow run (a search, a command's plan) the process is the run, and nothing is shared.
+provider or a revoked key stops the others from sending. Where a Prefect API is present, the
+run's processes (Dask workers) share it: each failure that counts is also counted in a Prefect
+concurrency limit of the run, endpoint and model (an atomic count, so that the run's processes
+together open it after the same number of failures as one process's threads would), and an
+open breaker is a Prefect variable of that name, which the run's other processes read every
+few seconds: they stop sending too. Outside a flow run (a search, a command's plan) the process
+is the run, and nothing is shared.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class SharedBreaker:
         digest = hashlib.sha256(f"{run}|{endpoint}|{model}".encode()).hexdigest()[:24]
         self._variable = f"mempipe-breaker-{digest}" if run != PROCESS else None
         self._asked = 0.0
+        self._counted = 0.0  # when this process last added to the run's count or looked at it
 
     def check(self) -> None:
         if not self.local.open and self._variable is not None:
@@ -67,10 +71,24 @@ class SharedBreaker:
     def failed(self, error: BaseException) -> None:
         was_open = self.local.open
         self.local.failed(error)
-        if self.local.open and not was_open and self._variable and prefect_server_present():
-            _write_variable(self._variable, self.local.cause or "")
+        shared = self._variable is not None and prefect_server_present()
+        if shared and not self.local.open and self.local.counts(error):
+            together = _count_failure(f"{self._variable}-count", self.local.threshold)
+            self._counted = time.monotonic()
+            if together >= self.local.threshold:
+                self.local.trip(
+                    f"{together} failures in a row across the run's processes, the last: {error}"
+                )
+        if shared and self.local.open and not was_open:
+            _write_variable(self._variable or "", self.local.cause or "")
 
     def succeeded(self) -> None:
+        """A success starts the run's count again: this process's, and, looked at every few
+        seconds, the count the run's other processes added to."""
+        now = time.monotonic()
+        if self._variable and now - self._counted >= SHARED_EVERY_S and prefect_server_present():
+            self._counted = now
+            _reset_count(f"{self._variable}-count")
         self.local.succeeded()
 
 
@@ -140,6 +158,45 @@ def _read_variable(name: str) -> str | None:
     except Exception:
         return None
     return str(value) if value else None
+
+
+def _count_failure(name: str, threshold: int) -> int:
+    """One more failure in the run's count (a Prefect concurrency limit of ``threshold`` slots,
+    made at the first): the count after it; the threshold where the limit is full."""
+    from prefect import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound, PrefectHTTPStatusError
+
+    try:
+        with get_client(sync_client=True) as client:
+            try:
+                client.read_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                made = GlobalConcurrencyLimitCreate(
+                    name=name, limit=threshold, slot_decay_per_second=0
+                )
+                with contextlib.suppress(ObjectAlreadyExists):
+                    client.create_global_concurrency_limit(made)
+            try:
+                client.increment_concurrency_slots(names=[name], slots=1, mode="concurrency")
+            except PrefectHTTPStatusError as exc:
+                if exc.response.status_code == 423:  # no slot left: the count is full
+                    return threshold
+                raise
+            return client.read_global_concurrency_limit_by_name(name).active_slots
+    except Exception:
+        return 0  # the server did not answer: this process's own count still holds
+
+
+def _reset_count(name: str) -> None:
+    """The run's count back to none, where it has one and holds any."""
+    from prefect import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+
+    with contextlib.suppress(Exception), get_client(sync_client=True) as client:
+        if client.read_global_concurrency_limit_by_name(name).active_slots:
+            cleared = GlobalConcurrencyLimitUpdate(active_slots=0)
+            client.update_global_concurrency_limit(name, cleared)
 
 
 def _write_variable(name: str, cause: str) -> None:
