@@ -1,5 +1,6 @@
 """Hybrid fusion: never below its best list where the other list is empty or says nothing, a
-lone text match still counts, and both lists' agreement wins."""
+lone text match still counts, both lists' agreement wins, and a score means something on its
+own: the top hit is not 1 by construction, and a hit no leg scored is not listed."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_the_only_text_match_still_counts() -> None:
     text found is not lost; scaled by its own range alone it would score nothing."""
     vector = [(f"v{n}", 0.80 - n * 0.004) for n in range(POOL)]
     fused = fuse_hits(hits([("z-rare", 3.2)]), hits(vector), 3, POOL)
-    assert [(h.id, h.score) for h in fused[:2]] == [("v0", 0.5), ("z-rare", 0.5)]
+    assert [(h.id, round(h.score, 6)) for h in fused[:2]] == [("z-rare", 0.5), ("v0", 0.4)]
 
 
 def test_agreement_of_both_lists_ranks_first() -> None:
@@ -59,3 +60,24 @@ def test_scaling_and_ties() -> None:
     assert scaled([5.0, 5.0]) == [0.0, 0.0]
     assert scaled([2.0, 4.0], floor=0.0) == [0.5, 1.0]
     assert fuse_scores([("b", 1.0), ("a", 1.0)], []) == [("a", 0.0), ("b", 0.0)], "ties by id"
+
+
+def test_a_score_means_how_well_both_legs_match_not_where_it_ranks() -> None:
+    """The best hit of a query its records only half match scores about half (the mean of the
+    text list's share and the cosine similarity), not 1; only the best text match that is
+    also the query's meaning exactly scores 1."""
+    weak = fuse_hits(hits([("name", 4.0)]), hits([("name", 0.3), ("other", 0.2)]), 5, POOL)
+    assert [(h.id, round(h.score, 6)) for h in weak] == [("name", 0.65), ("other", 0.1)]
+    exact = fuse_hits(hits([("same", 9.0)]), hits([("same", 1.0), ("x", 0.1)]), 1, POOL)
+    assert exact[0].score == 1.0
+
+
+def test_a_hit_no_leg_scored_is_not_listed() -> None:
+    """The weakest of a full text list scores nothing (its floor), and a vector hit of a
+    negative similarity scores nothing: neither is a hit."""
+    text = [(f"t{n}", 20.0 - n) for n in range(POOL)]
+    vector = [("v-near", 0.6), ("v-opposite", -0.2)]
+    listed = {h.id for h in fuse_hits(hits(text), hits(vector), POOL + 2, POOL)}
+    assert "v-near" in listed
+    assert f"t{POOL - 1}" not in listed
+    assert "v-opposite" not in listed
