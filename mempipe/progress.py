@@ -143,13 +143,15 @@ class PrefectArtifactSink:
     def __init__(self, label: str, total: float) -> None:
         from prefect.artifacts import create_progress_artifact
 
-        self._total = max(total, 1.0)
+        self._total = total
         self._id: UUID = create_progress_artifact(progress=0.0, description=label)  # type: ignore[assignment]
 
     def update(self, completed: float) -> None:
+        """Nothing to do is all done (100 %), not a bar that never moves."""
         from prefect.artifacts import update_progress_artifact
 
-        update_progress_artifact(self._id, progress=min(100.0, 100.0 * completed / self._total))
+        done = 100.0 if self._total <= 0 else min(100.0, 100.0 * completed / self._total)
+        update_progress_artifact(self._id, progress=done)
 
     def close(self) -> None:
         return None

@@ -104,7 +104,7 @@ def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
         click.echo(
             f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
         )
-    click.echo(users_line(summary.users, "turns"))
+    click.echo(users_line(summary.users, "turn", "turns"))
     if summary.identity_conflicts:
         click.echo(
             f"{summary.identity_conflicts} rejected carry an id of their own that differs from "

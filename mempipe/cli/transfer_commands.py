@@ -161,7 +161,7 @@ def _show_import(summary: BaseModel, incomplete: bool) -> None:
         + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
         + (f", {summary.without_vector} without a vector" if summary.without_vector else "")
     )
-    click.echo(users_line(summary.users, "memories"))
+    click.echo(users_line(summary.users, "memory", "memories"))
     if summary.rejects_path:
         click.echo(f"rejects: {summary.rejects_path}")
 

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
+from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.llm.registry import ExtractorName, extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import AppContext, given_store, load_context
@@ -152,6 +153,8 @@ def _plan(
 ) -> RunPlan:
     from mempipe.services.replay_plan import replay_plan
 
+    with describing_only():  # a plan sends nothing: its extractor needs no key
+        extractor = extractor_for(request.extractor, settings.llm)
     return replay_plan(
         uow,
         request.selection,
@@ -159,7 +162,7 @@ def _plan(
         force=request.force,
         stale=stale,
         extractor=request.extractor,
-        summaries=extractor_for(request.extractor, settings.llm).capabilities.summaries,
+        summaries=extractor.capabilities.summaries,
         via=request.via,
         costs=costs,
         llm=settings.llm,

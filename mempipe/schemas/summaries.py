@@ -40,14 +40,14 @@ class UserCount(BaseModel):
         return UserCount.of(counts)
 
 
-def users_line(users: list[UserCount], what: str) -> str:
+def users_line(users: list[UserCount], one: str, many: str) -> str:
     """``users: jonas 8 turns, acct-1 4 turns`` (the org and project where more than one)."""
     if not users:
         return "users: none"
     scoped = len({(u.org_id, u.project_id) for u in users}) > 1
     return "users: " + ", ".join(
         (f"{u.org_id}/{u.project_id}/" if scoped else "")
-        + f"{u.user_id or '(no user)'} {u.records} {what}"
+        + f"{u.user_id or '(no user)'} {u.records} {one if u.records == 1 else many}"
         for u in users
     )
 

@@ -122,7 +122,7 @@ def embed_collection(
     resumed = uow.runs.resume_point("reembed", checkpoint, run_id)
     report.resumed_after = resumed
     filler = _Filler(uow, collection, embedder, run_id, batch_size, retry or RetryPolicy(), sleep)
-    with track(f"embed {collection}", max(records - vectors, 1), "records") as progress:
+    with track(f"embed {collection}", records - vectors, "records") as progress:
         filler.fill((max(start, resumed or 0), until), report, progress, checkpoint)
         if resumed is not None and resumed > start:
             filler.fill((start, resumed), report, progress, checkpoint=None)

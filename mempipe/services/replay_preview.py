@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mempipe import spend
 from mempipe.adapters.llm.kept import KeptAnswers
+from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.llm.registry import extractor_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.adapters.store.writer_epoch import writer_epoch
@@ -153,7 +154,8 @@ def batch_preview(
 ) -> ReplayPreview:
     """``--via batch``: a batch is answered within a day, so its preview is its plan."""
     llm = settings.llm
-    extractor = extractor_for(settings.extractor, llm)
+    with describing_only():  # the plan alone: nothing is sent
+        extractor = extractor_for(settings.extractor, llm)
     return ReplayPreview(
         store=url,
         extractor=extractor.name,

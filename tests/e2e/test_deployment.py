@@ -424,3 +424,35 @@ def test_every_failure_of_a_deployment_run_says_why_where_ops_look(
     assert shown_run.stdout.splitlines()[0] == f"run {run_id}: backfill failed"
     assert "the store has no record of it" in shown_run.stdout
     assert "no-such-folder' does not exist" in shown_run.stdout
+
+
+def test_the_deployments_pages_run_example_runs_as_written(ops_env, tmp_path) -> None:
+    """The page's Run block, each command as the page writes it, from a folder holding the
+    repository's examples, against a server and a worker set up as its Deploy block says."""
+    [block] = re.findall(r"## Run\n.*?```bash\n(.*?)```", page("operations/deployments.md"), re.S)
+    commands = [c for c in block.replace("\\\n", " ").splitlines() if c.strip()]
+    assert commands[0].startswith("mkdir -p"), "the page makes and fills the folder it loads"
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {**ops_env, "MEMPIPE_STORE": f"sqlite:///{tmp_path / 'data' / 'memory.db'}"}
+    (tmp_path / "data").mkdir()
+    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=env)
+    for name in ("backfill", "replay", "audit-report"):
+        prefect("--no-prompt", "deploy", "--name", name, env=env)
+    with serving_worker(env, tmp_path):
+        for command in commands:
+            done = subprocess.run(
+                ["bash", "-c", command.replace("--watch", "--watch --watch-timeout 240")],
+                cwd=tmp_path,
+                env={**env, "PATH": f"{Path(PREFECT).parent}:{env['PATH']}"},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            printed = done.stdout + done.stderr
+            assert done.returncode == 0, f"{command}:\n{printed}"
+            if "--watch" in command:
+                assert "finished in state 'Completed'" in printed, printed
+    opened = open_store(env["MEMPIPE_STORE"], migrate=True)
+    turns = opened.stats().turns
+    opened.close()
+    assert turns == 20, "the sample's turns went in"

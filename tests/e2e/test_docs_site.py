@@ -41,7 +41,10 @@ def test_the_site_builds_strictly_and_its_cli_reference_has_every_command_and_op
     assert built.returncode == 0, built.stderr[-3000:]
     reference = (site / "reference" / "cli" / "index.html").read_text()
     assert "Sentinel" not in reference, "no option shows click's no-default sentinel"
-    assert "example.invalid" not in (site / "index.html").read_text()
+    home = (site / "index.html").read_text()
+    assert "example.invalid" not in home
+    assert "stylesheets/extra.css" in home, "long console lines wrap rather than being cut"
+    assert "pre-wrap" in (site / "stylesheets" / "extra.css").read_text()
     for name, command in _commands(cli).items():
         assert name in reference, f"{name} is not in the CLI reference"
         assert html.escape(command.short_help or "", quote=False) in reference, name
