@@ -451,7 +451,7 @@ def test_the_deployments_pages_run_example_runs_as_written(ops_env, tmp_path) ->
             printed = done.stdout + done.stderr
             assert done.returncode == 0, f"{command}:\n{printed}"
             if "--watch" in command:
-                assert "finished in state 'Completed'" in printed, printed
+                assert "finished successfully in 'Completed'" in printed, printed
     opened = open_store(env["MEMPIPE_STORE"], migrate=True)
     turns = opened.stats().turns
     opened.close()
