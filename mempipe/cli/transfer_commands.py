@@ -170,6 +170,7 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
     written = counted(summary.written)
     skipped = sum(summary.duplicates_skipped.values())
     click.echo(f"imported {written or 'nothing'}; {skipped} already held")
+    click.echo(users_line(summary.users, "record", "records"))
     if summary.conflicts:
         click.echo(f"{summary.conflicts} held with other content, kept: {summary.rejects_path}")
     if summary.without_vector:

@@ -13,6 +13,7 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MEMORY_COLLECTIONS, MEMORY_MODELS, CustomMemory
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.snapshot import Snapshot
+from mempipe.schemas.summaries import UserCount
 from mempipe.schemas.turn import Turn
 
 BUNDLE_FORMAT = 1
@@ -106,6 +107,10 @@ class BundleImportSummary(BaseModel):
     without_vector: int = 0
     digests_match: bool
     digest_differences: list[str] = Field(default_factory=list)
+    users: list[UserCount] = Field(
+        default_factory=list,
+        description="the users whose turns and memories the bundle holds, with how many each",
+    )
     seconds: float
 
 

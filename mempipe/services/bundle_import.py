@@ -38,6 +38,7 @@ from mempipe.schemas.errors import describe
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import MEMORY_COLLECTIONS, MemoryRecord
 from mempipe.schemas.reject import Reject
+from mempipe.schemas.summaries import Owner, UserCount
 from mempipe.services.bundle_vectors import read_vectors, reusable, set_vectors
 from mempipe.services.export import MANIFEST, digest_collection, records
 
@@ -139,12 +140,15 @@ def import_bundle(
     conflicts = 0
     held = HeldRows(uow)
     bundle_runs: set[str] = set()
+    owners: Counter[Owner] = Counter()
     with track("import", sum(manifest.counts.values()), "records") as progress:
         done = 0
         for collection, model in BUNDLE_MODELS.items():
             for batch, first_index in _batches(path / f"{collection}.parquet", model, batch_size):
                 if collection == "runs":
                     bundle_runs.update(r.run_id for r in batch)
+                if collection == "turns" or collection in MEMORY_COLLECTIONS:
+                    owners.update((r.org_id, r.project_id, r.user_id) for r in batch)
                 added, rejects = write_records(uow, collection, batch, run_id, held)
                 written[collection] += added
                 skipped[collection] += len(batch) - added - len(rejects)
@@ -175,6 +179,7 @@ def import_bundle(
         without_vector=max(0, sum(written[c] for c in MEMORY_COLLECTIONS) - reused),
         digests_match=not differences,
         digest_differences=differences,
+        users=UserCount.of(owners),
         seconds=round(time.perf_counter() - started, 3),
     )
 

@@ -136,3 +136,6 @@ def test_the_bundle_as_exported_imports_with_its_digests(exported, tmp_path, mon
     imported = run("import", str(exported), "--format", "bundle", "--store", "sqlite:///ok.db")
     assert imported["digests_match"]
     assert sum(imported["written"].values()) > 0
+    assert [(u["user_id"], u["records"]) for u in imported["users"]] == [("maya", 20 + 10)], (
+        "the import names whose records it brought: 20 turns, 10 memory versions"
+    )
