@@ -6,8 +6,9 @@ So a hybrid score is 1 only for the best text match of the candidates that is al
 meaning exactly; the best hit of a query that only half matches scores about half, never 1 by
 construction. A text list shorter than the pool asked for holds every match, so its floor is the
 score of a record that did not match (zero): its last match still counts for something. A
-vector list whose similarities do not vary at all (a degenerate embedder) says nothing about
-order and counts for nothing. A hit that no leg scored is not listed.
+vector list of several similarities that do not vary at all (a degenerate embedder) says
+nothing about order and counts for nothing; a single one counts as it is. A hit that no leg
+scored is not listed.
 
 Why these scales: on the LongMemEval development set (BENCHMARKS.md, "Retrieval quality"),
 recall@10 of hybrid search was 0.863 with both lists min-max scaled (the top hit always 1) and
@@ -38,8 +39,8 @@ def scaled(scores: Sequence[float], floor: float | None = None) -> list[float]:
 
 def similarities(scores: Sequence[float]) -> list[float]:
     """Cosine similarities as a leg's share: as they are, a negative one none; all none when
-    they do not vary (they say nothing about order)."""
-    if not scores or max(scores) <= min(scores):
+    two or more do not vary at all (they say nothing about order)."""
+    if len(scores) > 1 and max(scores) <= min(scores):
         return [0.0] * len(scores)
     return [min(1.0, max(0.0, score)) for score in scores]
 

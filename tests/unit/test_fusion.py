@@ -81,3 +81,10 @@ def test_a_hit_no_leg_scored_is_not_listed() -> None:
     assert "v-near" in listed
     assert f"t{POOL - 1}" not in listed
     assert "v-opposite" not in listed
+
+
+def test_a_lone_vector_hit_counts_as_its_similarity() -> None:
+    """One similarity has nothing to vary against: it is not a degenerate embedder's list, so
+    the store's only vector hit is listed at half its cosine."""
+    fused = fuse_hits([], hits([("only", 0.7)]), 5, POOL)
+    assert [(h.id, round(h.score, 6)) for h in fused] == [("only", 0.35)]
