@@ -83,9 +83,11 @@ def decide(
     one_memory: bool = False,
 ) -> Decision:
     """``one_memory``: the snapshot is one record of another memory system, which is one
-    memory: the memory it taught before (its evidence holds the record) is that memory, the
-    same text again changing nothing, another text updating it (never a second memory)."""
-    own = [c for c in candidates if one_memory and snapshot_id in c.evidence]
+    memory: the memory version it wrote before (its evidence starts with the record) is that
+    memory, the same text again changing nothing, another text updating it (never a second
+    memory). A memory the record only reinforced is another record's: it is reconciled
+    against as any candidate is (a repeat of the reinforcement changing nothing)."""
+    own = [c for c in candidates if one_memory and c.evidence[:1] == (snapshot_id,)]
     if own:
         target = own[0]
         if normalize(target.text) == normalize(text):

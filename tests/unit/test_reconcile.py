@@ -69,3 +69,16 @@ def test_another_systems_record_is_one_memory_its_new_text_updating_it() -> None
     assert (same.action, same.no_op) == (ReconcileAction.REINFORCE, True)
     replayed = decide("Owns a red bicycle.", None, "mem0:7", [own, other], T)
     assert replayed.target == other, "a snapshot of a conversation teaches many memories"
+
+
+def test_a_record_that_only_reinforced_a_memory_does_not_own_it() -> None:
+    """``mem0:328`` restated ``mem0:298``'s memory (reinforcing it) in a run that was stopped;
+    the rerun reads it again: the repeat changes nothing, as in a run never stopped, rather
+    than updating the other record's memory with its text."""
+    reinforced = Candidate("m1", None, "Fact about trip 2086.", 0.97, ("mem0:298", "mem0:328"))
+    again = decide("Fact about trip 2296.", None, "mem0:328", [reinforced], T, one_memory=True)
+    assert (again.action, again.target, again.no_op) == (
+        ReconcileAction.REINFORCE,
+        reinforced,
+        True,
+    )
