@@ -4,8 +4,9 @@ check, the store's opening, a task, the run's own verdict (work left undone). Th
 begun one, emitted as an event of the run (``mempipe.run.failed``, its resource named by the
 line: `prefect deployment run ... --watch` prints it, since it reads events until the final
 state, whether or not the server streams logs), logged as the run's last line of its own
-(Prefect's ``Finished in state Failed('error: …')`` after it, no traceback), and made the failed
-state's message (`prefect flow-run inspect`). The command that called the flow in its process
+(Prefect's ``Finished in state Failed('error: …')`` after it; the traceback with it only for an
+error mempipe did not raise on purpose, a bug's or a library's), and made the failed state's
+message (`prefect flow-run inspect`). The command that called the flow in its process
 still gets the error itself (its summary, its exit code). A crash (the process lost, a signal
 Prefect turns into one) is said and recorded by the ``on_crashed`` hook the same way."""
 
@@ -77,7 +78,8 @@ def _failed(line: str, error: BaseException, parameters: dict[str, Any]) -> Stat
     if flow_run.id:
         _close_if_running(parameters, str(flow_run.id), line)
         _emit(str(flow_run.id), said)
-        get_run_logger().error(said)
+        foreign = None if isinstance(error, MempipeError) else error
+        get_run_logger().error(said, exc_info=foreign)
         error.mempipe_said = True  # type: ignore[attr-defined]
     return Failed(message=said, data=error)
 
