@@ -47,22 +47,11 @@ class MongoMemories(MongoParts):
         with self._errors(memory_type):
             if key is not None and key_field is not None:
                 for d in collection.find({**query, key_field: key}, fields, session=self._session):
-                    found[d["id"]] = Candidate(
-                        d["id"], key, d["text"], None, tuple(d.get("evidence") or ())
-                    )
+                    found[d["id"]] = _candidate(d, key_field, None)
             if taught_by is not None:
                 taught = {**query, "evidence": taught_by}
                 for d in collection.find(taught, fields, session=self._session):
-                    found.setdefault(
-                        d["id"],
-                        Candidate(
-                            d["id"],
-                            d.get(key_field) if key_field else None,
-                            d["text"],
-                            None,
-                            tuple(d.get("evidence") or ()),
-                        ),
-                    )
+                    found.setdefault(d["id"], _candidate(d, key_field, None))
             if near is not None and not self.capabilities.search:
                 entry = self._entry(memory_type, near.model_id)
                 for candidate in self._nearest_by_scan(collection, query, fields, entry, near, k):
@@ -76,13 +65,7 @@ class MongoMemories(MongoParts):
                     {"$project": {**fields, "score": {"$meta": "vectorSearchScore"}}},
                 ]
                 for d in collection.aggregate(stages):
-                    found[d["id"]] = Candidate(
-                        d["id"],
-                        d.get(key_field) if key_field else None,
-                        d["text"],
-                        pipelines.cosine(d["score"]),
-                        tuple(d.get("evidence") or ()),
-                    )
+                    found[d["id"]] = _candidate(d, key_field, pipelines.cosine(d["score"]))
                 recent = collection.find(
                     {
                         **query,
@@ -95,16 +78,8 @@ class MongoMemories(MongoParts):
                     session=self._session,
                 )
                 for d in recent:
-                    found.setdefault(
-                        d["id"],
-                        Candidate(
-                            d["id"],
-                            d.get(key_field) if key_field else None,
-                            d["text"],
-                            cosine_similarity(near.vector, d[entry["path"]]),
-                            tuple(d.get("evidence") or ()),
-                        ),
-                    )
+                    similarity = cosine_similarity(near.vector, d[entry["path"]])
+                    found.setdefault(d["id"], _candidate(d, key_field, similarity))
         return list(found.values())
 
     def _nearest_by_scan(
@@ -135,16 +110,7 @@ class MongoMemories(MongoParts):
         key_field = KEY_FIELDS.get(collection.name)
         scores = cosine_scores(near.vector, [d[entry["path"]] for d in docs])
         ranked = [(scores[i], int(i)) for i in np.argsort(-scores, kind="stable")[:k]]
-        return [
-            Candidate(
-                docs[i]["id"],
-                docs[i].get(key_field) if key_field else None,
-                docs[i]["text"],
-                float(score),
-                tuple(docs[i].get("evidence") or ()),
-            )
-            for score, i in ranked
-        ]
+        return [_candidate(docs[i], key_field, float(score)) for score, i in ranked]
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None
@@ -198,3 +164,14 @@ class MongoMemories(MongoParts):
         with self._errors(memory_type):
             found = self._collection(memory_type).find_one({"id": memory_id}, session=self._session)
         return None if found is None else {name: found.get(name) for name in names}
+
+
+def _candidate(document: dict, key_field: str | None, similarity: float | None) -> Candidate:
+    """A memory document as reconciliation compares it."""
+    return Candidate(
+        document["id"],
+        document.get(key_field) if key_field else None,
+        document["text"],
+        similarity,
+        tuple(document.get("evidence") or ()),
+    )
