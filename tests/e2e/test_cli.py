@@ -122,7 +122,6 @@ def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
         (("backfill", "nowhere/*.jsonl"), "matches no archive file"),
         (("backfill", "missing.json"), "no such file or directory"),
         (("stats", "--store", "sqlite:///no/such/dir/m.db"), "no store at"),
-        (("init", "--store", "sqlite:///no/such/dir/m.db"), "does not exist"),
         (("stats", "--store", "redis://localhost"), "unsupported store URL scheme"),
     ],
 )
@@ -161,13 +160,15 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
                 assert option.help, f"`{path} {option.opts[0]}` has no help text"
 
 
-def test_a_search_s_identity_options_are_filters_and_a_backfill_s_are_defaults() -> None:
+def test_a_search_s_identity_options_are_filters_and_a_backfill_s_name_what_it_brings_in() -> None:
     helps = {
         path: {option.opts[0]: option.help for option in command.params}
         for path, command in every_command()
     }
     assert helps["mempipe search"]["--user-id"] == "Only this user's records."
-    assert helps["mempipe backfill"]["--user-id"] == "Default user for records that carry none."
+    assert helps["mempipe backfill"]["--user-id"] == (
+        "The user of the records brought in (a record's own differing: --identity)."
+    )
 
 
 def test_every_command_is_in_the_commands_page() -> None:

@@ -176,7 +176,13 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
         runs = [
             run_deployment(
                 "backfill/backfill",
-                {"paths": [str(fixtures)], "org_id": "acme", "user_id": "maya", **common},
+                {
+                    "paths": [str(fixtures)],
+                    "org_id": "acme",
+                    "user_id": "maya",
+                    "identity": "record",  # the fixtures' own users kept, the rest maya's
+                    **common,
+                },
                 ops_env,
                 tmp_path,
             ),
@@ -325,6 +331,7 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
             {
                 "paths": [str(fixtures / "turns.jsonl")],
                 "user_id": "maya",
+                "identity": "record",
                 "store_secret": "mempipe-store",
                 "config": str(config),
             },

@@ -101,7 +101,7 @@ def test_what_needs_search_says_so_and_changes_nothing(
     assert refused.returncode == 1
     error = json.loads(refused.stdout)
     assert error["kind"] == "store"
-    assert f"`mempipe {command[0]}` needs search indexes" in error["error"]
+    assert f": {command[0]} needs search indexes" in error["error"]
     assert "nothing was changed" in error["error"]
     assert "MongoDB Atlas or self-managed MongoDB 8.2+ with mongot" in error["error"]
     assert ran("stats", *store, cwd=tmp_path, api_url=prefect_server) == before

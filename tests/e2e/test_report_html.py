@@ -98,7 +98,7 @@ def test_an_empty_audit_page_says_so_and_points_at_the_other_days(store_url, tmp
     dom, console = opened(page, tmp_path / "empty.png")
     empty = re.findall(r"<p class=\"empty\">(.*?)</p>", dom)
     assert empty[0] == "No audit rows."
-    assert "try `mempipe report --html ... --by observed`" in dom
+    assert "write the page again with --by observed." in dom
     assert "No failures recorded in this period." in empty
     assert "<td>backfill</td><td>completed</td>" in dom, "the runs table has the backfill"
     assert "<svg" not in dom

@@ -36,6 +36,7 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "export": ("export", "--out", "bundle"),
     "erase": ("erase", "--user-id", "maya"),
     "copy": ("copy", "--to", "sqlite:///copy.db"),
+    "users": ("users",),
 }
 CREATES_A_STORE = ("init", "backfill", "import", "copy --to")
 NO_STORE = ("server status", "server start", "server stop")
