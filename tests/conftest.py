@@ -29,6 +29,17 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(mempipe.__file__).parent, quiet=1)
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves the worker's environment as it found it: an in-process command sets
+    variables of its process (a quiet command, ``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL``), and a
+    later test's child process would inherit them (a ``mempipe -v`` with no logs)."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
