@@ -148,6 +148,11 @@ def test_init_makes_the_store_a_command_was_refused_for(prefect_server, here) ->
         follow([*hint(refused), "--store", store])
         assert "nothing to extract" in run("replay", "--store", store).stdout
     assert (here / "srv" / "mempipe" / "memory.db").is_file(), "init made the folder"
+    elsewhere = "sqlite:///var/mempipe/memory.db"
+    refused = run("backfill", str(SAMPLE), "--user-id", "maya", "--store", elsewhere, expect=1)
+    assert "directory 'var/mempipe' does not exist" in refused.output
+    follow([*hint(refused), "--store", elsewhere])
+    run("backfill", str(SAMPLE), "--user-id", "maya", "--store", elsewhere)
 
 
 def test_users_lists_the_ids_an_erase_can_name(prefect_server, here) -> None:

@@ -19,7 +19,10 @@ def open_sqlite_store(url: str, *, existing: bool = False) -> SqliteStore:
             f"{url!r}: no store at {str(config.path)!r}; nothing was created ({CREATE_HINT})"
         )
     if not parent.is_dir():
-        raise StoreError(f"{url!r}: directory {str(parent)!r} does not exist")
+        raise StoreError(
+            f"{url!r}: directory {str(parent)!r} does not exist (`mempipe init` makes it, "
+            "with an empty store)"
+        )
     if config.path.exists() and not config.path.is_file():
         raise StoreError(f"{url!r}: {str(config.path)!r} is not a file")
     if not os.access(parent, os.W_OK) and not existing:
