@@ -17,6 +17,7 @@ os.environ.setdefault("MEMPIPE_SERVER_IDLE_SECONDS", "60")
 import mempipe
 from mempipe.adapters.store import Store, open_store
 from mempipe.schemas.identity import IdentityDefaults
+from tests import processes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -27,6 +28,14 @@ def pytest_configure(config: pytest.Config) -> None:
     compile every module it imports again, 0.34 CPU-s of a 4.3 s replay."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(Path(mempipe.__file__).parent, quiet=1)
+
+
+@pytest.fixture(autouse=True)
+def _running(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test being run, for :mod:`tests.processes` to check its ``process`` marker."""
+    processes.running = request.node
+    yield
+    processes.running = None
 
 
 @pytest.fixture(autouse=True)

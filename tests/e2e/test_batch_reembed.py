@@ -16,17 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.crash_kit import (
-    copy_store,
-    environment,
-    kill_when,
-    read,
-    run,
-    start,
-    write_archive,
-    write_config,
-)
 from tests.fakes.openai_server import embeddings, fake_openai, usage_of
+from tests.helpers import copy_store, read, write_archive, write_config
+from tests.processes import environment, kill_when, run, start
 
 pytestmark = pytest.mark.prefect
 USERS = 100

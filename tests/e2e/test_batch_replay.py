@@ -14,21 +14,18 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.crash_kit import (
+from tests.fakes.openai_server import Answer, completion, fake_openai
+from tests.fakes.openai_server import memories as answer_memories
+from tests.helpers import (
     audit,
     copy_store,
-    environment,
     extraction_counts,
-    kill_when,
     memories,
     read,
-    run,
-    start,
     write_archive,
     write_config,
 )
-from tests.fakes.openai_server import Answer, completion, fake_openai
-from tests.fakes.openai_server import memories as answer_memories
+from tests.processes import environment, kill_when, run, start
 
 pytestmark = pytest.mark.prefect
 USERS = 30

@@ -1,12 +1,13 @@
-"""The CLI as users and scripts call it: a real process, JSON on stdout, logs on stderr."""
+"""The CLI as users and scripts call it: JSON on stdout, logs on stderr; in this process
+(click's runner) but where the process is the behaviour (the stdout/stderr split of a real
+command, a terminal's bars, Prefect's logs with -v, a fresh interpreter's settings)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,30 +17,19 @@ import pytest
 from mempipe.cli import cli
 from mempipe.migrations import all_migrations
 from tests.docs import page
+from tests.helpers import invoke
+from tests.processes import MEMPIPE, environment, python, run, shell
 
 ROOT = Path(__file__).parents[2]
 
 
-def mempipe(*args: str, cwd: Path, api_url: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if api_url:
-        env["PREFECT_API_URL"] = api_url
-    return subprocess.run(
-        [sys.executable, "-m", "mempipe", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.prefect
+@pytest.mark.process("a real command's stdout and stderr, apart")
 def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     prefect_server, fixtures, tmp_path
 ) -> None:
-    args = ("backfill", str(fixtures), "--store", "sqlite:///memory.db", "--json")
-    first = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
+    args = ["backfill", str(fixtures), "--store", "sqlite:///memory.db", "--json"]
+    first = run(args, tmp_path, environment(prefect_server))
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
     for key in (
@@ -55,11 +45,11 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
     assert summary["turns_inserted"] == 34
     assert "promote sessions" not in first.stderr, "no bar on a redirected stderr"
 
-    second = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
+    second = invoke(*args, cwd=tmp_path)
     assert json.loads(second.stdout)["duplicates_skipped"] == 34
     assert json.loads(second.stdout)["turns_inserted"] == 0
 
-    stats = mempipe("stats", "--store", "sqlite:///memory.db", "--json", cwd=tmp_path)
+    stats = invoke("stats", "--store", "sqlite:///memory.db", "--json", cwd=tmp_path)
     counts = json.loads(stats.stdout)
     assert (counts["turns"], counts["sessions"], counts["snapshots"]["pending"]) == (34, 12, 13)
     assert counts["memories"]["semantic"] == {"active": 0, "superseded": 0}
@@ -68,23 +58,13 @@ def test_backfill_json_is_one_document_on_stdout_and_a_rerun_adds_nothing(
 
 
 @pytest.mark.prefect
+@pytest.mark.process("a terminal's bars, on script's pseudo-terminal")
 def test_progress_bars_are_drawn_on_a_terminal(prefect_server, fixtures, tmp_path) -> None:
     """On a terminal (here ``script``'s pseudo-terminal) a long step draws its bar on stderr;
     redirected, it draws none (above)."""
-    import shlex
-
-    command = shlex.join(
-        [sys.executable, "-m", "mempipe", "backfill", str(fixtures), "--store", "sqlite:///t.db"]
-    )
-    env = {**os.environ, "PREFECT_API_URL": prefect_server, "COLUMNS": "120"}
-    shown = subprocess.run(
-        ["script", "-qec", command, "/dev/null"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = shlex.join([*MEMPIPE, "backfill", str(fixtures), "--store", "sqlite:///t.db"])
+    env = environment(prefect_server, COLUMNS="120")
+    shown = shell(f"script -qec {shlex.quote(command)} /dev/null", tmp_path, env)
     assert shown.returncode == 0, shown.stdout
     assert "promote sessions" in shown.stdout, "the terminal shows the bar"
     assert "34/34 turns" in shown.stdout
@@ -92,26 +72,22 @@ def test_progress_bars_are_drawn_on_a_terminal(prefect_server, fixtures, tmp_pat
 
 def test_init_creates_the_store_and_migrate_is_idempotent_on_it(tmp_path) -> None:
     every = [m.id for m in all_migrations()]
-    first = mempipe("init", "--json", cwd=tmp_path)
+    first = invoke("init", "--json", cwd=tmp_path)
     assert json.loads(first.stdout)["applied"] == every
     assert (tmp_path / "mempipe.db").exists(), "the default store is ./mempipe.db"
-    pending = mempipe("migrate", "--pending", "--json", cwd=tmp_path)
+    pending = invoke("migrate", "--pending", "--json", cwd=tmp_path)
     assert json.loads(pending.stdout)["pending"] == []
-    again = mempipe("migrate", "--json", cwd=tmp_path)
+    again = invoke("migrate", "--json", cwd=tmp_path)
     assert json.loads(again.stdout)["applied"] == []
     assert json.loads(again.stdout)["already_applied"] == every
-    init_again = mempipe("init", cwd=tmp_path)
+    init_again = invoke("init", cwd=tmp_path)
     assert init_again.stdout.startswith("store exists; applied: nothing (up to date)")
 
 
 def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
     env_store = f"sqlite:///{tmp_path / 'from-env.db'}"
-    os.environ["MEMPIPE_STORE"] = env_store
-    try:
-        created = mempipe("init", "--json", cwd=tmp_path)
-        result = mempipe("stats", "--json", cwd=tmp_path)
-    finally:
-        del os.environ["MEMPIPE_STORE"]
+    created = invoke("init", "--json", cwd=tmp_path, env={"MEMPIPE_STORE": env_store})
+    result = invoke("stats", "--json", cwd=tmp_path, env={"MEMPIPE_STORE": env_store})
     assert json.loads(created.stdout)["store"] == env_store
     assert json.loads(result.stdout)["store"] == env_store
 
@@ -128,8 +104,8 @@ def test_the_store_can_be_named_by_the_environment(tmp_path) -> None:
 def test_an_unusable_path_or_store_is_a_clear_error_with_a_non_zero_exit(
     tmp_path, args, message
 ) -> None:
-    result = mempipe(*args, "--json", cwd=tmp_path)
-    assert result.returncode == 1
+    result = invoke(*args, "--json", cwd=tmp_path)
+    assert result.exit_code == 1
     assert message in json.loads(result.stdout)["error"], "--json: the error as one document"
     assert result.stderr.startswith("error: ")
     assert message in result.stderr
@@ -138,8 +114,8 @@ def test_an_unusable_path_or_store_is_a_clear_error_with_a_non_zero_exit(
 
 def test_a_bad_config_file_is_a_clear_error(tmp_path) -> None:
     (tmp_path / "project-config.yaml").write_text("memory:\n  metadata_partition_keys: [Bad]\n")
-    result = mempipe("stats", cwd=tmp_path)
-    assert result.returncode == 1
+    result = invoke("stats", cwd=tmp_path)
+    assert result.exit_code == 1
     assert "metadata_partition_keys" in result.stderr
     assert "'Bad'" in result.stderr
 
@@ -182,7 +158,7 @@ def test_every_command_is_in_the_commands_page() -> None:
 def test_replay_and_report_json_on_the_embedded_default(prefect_server, tmp_path) -> None:
     sample = ROOT / "examples" / "sample-archive"
     store = ("--store", "sqlite:///memory.db")
-    backfill = mempipe(
+    backfill = invoke(
         "backfill",
         str(sample),
         "--user-id",
@@ -190,16 +166,15 @@ def test_replay_and_report_json_on_the_embedded_default(prefect_server, tmp_path
         *store,
         "--json",
         cwd=tmp_path,
-        api_url=prefect_server,
     )
-    assert backfill.returncode == 0, backfill.stderr
-    replayed = mempipe("replay", *store, "--json", cwd=tmp_path, api_url=prefect_server)
-    assert replayed.returncode == 0, replayed.stderr
+    assert backfill.exit_code == 0, backfill.stderr
+    replayed = invoke("replay", *store, "--json", cwd=tmp_path)
+    assert replayed.exit_code == 0, replayed.stderr
     summary = json.loads(replayed.stdout)
     assert summary["embedding_model"] == "all-MiniLM-L6-v2", "the local model is the default"
     assert (summary["added"], summary["updated"], summary["reinforced"]) == (8, 2, 1)
     assert summary["unembedded"] == 0
-    reported = mempipe("report", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    reported = invoke("report", *store, "--json", cwd=tmp_path)
     report = json.loads(reported.stdout)
     assert report["rows"] == 11
     assert report["files"] == [str(Path(f)) for f in summary["audit_files"]]
@@ -212,15 +187,15 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
     for command in (("backfill", str(sample), "--user-id", "maya"), ("replay",)):
-        done = mempipe(*command, *store, "--json", cwd=tmp_path, api_url=prefect_server)
-        assert done.returncode == 0, done.stderr
+        done = invoke(*command, *store, "--json", cwd=tmp_path)
+        assert done.exit_code == 0, done.stderr
 
-    models = json.loads(mempipe("models", *store, "--json", cwd=tmp_path).stdout)
+    models = json.loads(invoke("models", *store, "--json", cwd=tmp_path).stdout)
     assert {"id": "hashing-64", "dimensions": 64, "active": True} in models
 
     queries = tmp_path / "queries.jsonl"
     lis = json.loads(
-        mempipe(
+        invoke(
             "search", "home airport LIS", *store, "--mode", "text", "--json", cwd=tmp_path
         ).stdout
     )["hits"][0]["id"]
@@ -231,7 +206,7 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
     queries.write_text("".join(json.dumps(line) + "\n" for line in lines))
     details = tmp_path / "details.jsonl"
     evaluated = json.loads(
-        mempipe(
+        invoke(
             "eval",
             str(queries),
             *store,
@@ -254,11 +229,11 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
     written = [json.loads(line) for line in details.read_text().splitlines()]
     assert [d["ranks"] for d in written][1] == {"no-such-id": None}
     assert written[0]["ranks"][lis] in range(1, 6)
-    strict = mempipe("eval", str(queries), *store, "--strict", cwd=tmp_path)
-    assert strict.returncode != 0
+    strict = invoke("eval", str(queries), *store, "--strict", cwd=tmp_path)
+    assert strict.exit_code != 0
     assert "queries.jsonl:1: unknown field(s) note (--strict)" in strict.stderr
 
-    moved = mempipe(
+    moved = invoke(
         "reembed",
         "--model",
         "hashing-128",
@@ -267,15 +242,14 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
         *store,
         "--json",
         cwd=tmp_path,
-        api_url=prefect_server,
     )
     summary = json.loads(moved.stdout)
-    assert moved.returncode == 0, moved.stderr
+    assert moved.exit_code == 0, moved.stderr
     assert summary["switched"] is True
     gate = summary["gate"]
     assert gate["queries"] == 2
     for model, recall in (("hashing-64", gate["old_recall"]), ("hashing-128", gate["new_recall"])):
-        printed = mempipe(
+        printed = invoke(
             "eval",
             str(queries),
             *store,
@@ -289,15 +263,16 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
         assert json.loads(printed.stdout)["recall"] == recall, "the gate's verdict is eval's"
     serving = {
         m["id"]: m["active"]
-        for m in json.loads(mempipe("models", *store, "--json", cwd=tmp_path).stdout)
+        for m in json.loads(invoke("models", *store, "--json", cwd=tmp_path).stdout)
     }
     assert serving["hashing-128"] is True
     assert serving["hashing-64"] is False
-    rolled = mempipe("reembed", "rollback", *store, "--json", cwd=tmp_path, api_url=prefect_server)
+    rolled = invoke("reembed", "rollback", *store, "--json", cwd=tmp_path)
     assert "semantic" in json.loads(rolled.stdout)["collections"]
 
 
 @pytest.mark.parametrize(("given", "expected"), [(None, 180), ("45", 45)])
+@pytest.mark.process("a fresh interpreter's settings, read as mempipe.cli is imported")
 def test_the_cli_waits_for_a_slow_temporary_prefect_server(given, expected) -> None:
     """Prefect's own 20 s start-up wait fails commands on a busy machine; the CLI waits
     longer unless the user set the wait."""
@@ -309,9 +284,7 @@ def test_the_cli_waits_for_a_slow_temporary_prefect_server(given, expected) -> N
         "from prefect.settings import get_current_settings\n"
         "print(get_current_settings().server.ephemeral.startup_timeout_seconds)"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-    )
+    shown = python(probe, env)
     assert int(shown.stdout) == expected
 
 
@@ -320,14 +293,10 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
     sample = ROOT / "examples" / "sample-archive"
     source = ("--store", "sqlite:///source.db")
     target = ("--store", "sqlite:///target.db")
-    loaded = mempipe(
-        "backfill", str(sample), "--user-id", "maya", *source, cwd=tmp_path, api_url=prefect_server
-    )
-    assert loaded.returncode == 0, loaded.stderr
+    loaded = invoke("backfill", str(sample), "--user-id", "maya", *source, cwd=tmp_path)
+    assert loaded.exit_code == 0, loaded.stderr
 
-    exported = mempipe(
-        "export", "--out", "bundle", *source, "--json", cwd=tmp_path, api_url=prefect_server
-    )
+    exported = invoke("export", "--out", "bundle", *source, "--json", cwd=tmp_path)
     summary = json.loads(exported.stdout)
     assert set(summary) >= {"out", "counts", "digests", "seconds"}
     assert summary["counts"]["turns"] == 20
@@ -338,7 +307,7 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
 
     runs = []
     for spelling in ("bundle", "mempipe"):
-        imported = mempipe(
+        imported = invoke(
             "import",
             "bundle",
             "--format",
@@ -346,9 +315,8 @@ def test_export_then_import_a_bundle_from_the_cli(prefect_server, tmp_path) -> N
             *target,
             "--json",
             cwd=tmp_path,
-            api_url=prefect_server,
         )
-        assert imported.returncode == 0, imported.stderr
+        assert imported.exit_code == 0, imported.stderr
         runs.append(json.loads(imported.stdout))
         deprecated = "deprecated: --format mempipe is now --format bundle"
         assert (deprecated in imported.stderr) is (spelling == "mempipe"), imported.stderr
@@ -364,28 +332,24 @@ def test_erase_asks_first_counts_when_dry_and_leaves_a_record_without_content(
 ) -> None:
     sample = ROOT / "examples" / "sample-archive"
     store = ("--store", "sqlite:///memory.db")
-    loaded = mempipe(
-        "backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path, api_url=prefect_server
-    )
-    assert loaded.returncode == 0, loaded.stderr
+    loaded = invoke("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path)
+    assert loaded.exit_code == 0, loaded.stderr
 
     def erase(*extra: str):
-        return mempipe(
-            "erase", "--user-id", "maya", *extra, *store, cwd=tmp_path, api_url=prefect_server
-        )
+        return invoke("erase", "--user-id", "maya", *extra, *store, cwd=tmp_path)
 
     dry = erase("--dry-run", "--json")
     assert json.loads(dry.stdout)["counts"]["turns"] == 20
     refused = erase()  # no terminal to answer the question: nothing happens
-    assert refused.returncode != 0
+    assert refused.exit_code != 0
     assert "Aborted" in refused.stderr
     assert json.loads(erase("--dry-run", "--json").stdout)["counts"]["turns"] == 20
 
     done = erase("--yes", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout)["counts"]["turns"] == 20
-    assert json.loads(mempipe("stats", *store, "--json", cwd=tmp_path).stdout)["turns"] == 0
-    runs = json.loads(mempipe("runs", *store, "--json", cwd=tmp_path).stdout)["runs"]
+    assert json.loads(invoke("stats", *store, "--json", cwd=tmp_path).stdout)["turns"] == 0
+    runs = json.loads(invoke("runs", *store, "--json", cwd=tmp_path).stdout)["runs"]
     (record,) = [r["run"] for r in runs if r["run"]["flow"] == "erase"]
     assert record["parameters"] == {"user_id": "maya"}
     assert record["counts"]["turns"] == 20
@@ -402,8 +366,8 @@ def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
         "mem0",
     ]
     args += ["--org-id", "acme", "--project-id", "travel", "--store", "sqlite:///m.db", "--json"]
-    first = mempipe(*args, cwd=tmp_path, api_url=prefect_server)
-    assert first.returncode == 0, first.stderr
+    first = invoke(*args, cwd=tmp_path)
+    assert first.exit_code == 0, first.stderr
     summary = json.loads(first.stdout)
     assert set(summary) >= {
         "run_id",
@@ -419,28 +383,34 @@ def test_import_mem0_memories_from_the_cli(prefect_server, tmp_path) -> None:
     }
     assert (summary["added"], summary["reinforced"], summary["rejected"]) == (3, 1, 1)
     assert summary["audit_files"], "the import's audit reaches Parquet"
-    again = json.loads(mempipe(*args, cwd=tmp_path, api_url=prefect_server).stdout)
+    again = json.loads(invoke(*args, cwd=tmp_path).stdout)
     assert (again["added"], again["duplicates_skipped"]) == (0, 4)
 
 
 @pytest.mark.prefect
-def test_flow_commands_are_quiet_unless_verbose_and_embed_makes_turns_searchable(
-    prefect_server, tmp_path
-) -> None:
+@pytest.mark.process("Prefect's logs on a real command's stderr, quiet or -v")
+def test_flow_commands_are_quiet_unless_verbose(prefect_server, tmp_path) -> None:
     sample = ROOT / "examples" / "sample-archive"
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
     store = ("--store", "sqlite:///memory.db")
-    quiet = mempipe("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path)
+    env = environment(prefect_server)
+    quiet = run(["backfill", str(sample), "--user-id", "maya", *store], tmp_path, env)
     assert quiet.returncode == 0, quiet.stderr
     assert "INFO" not in quiet.stderr
     assert "Loading weights" not in quiet.stderr
     assert "mempipe reembed --incremental" in quiet.stdout, "it says how to search by meaning"
 
-    loud = mempipe("-v", "backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path)
+    loud = run(["-v", "backfill", str(sample), "--user-id", "maya", *store], tmp_path, env)
     assert "| INFO    |" in loud.stderr
 
-    embedded = mempipe(
+
+@pytest.mark.prefect
+def test_backfill_embed_makes_turns_searchable_at_once(prefect_server, tmp_path) -> None:
+    sample = ROOT / "examples" / "sample-archive"
+    (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
+    store = ("--store", "sqlite:///memory.db")
+    embedded = invoke(
         "backfill",
         str(sample),
         "--user-id",
@@ -449,10 +419,9 @@ def test_flow_commands_are_quiet_unless_verbose_and_embed_makes_turns_searchable
         *store,
         "--json",
         cwd=tmp_path,
-        api_url=prefect_server,
     )
     assert json.loads(embedded.stdout)["embedded"] == 20
-    found = mempipe(
+    found = invoke(
         "search",
         "home airport",
         "--source",
@@ -466,7 +435,7 @@ def test_flow_commands_are_quiet_unless_verbose_and_embed_makes_turns_searchable
         cwd=tmp_path,
     )
     assert json.loads(found.stdout)["hits"]
-    again = mempipe(
+    again = invoke(
         "backfill",
         str(sample),
         "--user-id",
@@ -475,6 +444,5 @@ def test_flow_commands_are_quiet_unless_verbose_and_embed_makes_turns_searchable
         *store,
         "--json",
         cwd=tmp_path,
-        api_url=prefect_server,
     )
     assert json.loads(again.stdout)["embedded"] == 0, "re-running adds nothing"

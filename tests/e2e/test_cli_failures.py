@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import mempipe
+from tests.helpers import invoke
+from tests.processes import environment, run
 
 
 def digest(path: Path) -> str:
@@ -18,7 +19,7 @@ def digest(path: Path) -> str:
 
 
 def assert_failed(result, kind: str) -> dict:
-    assert result.returncode == 1, result.stderr
+    assert result.exit_code == 1, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -35,7 +36,7 @@ def test_stats_on_a_foreign_sqlite_file_leaves_it_untouched(tmp_path) -> None:
         conn.execute("INSERT INTO orders (total) VALUES (9.5)")
     before = digest(foreign)
 
-    result = mempipe("stats", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    result = invoke("stats", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
 
     assert "not a mempipe store" in assert_failed(result, "store")["error"]
     assert digest(foreign) == before
@@ -43,7 +44,7 @@ def test_stats_on_a_foreign_sqlite_file_leaves_it_untouched(tmp_path) -> None:
 
 
 def test_a_backfill_of_a_missing_path_creates_no_store(tmp_path) -> None:
-    result = mempipe(
+    result = invoke(
         "backfill", "nowhere/", "--store", "sqlite:///memory.db", "--json", cwd=tmp_path
     )
     assert "no such file or directory" in assert_failed(result, "archive")["error"]
@@ -55,39 +56,40 @@ def test_a_writing_command_refuses_another_applications_database(tmp_path, fixtu
     with sqlite3.connect(foreign) as conn:
         conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
     before = digest(foreign)
-    result = mempipe("init", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    result = invoke("init", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
     assert "another application's tables" in assert_failed(result, "store")["error"]
-    migrated = mempipe("migrate", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
+    migrated = invoke("migrate", "--store", f"sqlite:///{foreign}", "--json", cwd=tmp_path)
     assert "is not a mempipe store" in assert_failed(migrated, "store")["error"]
     assert digest(foreign) == before
 
 
 @pytest.mark.parametrize("model", ["hashing-0", "openai:text-embedding-3-small:0", "no-such-model"])
 def test_an_unusable_model_is_refused_before_anything_runs(tmp_path, model) -> None:
-    created = mempipe("init", "--store", "sqlite:///memory.db", cwd=tmp_path)
-    assert created.returncode == 0, created.stderr
-    result = mempipe(
+    created = invoke("init", "--store", "sqlite:///memory.db", cwd=tmp_path)
+    assert created.exit_code == 0, created.stderr
+    result = invoke(
         "reembed", "--model", model, "--store", "sqlite:///memory.db", "--json", cwd=tmp_path
     )
     assert "unknown embedding model" in assert_failed(result, "config")["error"]
 
 
 @pytest.mark.prefect
+@pytest.mark.process("Prefect's logs of the run on a real command's stderr, with -v")
 def test_a_run_that_fails_inside_its_flow_says_so_in_one_line(prefect_server, tmp_path) -> None:
     """The terminal gets the command's one ``error:`` line; with -v the run's logs too, ending
     in the run's own line, with no traceback for a failure mempipe said on purpose."""
     sample = Path(__file__).parents[2] / "examples" / "sample-archive"
     store = ("--store", "sqlite:///memory.db")
 
-    def run(*args: str):
-        return mempipe(*args, *store, cwd=tmp_path, api_url=prefect_server)
-
-    assert run("backfill", str(sample), "--user-id", "maya").returncode == 0
-    assert run("export", "--out", "bundle", "--user-id", "maya").returncode == 0
-    erased = run("erase", "--user-id", "maya", "--yes", "--json")
+    assert invoke("backfill", str(sample), "--user-id", "maya", *store, cwd=tmp_path).exit_code == 0
+    assert (
+        invoke("export", "--out", "bundle", "--user-id", "maya", *store, cwd=tmp_path).exit_code
+        == 0
+    )
+    erased = invoke("erase", "--user-id", "maya", "--yes", "--json", *store, cwd=tmp_path)
     assert "still in 1 file(s)" in assert_failed(erased, "incomplete")["error"]
-    verbose = mempipe(
-        "-v", "erase", "--user-id", "maya", "--yes", *store, cwd=tmp_path, api_url=prefect_server
+    verbose = run(
+        ["-v", "erase", "--user-id", "maya", "--yes", *store], tmp_path, environment(prefect_server)
     )
     assert verbose.returncode == 1
     assert "Beginning flow run" in verbose.stderr, "-v shows the run's logs"
@@ -95,8 +97,9 @@ def test_a_run_that_fails_inside_its_flow_says_so_in_one_line(prefect_server, tm
     assert "Traceback" not in verbose.stderr
 
 
+@pytest.mark.prefect
 def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_false_hint(
-    tmp_path,
+    prefect_server, tmp_path
 ) -> None:
     """Four archives that cannot be read beside a good one: the error names the first three
     with their reasons and counts the rest; a redirected stderr gets no bar and no blank line;
@@ -107,10 +110,10 @@ def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_
     (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n' * 500)[:-40])
     (tmp_path / "foreign.json").write_text('{"orders": [1, 2]}')
     (tmp_path / "blob.jsonl").write_bytes(bytes(range(256)) * 8)
-    result = mempipe(
+    result = invoke(
         "backfill", "deep.json", "cut.jsonl.gz", "foreign.json", "blob.jsonl", cwd=tmp_path
     )
-    assert result.returncode == 1
+    assert result.exit_code == 1
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert error.startswith("error: 4 file(s) could not be read to the end: ")
     assert "MEMPIPE_ARCHIVE_MAX_DEPTH" in error
@@ -122,8 +125,8 @@ def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_
     assert all(": " in line.removeprefix("failed: ") for line in failed), "each with its reason"
     assert "reembed --incremental" not in result.stdout, "no hint about turns never inserted"
 
-    replay = mempipe("replay", cwd=tmp_path)
-    assert replay.returncode == 0, replay.stderr
+    replay = invoke("replay", cwd=tmp_path)
+    assert replay.exit_code == 0, replay.stderr
     assert "nothing to extract" in replay.stdout
     assert "A backfill brings conversations in first" in replay.stdout
     assert "mempipe report" not in replay.stdout
@@ -133,25 +136,14 @@ def test_unreadable_archives_say_why_on_stderr_with_no_bar_no_blank_line_and_no_
 def test_an_unreachable_mongodb_is_said_within_its_timeout_before_prefect_starts(
     tmp_path, command
 ) -> None:
-    import os
-    import subprocess
-    import sys
     import time
 
     (tmp_path / "a.jsonl").write_text('{"session_id": "s", "role": "user", "content": "hi"}\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "MEMPIPE_MONGODB_TIMEOUT_SECONDS": "2"}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "MEMPIPE_MONGODB_TIMEOUT_SECONDS": "2"}
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "mempipe", *command, "--store", "mongodb://127.0.0.1:9/mp"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = invoke(*command, "--store", "mongodb://127.0.0.1:9/mp", cwd=tmp_path, env=env)
     took = time.monotonic() - started
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert "MongoDB is unreachable" in done.stderr
     assert took < 2 + 15, (
         f"{took:.1f} s: the 2 s timeout and the command's start (slow on a loaded machine), "

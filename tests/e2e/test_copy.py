@@ -20,9 +20,9 @@ from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.services.copy import copy_store
 from tests.contract.conftest import mongomock_store
-from tests.e2e.crash_kit import environment, kill_when, read, run, start
-from tests.helpers import ingest
+from tests.helpers import ingest, read
 from tests.integration.test_bundle import declared, source
+from tests.processes import environment, kill_when, run, start
 
 __all__ = ["source"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.e2e.crash_kit import environment, run
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 

@@ -11,11 +11,7 @@ would leave an older fact current.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,24 +19,30 @@ import apsw
 import pytest
 
 from mempipe.watchdog import descendants
-from tests.e2e.crash_kit import (
+from tests.fakes.openai_server import embeddings, fake_openai
+from tests.helpers import (
     MONTHS,
     airport,
     audit,
     copy_store,
     current_airports,
-    environment,
     extraction_counts,
-    kill_when,
-    left_behind,
+    invoke,
     memories,
     read,
-    run,
-    start,
     write_archive,
     write_config,
+    write_named_archive,
 )
-from tests.fakes.openai_server import embeddings, fake_openai
+from tests.processes import (
+    environment,
+    free_port,
+    kill_when,
+    left_behind,
+    run,
+    start,
+    stop_when,
+)
 
 pytestmark = pytest.mark.prefect
 USERS = 200
@@ -55,15 +57,14 @@ def reference(prefect_server, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("reference")
     write_archive(folder / "archive.jsonl", USERS)
     config = write_config(folder)
-    env = environment(prefect_server)
     args = ["--store", "sqlite:///backfilled.db", "--config", str(config)]
-    loaded = run(["backfill", "archive.jsonl", *args], folder, env)
-    assert loaded.returncode == 0, loaded.stderr
+    loaded = invoke("backfill", "archive.jsonl", *args, cwd=folder)
+    assert loaded.exit_code == 0, loaded.output
     copy_store(folder / "backfilled.db", folder / "replayed.db")
-    replayed = run(
-        ["replay", "--store", "sqlite:///replayed.db", "--config", str(config)], folder, env
+    replayed = invoke(
+        "replay", "--store", "sqlite:///replayed.db", "--config", str(config), cwd=folder
     )
-    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.exit_code == 0, replayed.output
     db = folder / "replayed.db"
     assert extraction_counts(db) == {"done": USERS * MONTHS * HANDLERS}
     expected = {f"user{u:03d}": airport(u, MONTHS - 1) for u in range(USERS)}
@@ -90,6 +91,7 @@ def assert_same_end_state(db: Path, reference: dict) -> None:
     assert audit(db) == reference["audit"], "each ADD / UPDATE / REINFORCE exactly once"
 
 
+@pytest.mark.process("two replays in two processes at once")
 def test_two_replays_started_at_once_end_as_one_uninterrupted_run(
     prefect_server, reference, tmp_path
 ) -> None:
@@ -106,6 +108,7 @@ def test_two_replays_started_at_once_end_as_one_uninterrupted_run(
     assert_same_end_state(db, reference)
 
 
+@pytest.mark.process("a replay killed with SIGKILL")
 def test_a_replay_killed_part_way_and_resumed_at_once_ends_as_an_uninterrupted_run(
     prefect_server, reference, tmp_path
 ) -> None:
@@ -116,9 +119,9 @@ def test_a_replay_killed_part_way_and_resumed_at_once_ends_as_an_uninterrupted_r
     kill_when(victim, lambda: extraction_counts(db)["done"] >= total // 10)
     assert extraction_counts(db)["done"] < total, "killed part-way"
 
-    resumed = run(["replay", *args, "--json"], tmp_path, env)
+    resumed = invoke("replay", *args, "--json", cwd=tmp_path)
 
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.output
     assert_same_end_state(db, reference)
     killed = read(db, "SELECT status, error FROM runs WHERE flow = 'replay' ORDER BY started_at")
     assert killed[0][0] == "failed"
@@ -126,6 +129,7 @@ def test_a_replay_killed_part_way_and_resumed_at_once_ends_as_an_uninterrupted_r
     assert read(db, "SELECT count(*) FROM leases") == [(0,)], "no claim outlives its run"
 
 
+@pytest.mark.process("a replay killed with SIGKILL, its pid then gone")
 def test_runs_lists_a_dead_run_and_recover_frees_its_claims(
     prefect_server, reference, tmp_path
 ) -> None:
@@ -134,27 +138,27 @@ def test_runs_lists_a_dead_run_and_recover_frees_its_claims(
     victim = start(["replay", *args, "--concurrency", "1"], tmp_path, env)
     kill_when(victim, lambda: extraction_counts(db)["done"] >= 200)
 
-    listed = run(["runs", *args, "--running", "--json"], tmp_path, env)
-    assert listed.returncode == 0, listed.stderr
+    listed = invoke("runs", *args, "--running", "--json", cwd=tmp_path)
+    assert listed.exit_code == 0, listed.output
     [view] = json.loads(listed.stdout)["runs"]
     assert view["run"]["pid"] == victim.pid
     assert "is gone" in view["dead"]
 
-    recovered = run(["recover", *args, "--json"], tmp_path, env)
-    assert recovered.returncode == 0, recovered.stderr
+    recovered = invoke("recover", *args, "--json", cwd=tmp_path)
+    assert recovered.exit_code == 0, recovered.output
     [closed] = json.loads(recovered.stdout)["recovered"]
     assert closed["run_id"] == view["run"]["run_id"]
     assert read(db, "SELECT count(*) FROM leases") == [(0,)]
     assert read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("failed",)]
 
 
-def reembed_store(reference: dict, tmp_path: Path, env: dict) -> tuple[Path, list[str]]:
+def reembed_store(reference: dict, tmp_path: Path) -> tuple[Path, list[str]]:
     """The replayed store with its turns (stm) served by hashing-64."""
     db = tmp_path / "memory.db"
     copy_store(reference["folder"] / "replayed.db", db)
     args = ["--store", f"sqlite:///{db}", "--config", str(reference["config"])]
-    first = run(["reembed", "--incremental", *args], tmp_path, env)
-    assert first.returncode == 0, first.stderr
+    first = invoke("reembed", "--incremental", *args, cwd=tmp_path)
+    assert first.exit_code == 0, first.output
     return db, args
 
 
@@ -176,74 +180,72 @@ def vectors_of(db: Path, model: str) -> int:
 SLOW_MODEL = "openai:fake-embed:32"
 
 
+@pytest.mark.process("a re-embed killed with SIGKILL, twice")
 def test_a_killed_reembed_can_be_rolled_back_or_resumed_and_finalized_within_a_minute(
     prefect_server, reference, tmp_path
 ) -> None:
     """The new model answers through the real ``openai`` client from a local endpoint that
     takes its time, so the kill lands part-way."""
-    env = environment(prefect_server)
-    db, args = reembed_store(reference, tmp_path, env)
+    db, args = reembed_store(reference, tmp_path)
     before = serving(db)
     assert before["stm"] == "hashing-64"
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 32, delay=0.01)
-        slow = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        provider = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        slow = environment(prefect_server, **provider)
         move = ["reembed", "--model", SLOW_MODEL, "--collections", "stm", "--batch-size", "8"]
         move += args
 
         victim = start(move, tmp_path, slow)
         kill_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40)
         killed_at = time.monotonic()
-        rolled = run(["reembed", "rollback", *args, "--json"], tmp_path, env)
-        assert rolled.returncode == 0, rolled.stderr
+        rolled = invoke("reembed", "rollback", *args, "--json", cwd=tmp_path)
+        assert rolled.exit_code == 0, rolled.output
         assert serving(db) == before, "the half-built move is dropped, nothing else changed"
         assert vectors_of(db, SLOW_MODEL) == 0
 
         victim = start(move, tmp_path, slow)
         kill_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40)
         assert serving(db) == before, "a killed re-embed switched nothing"
-        resumed = run([*move, "--json"], tmp_path, slow)
-        assert resumed.returncode == 0, resumed.stderr
+        resumed = invoke(*move, "--json", cwd=tmp_path, env=provider)
+        assert resumed.exit_code == 0, resumed.output
         assert json.loads(resumed.stdout)["switched"] is True
         assert serving(db)["stm"] == SLOW_MODEL
-        finalized = run(["reembed", "finalize", *args, "--json"], tmp_path, env)
-        assert finalized.returncode == 0, finalized.stderr
+        finalized = invoke("reembed", "finalize", *args, "--json", cwd=tmp_path)
+        assert finalized.exit_code == 0, finalized.output
     assert time.monotonic() - killed_at < 120, "no lock of a dead run was waited out"
     assert read(db, "SELECT count(*) FROM leases") == [(0,)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_reembed_to_an_unreachable_model_changes_nothing_and_names_the_cause(
     prefect_server, reference, tmp_path
 ) -> None:
-    env = environment(prefect_server)
-    _, args = reembed_store(reference, tmp_path, env)
-    models_before = run(["models", *args, "--json"], tmp_path, env).stdout
+    _, args = reembed_store(reference, tmp_path)
+    models_before = invoke("models", *args, "--json", cwd=tmp_path).stdout
     query = ["search", "home airport", "--source", "stm", "--mode", "semantic", *args, "--json"]
-    search_before = run(query, tmp_path, env).stdout
+    search_before = invoke(*query, cwd=tmp_path).stdout
 
-    refused = run(
-        ["reembed", "--model", "openai:text-embedding-3-small", *args, "--json"],
-        tmp_path,
-        environment(
-            prefect_server,
-            MEMPIPE_LLM_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
-            OPENAI_API_KEY="test",
-        ),
+    refused = invoke(
+        "reembed",
+        "--model",
+        "openai:text-embedding-3-small",
+        *args,
+        "--json",
+        cwd=tmp_path,
+        env={
+            "MEMPIPE_LLM_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+            "OPENAI_API_KEY": "test",
+        },
     )
 
-    assert refused.returncode == 1
+    assert refused.exit_code == 1
     document = json.loads(refused.stdout)
     assert "refused" in document["error"].lower(), document
-    assert run(["models", *args, "--json"], tmp_path, env).stdout == models_before
-    assert run(query, tmp_path, env).stdout == search_before
+    assert invoke("models", *args, "--json", cwd=tmp_path).stdout == models_before
+    assert invoke(*query, cwd=tmp_path).stdout == search_before
 
 
+@pytest.mark.process("a command killed with SIGKILL, and its children")
 def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_path) -> None:
     """With ``MEMPIPE_SERVER_MODE=temporary`` and no Prefect API, the command starts
     Prefect's temporary server of its own."""
@@ -260,6 +262,7 @@ def test_a_command_killed_with_sigkill_leaves_no_process_behind(reference, tmp_p
     assert not (alive := left_behind(started)), f"left behind: {alive}"
 
 
+@pytest.mark.process("a command killed with SIGKILL, and the session server it used")
 def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands_after(
     reference, tmp_path
 ) -> None:
@@ -300,26 +303,8 @@ def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands
     assert status["running"] is False
 
 
-def stop_when(process, ready, signum: int, *, group: bool = False, timeout: float = 240) -> float:
-    """Send ``signum`` once ``ready()`` holds; the seconds the process took to exit after it."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert process.poll() is None, f"ended before the signal: {process.communicate()}"
-        assert time.monotonic() < deadline, "never got there"
-        time.sleep(0.05)
-    sent = time.monotonic()
-    if group:
-        os.killpg(process.pid, signum)
-    else:
-        process.send_signal(signum)
-    process.wait(timeout=120)
-    took = time.monotonic() - sent
-    print(f"{signal.Signals(signum).name}: exit {process.returncode} after {took:.2f} s")
-    return took
-
-
 def assert_interrupted_then_completed_by_a_rerun(
-    db: Path, args: list[str], out: str, rc: int, expected_rc: int, tmp_path: Path, env, reference
+    db: Path, args: list[str], out: str, rc: int, expected_rc: int, tmp_path: Path, reference
 ) -> None:
     assert rc == expected_rc, out
     document = json.loads(out)
@@ -332,11 +317,12 @@ def assert_interrupted_then_completed_by_a_rerun(
     assert 0 < done_now < USERS * MONTHS * HANDLERS, "stopped part-way"
     assert json.loads(counts)["done"] == document["done"] == done_now, "its true counts"
     assert read(db, "SELECT count(*) FROM leases") == [(0,)], "its claims released"
-    rerun = run(["replay", *args, "--json"], tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+    rerun = invoke("replay", *args, "--json", cwd=tmp_path)
+    assert rerun.exit_code == 0, rerun.output
     assert_same_end_state(db, reference)
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_sigterm_stops_a_replay_within_seconds_recorded_interrupted_and_a_rerun_completes(
     prefect_server, reference, tmp_path
 ) -> None:
@@ -348,25 +334,20 @@ def test_sigterm_stops_a_replay_within_seconds_recorded_interrupted_and_a_rerun_
     out, _ = victim.communicate()
     assert took < 10, f"took {took:.1f} s to stop"
     assert_interrupted_then_completed_by_a_rerun(
-        db, args, out, victim.returncode, 143, tmp_path, env, reference
+        db, args, out, victim.returncode, 143, tmp_path, reference
     )
 
 
+@pytest.mark.process("a Ctrl-C to a process group")
 def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
-    reference, tmp_path
+    prefect_server, reference, tmp_path
 ) -> None:
     """With ``MEMPIPE_SERVER_MODE=temporary`` and no Prefect API, the command starts its own
     temporary server; the terminal's Ctrl-C reaches the whole process group."""
     db, args = fresh_store(reference, tmp_path)
     env = TEMPORARY
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "mempipe", "replay", *args, "--concurrency", "2", "--json"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    victim = start(
+        ["replay", *args, "--concurrency", "2", "--json"], tmp_path, env, start_new_session=True
     )
     started: set[int] = set()
 
@@ -379,19 +360,20 @@ def test_ctrl_c_to_the_process_group_stops_a_replay_and_its_temporary_server(
     assert took < 10, f"took {took:.1f} s to stop"
     assert not (alive := left_behind(started, within=30)), f"left behind: {alive}"
     assert_interrupted_then_completed_by_a_rerun(
-        db, args, out, victim.returncode, 130, tmp_path, TEMPORARY, reference
+        db, args, out, victim.returncode, 130, tmp_path, reference
     )
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_sigterm_stops_a_reembed_with_serving_unchanged_and_a_rerun_switches(
     prefect_server, reference, tmp_path
 ) -> None:
-    env = environment(prefect_server)
-    db, args = reembed_store(reference, tmp_path, env)
+    db, args = reembed_store(reference, tmp_path)
     before = serving(db)
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 32, delay=0.01)
-        slow = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        provider = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        slow = environment(prefect_server, **provider)
         move = ["reembed", "--model", SLOW_MODEL, "--collections", "stm", "--batch-size", "8"]
         victim = start([*move, *args, "--json"], tmp_path, slow)
         took = stop_when(victim, lambda: vectors_of(db, SLOW_MODEL) >= 40, signal.SIGTERM)
@@ -407,8 +389,8 @@ def test_sigterm_stops_a_reembed_with_serving_unchanged_and_a_rerun_switches(
         assert status == "interrupted"
         assert read(db, "SELECT count(*) FROM leases") == [(0,)], "its lock released"
 
-        resumed = run([*move, *args, "--json"], tmp_path, slow)
-    assert resumed.returncode == 0, resumed.stderr
+        resumed = invoke(*move, *args, "--json", cwd=tmp_path, env=provider)
+    assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout)["switched"] is True
     assert serving(db)["stm"] == SLOW_MODEL
 
@@ -420,6 +402,7 @@ def embedded_yet(db: Path) -> bool:
         return False
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_sigterm_stops_a_backfill_while_it_embeds_and_a_rerun_completes(
     prefect_server, tmp_path
 ) -> None:
@@ -430,8 +413,8 @@ def test_sigterm_stops_a_backfill_while_it_embeds_and_a_rerun_completes(
     args += ["--config", str(config), "--json"]
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 32, delay=0.5)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
-        victim = start(args, tmp_path, env)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        victim = start(args, tmp_path, environment(prefect_server, **provider))
         took = stop_when(victim, lambda: embedded_yet(db), signal.SIGTERM)
         out, _ = victim.communicate()
 
@@ -445,12 +428,13 @@ def test_sigterm_stops_a_backfill_while_it_embeds_and_a_rerun_completes(
         assert vectors_of(db, SLOW_MODEL) < 100 * MONTHS * 2
 
         fake.responder = lambda body: embeddings(body, 32)
-        rerun = run(args, tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+        rerun = invoke(*args, cwd=tmp_path, env=provider)
+    assert rerun.exit_code == 0, rerun.output
     assert json.loads(rerun.stdout)["duplicates_skipped"] == 100 * MONTHS * 2
     assert vectors_of(db, SLOW_MODEL) == 100 * MONTHS * 2
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_sigterm_stops_a_memory_import_and_a_rerun_imports_the_rest(
     prefect_server, tmp_path
 ) -> None:
@@ -487,8 +471,8 @@ def test_sigterm_stops_a_memory_import_and_a_rerun_imports_the_rest(
 
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16, delay=1.0)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
-        victim = start(args, tmp_path, env)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        victim = start(args, tmp_path, environment(prefect_server, **provider))
         took = stop_when(victim, lambda: db.exists() and imported() > 0, signal.SIGTERM)
         out, _ = victim.communicate()
 
@@ -501,11 +485,11 @@ def test_sigterm_stops_a_memory_import_and_a_rerun_imports_the_rest(
         assert 0 < imported() < records
 
         fake.responder = lambda body: embeddings(body, 16)
-        rerun = run(args, tmp_path, env)
+        rerun = invoke(*args, cwd=tmp_path, env=provider)
         whole = tmp_path / "uninterrupted.db"
-        reference = run([*args[:5], f"sqlite:///{whole}", *args[6:]], tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
-    assert reference.returncode == 0, reference.stderr
+        reference = invoke(*args[:5], f"sqlite:///{whole}", *args[6:], cwd=tmp_path, env=provider)
+    assert rerun.exit_code == 0, rerun.output
+    assert reference.exit_code == 0, reference.output
     assert end_state(db) == end_state(whole), "as if it had never been stopped"
 
 
@@ -517,6 +501,7 @@ def turn_count(db: Path) -> int:
 
 
 @pytest.mark.timeout(600)  # thousands of files, read twice, beside another test's processes
+@pytest.mark.process("a backfill killed with SIGKILL")
 def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupted_one(
     prefect_server, tmp_path
 ) -> None:
@@ -539,8 +524,8 @@ def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupte
     kept = turn_count(killed)
     assert kept < 2 * files, "killed part way"
 
-    rerun = run(["backfill", "archive", "--store", f"sqlite:///{killed}", "--json"], tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+    rerun = invoke("backfill", "archive", "--store", f"sqlite:///{killed}", "--json", cwd=tmp_path)
+    assert rerun.exit_code == 0, rerun.output
     again = json.loads(rerun.stdout)
     assert len(again["files"]) == files
     assert again["turns_inserted"] + again["duplicates_skipped"] == 2 * (files - 1)
@@ -549,12 +534,13 @@ def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupte
     (bad,) = [f for f in again["files"] if f["rejected"]]
     assert bad["path"].endswith("c00007.jsonl")
 
-    done = run(["backfill", "archive", "--store", f"sqlite:///{whole}"], tmp_path, env)
-    assert done.returncode == 0, done.stderr
+    done = invoke("backfill", "archive", "--store", f"sqlite:///{whole}", cwd=tmp_path)
+    assert done.exit_code == 0, done.output
     snapshot = "SELECT session_id, turn_seq, role, content, snapshot_id IS NOT NULL FROM turns"
     assert sorted(read(killed, snapshot)) == sorted(read(whole, snapshot))
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_sigterm_stops_a_replay_while_it_summarizes_sessions_and_says_what_is_pending(
     prefect_server, tmp_path
 ) -> None:
@@ -562,14 +548,13 @@ def test_sigterm_stops_a_replay_while_it_summarizes_sessions_and_says_what_is_pe
     session's summary, SIGTERM once a few are summarized. The replay asks for no more, exits 143
     within 10 s, counts the summaries it made, and names the extractions still pending, in its
     JSON document and in the run's record; a rerun does them."""
-    from tests.e2e.test_erase_race import write_named_archive
     from tests.fakes.openai_server import completion, memories
 
     write_named_archive(tmp_path / "archive.jsonl", 60)
     config = write_config(tmp_path)
     args = ["--store", f"sqlite:///{tmp_path / 'memory.db'}", "--config", str(config)]
     env = environment(prefect_server)
-    assert run(["backfill", "archive.jsonl", *args], tmp_path, env).returncode == 0
+    assert invoke("backfill", "archive.jsonl", *args, cwd=tmp_path).exit_code == 0
     summaries: list[float] = []
 
     def slow_summaries(body: dict) -> object:
@@ -596,7 +581,12 @@ def test_sigterm_stops_a_replay_while_it_summarizes_sessions_and_says_what_is_pe
         assert document["pending"] > 0, "what is left pending is named"
         [(counts,)] = read(tmp_path / "memory.db", "SELECT counts FROM runs WHERE flow = 'replay'")
         assert json.loads(counts)["pending"] == document["pending"]
-        rerun = run([*replay, "--json"], tmp_path, job_env)
-    assert rerun.returncode == 0, rerun.stderr
+        rerun = invoke(
+            *replay,
+            "--json",
+            cwd=tmp_path,
+            env={"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"},
+        )
+    assert rerun.exit_code == 0, rerun.output
     again = json.loads(rerun.stdout)
     assert again["done"] == again["extractions"] == 60

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.crash_kit import environment, read, run
-from tests.e2e.test_deployment import ops_env  # noqa: F401 (the Prefect server fixture)
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
+from tests.helpers import read
 from tests.leaks import hits_in_database, hits_in_files, hits_in_text
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 
@@ -63,7 +63,7 @@ def healthy(body: dict[str, Any]) -> Answer:
 
 
 def test_a_revoked_key_stops_every_job_at_once_and_is_echoed_nowhere(
-    ops_env,  # noqa: F811
+    ops_env,
     tmp_path,
 ) -> None:
     key = f"sk-test-{secrets.token_hex(12)}"
@@ -119,7 +119,7 @@ def test_a_revoked_key_stops_every_job_at_once_and_is_echoed_nowhere(
 
 
 def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
-    ops_env,  # noqa: F811
+    ops_env,
     tmp_path,
 ) -> None:
     home = Path(ops_env["PREFECT_HOME"])
@@ -182,7 +182,7 @@ def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
 
 
 def test_a_replay_on_dask_stops_a_hung_provider_after_as_many_requests_as_one_on_threads(
-    ops_env,  # noqa: F811
+    ops_env,
     tmp_path,
 ) -> None:
     """Issue 54, with the processes of a Dask cluster (the process boundary is the behaviour):

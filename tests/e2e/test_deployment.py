@@ -6,16 +6,11 @@ down."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -24,120 +19,22 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.services.audit import scan_audit
 from tests.docs import page
+from tests.helpers import extraction_counts, read, write_archive, write_config
+from tests.processes import PREFECT, prefect, run, run_deployment, serving_worker, shell
 
 ROOT = Path(__file__).parents[2]
-PREFECT = str(Path(sys.executable).with_name("prefect"))
-MEMPIPE = str(Path(sys.executable).with_name("mempipe"))
 
-pytestmark = pytest.mark.prefect
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Ask politely, then insist: a worker may take its time to drain on SIGTERM."""
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=20)
-
-
-def prefect(*args: str, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [PREFECT, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    assert result.returncode == 0, f"prefect {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-@pytest.fixture(scope="module")
-def ops_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A real Prefect server on a free port, with its own home and database."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    port = free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "2",
-        "MEMPIPE_HOME": str(ROOT),
-    }
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
-                break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"Prefect server did not start:\n{(home / 'server.log').read_text()}")
-            time.sleep(0.5)
-    yield env
-    stop(server)
-    log.close()
-
-
-@contextmanager
-def serving_worker(env: dict[str, str], cwd: Path) -> Iterator[None]:
-    """A process worker on the ``mempipe-local`` pool for the block, its log in ``cwd``."""
-    with (cwd / "worker.log").open("w") as log:
-        worker = subprocess.Popen(
-            [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],
-            cwd=cwd,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            yield
-        finally:
-            stop(worker)
-
-
-def run_deployment(
-    name: str, params: dict[str, object], env: dict[str, str], cwd: Path
-) -> subprocess.CompletedProcess:
-    """``prefect deployment run NAME --param k=v ... --watch``, as an operator types it."""
-    args = [PREFECT, "deployment", "run", name]
-    for key, value in params.items():
-        args += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    return subprocess.run(
-        [*args, "--watch", "--watch-timeout", "240"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+pytestmark = [
+    pytest.mark.prefect,
+    pytest.mark.process("a deployment run through a Prefect server and a process worker"),
+]
 
 
 def show_run(
     run_id: str, store: str, env: dict[str, str], cwd: Path
 ) -> subprocess.CompletedProcess:
     """``mempipe runs show RUN --store STORE``, as ops look a deployment's run up."""
-    return subprocess.run(
-        [MEMPIPE, "runs", "show", run_id, "--store", store],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run(["runs", "show", run_id, "--store", store], cwd, env, timeout=120)
 
 
 def test_deploy_run_backfill_replay_and_report_through_a_worker(
@@ -200,9 +97,9 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
                 tmp_path,
             ),
         ]
-    for run in runs:
-        output = run.stdout + run.stderr
-        assert run.returncode == 0, output + (tmp_path / "worker.log").read_text()
+    for done in runs:
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output + (tmp_path / "worker.log").read_text()
         assert "Completed" in output
 
     opened = open_store(store, migrate=True)
@@ -243,23 +140,13 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
 ) -> None:
     """The worker's cancel is a SIGTERM to the run's process: the replay stops after the work
     in flight, as it does for a scheduler's SIGTERM."""
-    from tests.e2e.crash_kit import extraction_counts, read, write_archive, write_config
-
     prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
     prefect("--no-prompt", "deploy", "--name", "replay", env=ops_env)
     write_archive(tmp_path / "archive.jsonl", USERS)
     config = write_config(tmp_path)
     db = tmp_path / "ops.db"
-    cli = [sys.executable, "-m", "mempipe"]
     args = ["--store", f"sqlite:///{db}", "--config", str(config)]
-    loaded = subprocess.run(
-        [*cli, "backfill", "archive.jsonl", *args],
-        cwd=tmp_path,
-        env=ops_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    loaded = run(["backfill", "archive.jsonl", *args], tmp_path, ops_env, timeout=300)
     assert loaded.returncode == 0, loaded.stderr
     with serving_worker(ops_env, tmp_path):
         started = prefect(
@@ -289,14 +176,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
     assert status == "interrupted"
     assert json.loads(counts)["done"] == extraction_counts(db)["done"] < USERS * 6 * 4
     assert read(db, "SELECT count(*) FROM leases") == [(0,)]
-    rerun = subprocess.run(
-        [*cli, "replay", *args],
-        cwd=tmp_path,
-        env=ops_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    rerun = run(["replay", *args], tmp_path, ops_env, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert extraction_counts(db) == {"done": USERS * 6 * 4}
 
@@ -447,13 +327,10 @@ def test_the_deployments_pages_run_example_runs_as_written(ops_env, tmp_path) ->
         prefect("--no-prompt", "deploy", "--name", name, env=env)
     with serving_worker(env, tmp_path):
         for command in commands:
-            done = subprocess.run(
-                ["bash", "-c", command.replace("--watch", "--watch --watch-timeout 240")],
-                cwd=tmp_path,
-                env={**env, "PATH": f"{Path(PREFECT).parent}:{env['PATH']}"},
-                capture_output=True,
-                text=True,
-                timeout=300,
+            done = shell(
+                command.replace("--watch", "--watch --watch-timeout 240"),
+                tmp_path,
+                {**env, "PATH": f"{Path(PREFECT).parent}:{env['PATH']}"},
             )
             printed = done.stdout + done.stderr
             assert done.returncode == 0, f"{command}:\n{printed}"

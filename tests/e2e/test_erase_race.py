@@ -23,38 +23,16 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
-from tests.e2e.crash_kit import (
-    MEMORY_TABLES,
-    airport,
-    environment,
-    read,
-    run,
-    start,
-    write_config,
-)
 from tests.fakes.openai_server import Answer, completion, embeddings, fake_openai, memories
+from tests.helpers import MEMORY_TABLES, airport, invoke, read, write_config, write_named_archive
+from tests.processes import environment, start
 
-pytestmark = pytest.mark.prefect
+pytestmark = [
+    pytest.mark.prefect,
+    pytest.mark.process("the job in a process of its own, the erase committing meanwhile"),
+]
 USERS = 300
 ERASED = "user150"
-
-
-def write_named_archive(path: Path, users: int) -> None:
-    """One session per user whose text names the user, so the endpoint can tell them apart."""
-    lines = []
-    for user in range(users):
-        name = f"user{user:03d}"
-        lines.append(
-            {
-                "session_id": f"{name}-s",
-                "turn_seq": 0,
-                "role": "user",
-                "content": f"I am {name}. My home airport is {airport(user, 0)}.",
-                "created_at": "2024-01-10T09:00:00Z",
-                "user_id": name,
-            }
-        )
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 class HeldForErase:
@@ -119,18 +97,18 @@ def loaded(prefect_server, tmp_path) -> tuple[Path, list[str], dict[str, str]]:
     write_named_archive(tmp_path / "archive.jsonl", USERS)
     config = write_config(tmp_path, model="hashing-64")
     args = ["--store", f"sqlite:///{tmp_path / 'memory.db'}", "--config", str(config)]
-    env = environment(prefect_server)
-    done = run(["backfill", "archive.jsonl", "--embed", *args], tmp_path, env)
-    assert done.returncode == 0, done.stderr
-    return tmp_path / "memory.db", args, env
+    done = invoke("backfill", "archive.jsonl", "--embed", *args, cwd=tmp_path)
+    assert done.exit_code == 0, done.output
+    return tmp_path / "memory.db", args, environment(prefect_server)
 
 
-def erase_while_held(held: HeldForErase, job, args: list[str], folder: Path, env) -> dict:
-    """Wait until the job is held on the erased user, erase them, then let the job go on."""
+def erase_while_held(held: HeldForErase, job, args: list[str], folder: Path) -> dict:
+    """Wait until the job is held on the erased user, erase them (in this process), then let
+    the job go on."""
     assert held.held.wait(timeout=240), f"the job never reached {ERASED}: {job.poll()}"
-    erased = run(["erase", "--user-id", ERASED, "--yes", *args, "--json"], folder, env)
+    erased = invoke("erase", "--user-id", ERASED, "--yes", *args, "--json", cwd=folder)
     held.released.set()
-    assert erased.returncode == 0, erased.stderr
+    assert erased.exit_code == 0, erased.output
     return json.loads(erased.stdout)
 
 
@@ -145,7 +123,7 @@ def test_an_erase_during_a_replay_of_the_same_user_sticks(loaded) -> None:
             db.parent,
             job_env,
         )
-        erase_while_held(held, replay, args, db.parent, env)
+        erase_while_held(held, replay, args, db.parent)
         out, err = replay.communicate(timeout=600)
 
     assert replay.returncode == 0, err
@@ -170,13 +148,13 @@ def erase_during(
     held = HeldForErase()
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="test")
+        provider = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
         for command in before:
-            done = run([*command, *args], tmp_path, env)
-            assert done.returncode == 0, done.stderr
+            done = invoke(*command, *args, cwd=tmp_path, env=provider)
+            assert done.exit_code == 0, done.output
         fake.responder = held
-        process = start([*job, *args, "--json"], tmp_path, env)
-        erase_while_held(held, process, args, tmp_path, env)
+        process = start([*job, *args, "--json"], tmp_path, environment(prefect_server, **provider))
+        erase_while_held(held, process, args, tmp_path)
         _out, err = process.communicate(timeout=600)
 
         assert process.returncode == 0, err
@@ -238,7 +216,7 @@ def test_an_erase_during_a_preview_of_the_same_user_sticks(loaded) -> None:
             db.parent,
             job_env,
         )
-        erase_while_held(held, preview, args, db.parent, env)
+        erase_while_held(held, preview, args, db.parent)
         asked_after = len(fake.requests)
         out, err = preview.communicate(timeout=600)
         named_after = [b for b in fake.requests[asked_after:] if ERASED in json.dumps(b)]

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +31,8 @@ import pytest
 
 from mempipe.cli import cli
 from tests.docs import README, ROOT, pages
-from tests.helpers import noisy_lines
+from tests.helpers import invoke, noisy_lines
+from tests.processes import shell
 
 SHOWN_HOME = "/home/ops"  # where the pages' outputs say the examples ran
 SHOWN_HOST = "ops-laptop"  # and on which machine
@@ -135,33 +138,79 @@ def test_a_changed_output_line_fails_the_comparison(tmp_path) -> None:
     assert matches("audit: … rows in 1 file(s) under …", printed, tmp_path)
 
 
+TUTORIAL = ROOT / "docs" / "getting-started.md"
+"""Walked as a new user types it, in a shell, each command a process of its own; every other
+page's commands run in this process (their shell words read by :func:`in_process`)."""
+
+
 @pytest.mark.prefect
-@pytest.mark.parametrize("page", walked(), ids=lambda path: str(path.relative_to(ROOT)))
-def test_every_console_block_prints_what_it_shows(page: Path, prefect_server, tmp_path) -> None:
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+@pytest.mark.process("the tutorial as a new user types it, each command a process")
+def test_the_tutorial_prints_what_it_shows(prefect_server, tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPIPE_")}
     env["PREFECT_API_URL"] = prefect_server
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["COLUMNS"] = "100"
+    walk(TUTORIAL, tmp_path, lambda command: shell(command, tmp_path, env))
+
+
+@pytest.mark.prefect
+@pytest.mark.parametrize(
+    "page", [p for p in walked() if p != TUTORIAL], ids=lambda path: str(path.relative_to(ROOT))
+)
+def test_every_other_page_prints_what_it_shows(page: Path, prefect_server, tmp_path) -> None:
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("MEMPIPE_")}
+    walk(page, tmp_path, lambda command: in_process(command, tmp_path, {**unset, "COLUMNS": "100"}))
+
+
+def in_process(command: str, cwd: Path, env: dict[str, str | None]) -> Ran:
+    """A page's command: ``mempipe ...`` in this process, with the shell words the pages use
+    after it (``2>&1``, ``2>/dev/null``, ``|| echo "exit status $?"``); any other program in
+    a shell."""
+    words = shlex.split(command)
+    if words[0] != "mempipe":
+        done = shell(command, cwd, dict(os.environ))
+        return Ran(done.returncode, done.stdout, done.stderr)
+    otherwise = words.index("||") if "||" in words else len(words)
+    words, fallback = words[:otherwise], words[otherwise + 1 :]
+    redirect = next((w for w in words if w in ("2>&1", "2>/dev/null")), None)
+    result = invoke(*[w for w in words[1:] if w != redirect], cwd=cwd, env=env)
+    out, err = result.stdout, result.stderr
+    if redirect == "2>&1":
+        out, err = out + err, ""
+    elif redirect == "2>/dev/null":
+        err = ""
+    code = result.exit_code
+    if code and fallback[:1] == ["echo"]:
+        out += " ".join(fallback[1:]).replace("$?", str(code)) + "\n"
+        code = 0
+    return Ran(code, out, err)
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def walk(
+    page: Path, workdir: Path, execute: Callable[[str], Ran | subprocess.CompletedProcess]
+) -> None:
+    """Each command of the page, in order, from ``workdir`` (the clone's ``examples/`` in it),
+    its output compared with what the page shows."""
+    shutil.copytree(ROOT / "examples", workdir / "examples")
     name = page.relative_to(ROOT)
     stale: list[str] = []
     printed: dict[int, str] = {}
     for step in steps(page.read_text()):
-        done = subprocess.run(
-            ["bash", "-c", step.command],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = execute(step.command)
         if done.returncode != 0:
             stale.append(f"{name}:{step.line}: $ {step.command}\n--- failed:\n{done.stderr}")
         elif noise := noisy_lines(done.stderr):
             stale.append(f"{name}:{step.line}: $ {step.command}\n--- stderr:\n{noise}")
-        elif not matches(step.shown, done.stdout, tmp_path):
+        elif not matches(step.shown, done.stdout, workdir):
             stale.append(f"{name}:{step.line}: $ {step.command}\n--- printed:\n{done.stdout}")
-            printed[step.line] = as_shown(done.stdout, tmp_path)
+            printed[step.line] = as_shown(done.stdout, workdir)
     if os.environ.get("MEMPIPE_DOCS_UPDATE"):
         update(page, printed)
     assert not stale, f"{name} shows other output than its commands print:\n" + "\n".join(stale)

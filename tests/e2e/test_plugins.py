@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.crash_kit import environment, read, run
+from tests.helpers import read
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 

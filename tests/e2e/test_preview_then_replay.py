@@ -18,9 +18,10 @@ import pytest
 
 from mempipe.adapters.llm.kept import shown_users
 from mempipe.schemas.prompts import Prompt
-from tests.e2e.crash_kit import environment, prompted, read, run
 from tests.e2e.test_report_html import opened
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
+from tests.helpers import prompted, read
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 USERS = 4

@@ -1,5 +1,6 @@
-"""A model provider that fails, hangs, throttles or answers nonsense, met by real ``mempipe``
-processes through the real ``openai`` client (DESIGN rules: a job that exits 0 has done all its
+"""A model provider that fails, hangs, throttles or answers nonsense, met by ``mempipe``
+commands (in this process: the exit status and the JSON document are the behaviour, not the
+process) through the real ``openai`` client (DESIGN rules: a job that exits 0 has done all its
 work; a re-embed that fails leaves the registry exactly as it found it; what a provider returns
 is validated where it enters).
 
@@ -23,7 +24,6 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
-from tests.e2e.crash_kit import copy_store, environment, read, run, write_archive, write_config
 from tests.fakes.openai_server import (
     FAULTS,
     Answer,
@@ -32,6 +32,7 @@ from tests.fakes.openai_server import (
     faulty,
     memories,
 )
+from tests.helpers import copy_store, invoke, read, write_archive, write_config
 
 pytestmark = pytest.mark.prefect
 USERS = 2
@@ -58,17 +59,16 @@ def stores(prefect_server, tmp_path_factory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("faults")
     write_archive(folder / "archive.jsonl", USERS)
     config = write_config(folder)
-    env = environment(prefect_server)
     common = ["--config", str(config)]
-    loaded = run(
-        ["backfill", "archive.jsonl", "--store", "sqlite:///loaded.db", *common], folder, env
+    loaded = invoke(
+        "backfill", "archive.jsonl", "--store", "sqlite:///loaded.db", *common, cwd=folder
     )
-    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.exit_code == 0, loaded.output
     copy_store(folder / "loaded.db", folder / "served.db")
     served = ["--store", f"sqlite:///{folder / 'served.db'}", *common]
     for step in (["replay"], ["reembed", "--incremental"]):
-        done = run([*step, *served], folder, env)
-        assert done.returncode == 0, done.stderr
+        done = invoke(*step, *served, cwd=folder)
+        assert done.exit_code == 0, done.output
     before = observed(folder / "served.db")
     assert before[1], "semantic search on turns finds something to lose"
     assert before[2], "semantic search on memories finds something to lose"
@@ -132,10 +132,12 @@ def test_a_reembed_against_a_failing_provider_changes_nothing_exits_1_and_resume
     db, args = store_copy(stores, "served.db", tmp_path)
     with fake_openai() as (fake, url):
         fake.responder = answers_the_probe_then(fault, 16)
-        faults_env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **SHORT_BOUNDS)
-        failed = run(["reembed", "--model", NEW_MODEL, *args, "--json"], tmp_path, faults_env)
+        faults_env = {"MEMPIPE_LLM_BASE_URL": url, **SHORT_BOUNDS}
+        failed = invoke(
+            "reembed", "--model", NEW_MODEL, *args, "--json", cwd=tmp_path, env=faults_env
+        )
 
-        assert failed.returncode == 1, failed.stderr
+        assert failed.exit_code == 1, failed.output
         document = json.loads(failed.stdout)
         assert document["kind"] == "incomplete"
         assert document["switched"] is False
@@ -156,9 +158,11 @@ def test_a_reembed_against_a_failing_provider_changes_nothing_exits_1_and_resume
         if fault not in RESUMED:
             return
         fake.responder = lambda body: embeddings(body, 16)
-        resumed = run(["reembed", "--model", NEW_MODEL, *args, "--json"], tmp_path, faults_env)
+        resumed = invoke(
+            "reembed", "--model", NEW_MODEL, *args, "--json", cwd=tmp_path, env=faults_env
+        )
 
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout)["switched"] is True
     assert set(serving(db).values()) == {NEW_MODEL}
 
@@ -171,10 +175,10 @@ def test_a_replay_against_a_failing_provider_exits_1_with_its_counts_and_a_rerun
     replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *args, "--json"]
     with fake_openai() as (fake, url):
         fake.responder = faulty(fault, 64, hang_s=3)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **SHORT_BOUNDS)
-        failed = run(replay, tmp_path, env)
+        env = {"MEMPIPE_LLM_BASE_URL": url, **SHORT_BOUNDS}
+        failed = invoke(*replay, cwd=tmp_path, env=env)
 
-        assert failed.returncode == 1, failed.stderr
+        assert failed.exit_code == 1, failed.output
         document = json.loads(failed.stdout)
         assert document["kind"] == "incomplete"
         assert document["failed_retryable"] == document["extractions"] > 0
@@ -189,7 +193,7 @@ def test_a_replay_against_a_failing_provider_exits_1_with_its_counts_and_a_rerun
         fake.responder = lambda body: memories(
             {"text": "User's home airport is LIS.", "label": "home_airport"}
         )
-        rerun = run(replay, tmp_path, env)
+        rerun = invoke(*replay, cwd=tmp_path, env=env)
 
-    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.exit_code == 0, rerun.output
     assert json.loads(rerun.stdout)["done"] == document["extractions"]

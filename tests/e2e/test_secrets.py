@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.crash_kit import environment, read, run
-from tests.e2e.test_deployment import ops_env  # noqa: F401 (the Prefect server fixture)
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
+from tests.helpers import read
 from tests.leaks import hits_in_database, hits_in_files, hits_in_text
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 
@@ -74,7 +74,7 @@ def respond(body: dict[str, Any]) -> Answer:
 
 
 def test_no_credential_reaches_prefect_the_store_files_or_output_and_an_erase_leaves_no_text(
-    ops_env,  # noqa: F811
+    ops_env,
     tmp_path,
 ) -> None:
     key, password = f"sk-test-{secrets.token_hex(12)}", f"pw-{secrets.token_hex(12)}"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.docs import page
-from tests.e2e.crash_kit import gone, run, start
 from tests.helpers import noisy_lines
+from tests.processes import gone, run, start
 
 ROOT = Path(__file__).parents[2]
 SAMPLE = ROOT / "examples" / "sample-archive"

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from mempipe.schemas.prompts import Prompt
-from tests.e2e.crash_kit import MONTHS, environment, prompted, read, run
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
+from tests.helpers import MONTHS, prompted, read
+from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
 USERS = 3

@@ -14,7 +14,10 @@ from click.testing import CliRunner
 
 from mempipe.cli import cli
 from tests.docs import page
-from tests.e2e.test_cli import ROOT, mempipe
+from tests.helpers import invoke
+from tests.processes import environment, run
+
+ROOT = Path(__file__).parents[2]
 
 NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "migrate": ("migrate",),
@@ -91,8 +94,9 @@ def test_a_command_that_needs_a_store_refuses_a_missing_one_and_creates_nothing(
     )
 
 
+@pytest.mark.process("the in-process refusals' twin: a real command, before any Prefect server")
 def test_a_missing_store_is_refused_by_a_commands_own_process(tmp_path) -> None:
-    result = mempipe("replay", "--store", "sqlite:///typo.db", "--json", cwd=tmp_path)
+    result = run(["replay", "--store", "sqlite:///typo.db", "--json"], tmp_path, environment(None))
     assert result.returncode == 1, result.stdout + result.stderr
     refused_and_nothing_created(result.stdout, result.stderr, sorted(os.listdir(tmp_path)))
 
@@ -100,8 +104,8 @@ def test_a_missing_store_is_refused_by_a_commands_own_process(tmp_path) -> None:
 @pytest.mark.prefect
 def test_the_commands_that_bring_data_in_create_their_store(prefect_server, tmp_path) -> None:
     def ran(*args: str) -> dict:
-        result = mempipe(*args, "--json", cwd=tmp_path, api_url=prefect_server)
-        assert result.returncode == 0, result.stderr
+        result = invoke(*args, "--json", cwd=tmp_path)
+        assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
     ran("init", "--store", "sqlite:///init.db")
@@ -118,7 +122,7 @@ def test_the_commands_that_bring_data_in_create_their_store(prefect_server, tmp_
 
 
 def test_a_missing_store_in_a_missing_directory_is_named(tmp_path: Path) -> None:
-    result = mempipe("promote", "--store", "sqlite:///no/such/dir/m.db", cwd=tmp_path)
-    assert result.returncode == 1
+    result = invoke("promote", "--store", "sqlite:///no/such/dir/m.db", cwd=tmp_path)
+    assert result.exit_code == 1
     assert "no store at 'no/such/dir/m.db'" in result.stderr
     assert not (tmp_path / "no").exists()

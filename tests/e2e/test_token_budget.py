@@ -10,8 +10,9 @@ import time
 import bpe_openai
 import pytest
 
-from tests.e2e.crash_kit import copy_store, environment, run, start, write_archive, write_config
 from tests.fakes.openai_server import embeddings, fake_openai
+from tests.helpers import copy_store, write_archive, write_config
+from tests.processes import environment, run, start
 
 pytestmark = pytest.mark.prefect
 BUDGET = 14_000

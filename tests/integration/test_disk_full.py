@@ -15,8 +15,7 @@ from mempipe.adapters.store import open_store
 from mempipe.errors import ResourceError
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
-from tests.e2e.crash_kit import write_archive
-from tests.helpers import ingest
+from tests.helpers import ingest, write_archive
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 

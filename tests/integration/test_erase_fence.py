@@ -20,8 +20,7 @@ from mempipe.adapters.store.writer_epoch import fence_time
 from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.identity import IdentityDefaults
-from tests.e2e.crash_kit import write_archive
-from tests.helpers import ingest
+from tests.helpers import ingest, write_archive
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
 

@@ -20,8 +20,7 @@ from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.search import search
-from tests.e2e.crash_kit import write_archive
-from tests.helpers import ingest
+from tests.helpers import ingest, write_archive
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay import ReplayContext, replay_one
-from tests.e2e.crash_kit import MONTHS, airport, write_archive
+from tests.helpers import MONTHS, airport, write_archive
 from tests.integration.test_replay import load
 
 USER = 7
