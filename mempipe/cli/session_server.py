@@ -252,10 +252,12 @@ def stop(home: Path, *, force: bool = False, timeout: float = 30.0) -> ServerRec
 
 
 def _terminate(record: ServerRecord, timeout: float = 30.0) -> None:
-    """Stop the server process and wait for it (it finishes the requests it holds)."""
+    """Stop the server process and wait until it has ended (it finishes the requests it
+    holds): ended, not merely past the moment its command line goes, which an exiting process
+    loses a little before it is gone."""
     os.kill(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _is_server(record.pid):
+    while process_alive(record.pid):
         if time.monotonic() > deadline:
             raise SessionServerError(f"the server (pid {record.pid}) did not stop")
         time.sleep(0.1)
