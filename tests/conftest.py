@@ -90,3 +90,13 @@ def secantus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("secantus")
     with SecantusDBServer(storage_path=str(data), cache_size="256M") as server:
         yield server.uri.rstrip("/")
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Iterator[Store]:
+    """A store of every kind of record, each collection embedded (``tests.stores``)."""
+    from tests.stores import bundle_source
+
+    store = bundle_source(tmp_path)
+    yield store
+    store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.summaries import IngestSummary
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
+from mempipe.schemas.turn import SourceLocation, Turn
 from mempipe.services.audit import scan_audit
 from mempipe.services.ingest import ingest_file
 
@@ -32,6 +34,8 @@ AIRPORT_SNAPSHOT = SnapshotContent(
     turns=[TurnLine(role="user", content="My home airport is LIS now.")],
 )
 """One user turn with one fact, for an extractor to find."""
+AIRPORT_FACT = {"text": "User's home airport is LIS.", "label": "home_airport"}
+"""That fact as an extractor answers it."""
 
 
 def audit_actions(audit_dir: Path) -> Counter:
@@ -252,3 +256,54 @@ def write_named_archive(path: Path, users: int) -> None:
             }
         )
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+# The secrets tests' user: every text of theirs carries MARK, which must be gone after an erase.
+USER = "zoe"
+MARK = "Quillfeather" + secrets.token_hex(4)
+"""In every text of the erased user, and nowhere else: what must be gone after the erase."""
+
+
+def write_marked_archive(path: Path) -> list[str]:
+    """Two sessions of the erased user, one of another user (its own id: a backfill takes it with
+    ``--identity record``), and a bad record of the user."""
+    texts = []
+    lines = []
+    for session in range(2):
+        for seq in range(2):
+            text = f"My locker code is {MARK}-{session}{seq} and I live on Marigold Lane."
+            texts.append(text)
+            lines.append(
+                {
+                    "session_id": f"s{session}",
+                    "turn_seq": seq,
+                    "role": "user",
+                    "content": text,
+                    "created_at": f"2024-03-0{session + 1}T10:00:0{seq}Z",
+                }
+            )
+    lines.append(
+        {
+            "session_id": "other",
+            "turn_seq": 0,
+            "role": "user",
+            "content": "I prefer aisle seats.",
+            "created_at": "2024-03-05T10:00:00Z",
+            "user_id": "ann",
+        }
+    )
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_text(body + f'{{"session_id": "s9", "content": "{MARK} with no role"}}\n')
+    return texts
+
+
+def make_turn(seq: int, content: str = "hello", session: str = "s") -> Turn:
+    return Turn(
+        org_id="o",
+        project_id="p",
+        session_id=session,
+        turn_seq=seq,
+        role="user",
+        content=f"{content} {seq}",
+        source=SourceLocation(path="a.jsonl", line=seq + 1),
+    )

@@ -90,12 +90,37 @@ def shell(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
     )
 
 
-def python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``python -c CODE`` in a fresh interpreter (what importing a module sets up)."""
+def python(
+    code: str, env: dict[str, str], *args: str, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
+    """``python -c CODE ARGS`` in a fresh interpreter (what importing a module sets up, what an
+    install without some packages looks like)."""
     if "mempipe" in code:
         _allowed()
     return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=300,
+    )
+
+
+def script(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``python SCRIPT ARGS`` (a ``bench/`` script, which runs mempipe's flows)."""
+    _allowed()
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def spawn_python(code: str, *args: str, cwd: Path) -> subprocess.Popen:
+    """``python -c CODE ARGS`` started, its stderr piped (writers of one store at once)."""
+    _allowed()
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], cwd=cwd, stderr=subprocess.PIPE, text=True
     )
 
 

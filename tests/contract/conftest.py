@@ -8,61 +8,24 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 
-from mempipe.adapters.store import Store, open_store
-from mempipe.adapters.store.factory import finish_opening
-from mempipe.adapters.store.mongo.factory import open_mongo_store
+from mempipe.adapters.store import Store
 from tests.fakes import atlas
-from tests.fakes.memory_store import InMemoryStore
-
-MONGODB_URI = os.environ.get("MEMPIPE_MONGODB_URI")
-SEARCH_SYNC_S = 2.0
-
-
-def sqlite_store(tmp_path: Path) -> Store:
-    return open_store(f"sqlite:///{tmp_path / 'contract.db'}", migrate=True)
-
-
-def mongomock_store(tmp_path: Path) -> Store:
-    return finish_opening(open_mongo_store("mongodb://mongomock/contract", client=atlas.client()))
-
-
-def atlas_strict_store(tmp_path: Path) -> Store:
-    """The Atlas fake as strict as Atlas: a replica set with transactions, indexes that build,
-    update and drop over time, search that lags writes (:func:`atlas.strict` is on)."""
-    store = open_mongo_store("mongodb://mongomock/strict", client=atlas.client())
-    store.search_indexes.poll_s = 0.02
-    return finish_opening(store)
-
-
-def mongodb_store(tmp_path: Path) -> Store:
-    """A fresh database on the real server named by ``MEMPIPE_MONGODB_URI``."""
-    if not MONGODB_URI:
-        pytest.skip("MEMPIPE_MONGODB_URI is not set")
-    base = MONGODB_URI.split("?")[0].rstrip("/")
-    if base.count("/") > 2:
-        base = base.rsplit("/", 1)[0]
-    query = f"?{MONGODB_URI.split('?', 1)[1]}" if "?" in MONGODB_URI else ""
-    return open_store(f"{base}/mempipe_contract_{uuid.uuid4().hex[:8]}{query}", migrate=True)
-
-
-def secantus_store(uri: str) -> Store:
-    """A fresh database on the session's SecantusDB server: the wire protocol, real sessions
-    and transactions, no search."""
-    return open_store(f"{uri}/contract_{uuid.uuid4().hex[:8]}?replicaSet=secantus", migrate=True)
-
-
-def in_memory_store(tmp_path: Path) -> Store:
-    """The in-memory fake the service tests run on: it implements the turns, work, memories
-    and audit repositories, and the tests of those run on it too."""
-    return InMemoryStore()  # type: ignore[return-value]
-
+from tests.stores import (
+    MONGODB_URI,
+    SEARCH_SYNC_S,
+    atlas_strict_store,
+    in_memory_store,
+    mongodb_store,
+    mongomock_store,
+    secantus_store,
+    sqlite_store,
+)
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "in-memory": in_memory_store,

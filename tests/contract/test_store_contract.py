@@ -6,56 +6,25 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mempipe.domain.promotion import cut_snapshots
 from mempipe.domain.scope import scope_of
 from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
-from mempipe.schemas.config import CustomTypeConfig, PromotionLimits
+from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
-from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.search import Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
-from mempipe.schemas.turn import SourceLocation, Turn
 from mempipe.schemas.work import ExtractionVersion
-from tests.helpers import semantic_memory
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(hours=1)
 
 
-def turn(seq: int, session: str = "s", content: str | None = None, user: str = "u") -> Turn:
-    return Turn(
-        org_id="o",
-        project_id="p",
-        user_id=user,
-        session_id=session,
-        turn_seq=seq,
-        role="user" if seq % 2 == 0 else "assistant",
-        content=content or f"turn {seq}",
-        created_at=T0 + timedelta(minutes=seq),
-        source=SourceLocation(path="a.jsonl", line=seq + 1),
-    )
-
-
-def memory(memory_id: str, text: str, label: str, user: str = "u", **fields) -> SemanticMemory:
-    return semantic_memory(memory_id, text, user, label=label, **fields)
-
-
-def promote(store, handlers=("semantic",)) -> int:
-    snapshots = list(
-        cut_snapshots(
-            store.iter_unpromoted_turns(),
-            PromotionLimits(max_messages=2),
-            handlers=handlers,
-            run_id="r",
-        )
-    )
-    return len(store.add_snapshots(snapshots))
+from tests.stores import memory, promote, turn  # noqa: E402
 
 
 @pytest.mark.repositories("turns", "work", "schema")

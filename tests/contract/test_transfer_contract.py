@@ -11,7 +11,7 @@ from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.run import RunRecord, RunStatus
-from tests.contract.test_store_contract import memory, promote, turn
+from tests.stores import memory, promote, turn
 
 AT = datetime(2024, 3, 1, 9, 30, 15, 250000, tzinfo=UTC)
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import embeddings, fake_openai, usage_of
-from tests.helpers import copy_store, read, write_archive, write_config
-from tests.processes import environment, kill_when, run, start
+from tests.helpers import copy_store, invoke, read, write_archive, write_config
+from tests.processes import environment, kill_when, start
 
 pytestmark = pytest.mark.prefect
 USERS = 100
@@ -43,11 +43,10 @@ def store(prefect_server, tmp_path_factory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("batch")
     write_archive(folder / "archive.jsonl", USERS)
     config = write_config(folder)
-    env = environment(prefect_server)
     args = ["--store", "sqlite:///base.db", "--config", str(config)]
     for step in (["backfill", "archive.jsonl"], ["replay"], ["reembed", "--incremental"]):
-        done = run([*step, *args], folder, env)
-        assert done.returncode == 0, done.stderr
+        done = invoke(*step, *args, cwd=folder)
+        assert done.exit_code == 0, done.stderr
     return {"folder": folder, "config": config}
 
 
@@ -86,6 +85,7 @@ def records(db: Path) -> int:
     return turns + semantic
 
 
+@pytest.mark.process("a re-embed killed with SIGKILL between its batches' submit and apply")
 def test_a_batch_reembed_killed_between_submit_and_apply_resumes_without_submitting_twice(
     prefect_server, store, tmp_path
 ) -> None:
@@ -94,12 +94,15 @@ def test_a_batch_reembed_killed_between_submit_and_apply_resumes_without_submitt
     move = ["reembed", "--model", MODEL, "--collections", "stm,semantic", "--json"]
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
-        live = run([*move, *live_args], tmp_path, env)
-        assert live.returncode == 0, live.stderr
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        env = environment(prefect_server, **provider)
+        live = invoke(*move, *live_args, cwd=tmp_path, env=provider)
+        assert live.exit_code == 0, live.stderr
 
         fake.batches.delay = 3600
-        planned = json.loads(run([*move, "--via", "batch", "--plan", *args], tmp_path, env).stdout)
+        planned = json.loads(
+            invoke(*move, "--via", "batch", "--plan", *args, cwd=tmp_path, env=provider).stdout
+        )
         killed = start([*move, "--via", "batch", *args], tmp_path, env)
         expected_lines = sum(line["requests"] for line in planned["lines"][1:])
 
@@ -114,9 +117,9 @@ def test_a_batch_reembed_killed_between_submit_and_apply_resumes_without_submitt
         assert vectors(db)["semantic"] == {}, "killed before anything was applied"
 
         fake.batches.delay = 0
-        resumed = run([*move, "--via", "batch", *args], tmp_path, env)
+        resumed = invoke(*move, "--via", "batch", *args, cwd=tmp_path, env=provider)
 
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
     assert summary["switched"] is True
     assert Counter(line["custom_id"] for line in fake.batches.lines) == submitted, (
@@ -140,11 +143,11 @@ def test_failed_lines_and_an_expired_batch_leave_their_records_for_a_rerun(
     move = ["reembed", "--model", MODEL, "--collections", "semantic", "--json"]
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16)
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
         first = min(read(db, "SELECT min(rowid) FROM memories_semantic")[0])
         fake.batches.failing = {f"semantic-{first}-{first + 255}"}
-        failed = run([*move, "--via", "batch", *args], tmp_path, env)
-        assert failed.returncode == 1, failed.stderr
+        failed = invoke(*move, "--via", "batch", *args, cwd=tmp_path, env=provider)
+        assert failed.exit_code == 1, failed.stderr
         document = json.loads(failed.stdout)
         assert document["switched"] is False
         [report] = document["collections"]
@@ -156,19 +159,20 @@ def test_failed_lines_and_an_expired_batch_leave_their_records_for_a_rerun(
         assert "256 record(s) without a vector" in failures[-1][2]
 
         fake.batches.failing, fake.batches.expire = set(), True
-        expired = run([*move, "--via", "batch", *args], tmp_path, env)
-        assert expired.returncode == 1, expired.stderr
+        expired = invoke(*move, "--via", "batch", *args, cwd=tmp_path, env=provider)
+        assert expired.exit_code == 1, expired.stderr
         assert "expired" in json.loads(expired.stdout)["collections"][0]["provider_error"]
 
         fake.batches.expire = False
         lines_before = len(fake.batches.lines)
-        rerun = run([*move, "--via", "batch", *args], tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+        rerun = invoke(*move, "--via", "batch", *args, cwd=tmp_path, env=provider)
+    assert rerun.exit_code == 0, rerun.stderr
     assert json.loads(rerun.stdout)["switched"] is True
     resent = fake.batches.lines[lines_before:]
     assert 0 < len(resent) < lines_before, "only the unanswered requests went again"
 
 
+@pytest.mark.process("a run in another process, cancelled while its batches wait")
 def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
     prefect_server, store, tmp_path
 ) -> None:
@@ -177,12 +181,13 @@ def test_runs_cancel_cancels_a_runs_batches_and_the_run_ends_incomplete(
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16)
         fake.batches.delay = 3600
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        env = environment(prefect_server, **provider)
         running = start([*move, "--via", "batch", *args], tmp_path, env)
         wait_until_submitted(running, db, 1)
         (run_id,) = read(db, "SELECT run_id FROM provider_batches LIMIT 1")[0]
-        cancelled = run(["runs", "cancel", run_id, *args, "--json"], tmp_path, env)
-        assert cancelled.returncode == 0, cancelled.stderr
+        cancelled = invoke("runs", "cancel", run_id, *args, "--json", cwd=tmp_path, env=provider)
+        assert cancelled.exit_code == 0, cancelled.stderr
         out, err = running.communicate(timeout=120)
     assert running.returncode == 1, err
     assert json.loads(out)["switched"] is False
@@ -199,8 +204,8 @@ def received_tokens(bodies: list[dict[str, Any]]) -> int:
 
 def spent(run_id: str, args: list[str], folder: Path, env: dict[str, str]) -> dict[str, Any]:
     """What ``runs show`` says the run spent, summed."""
-    shown = run(["runs", "show", run_id, *args, "--json"], folder, env)
-    assert shown.returncode == 0, shown.stderr
+    shown = invoke("runs", "show", run_id, *args, "--json", cwd=folder)
+    assert shown.exit_code == 0, shown.stderr
     rows = json.loads(shown.stdout)["spend"]
     return {
         "spent requests": sum(r["requests"] for r in rows),
@@ -222,14 +227,15 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
     seen: dict[str, dict[str, int]] = {}
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16) if "input" in body else answer_memories()
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        env = environment(prefect_server, **provider)
         for via in ("live", "batch"):
             _, args = copy(store, tmp_path, f"{via}.db")
             move = ["reembed", "--model", MODEL, "--via", via, *args, "--json"]
-            plan = json.loads(run([*move, "--plan"], tmp_path, env).stdout)
+            plan = json.loads(invoke(*move, "--plan", cwd=tmp_path, env=provider).stdout)
             live_before, lines_before = len(fake.requests), len(fake.batches.lines)
-            done = run(move, tmp_path, env)
-            assert done.returncode == 0, done.stderr
+            done = invoke(*move, cwd=tmp_path, env=provider)
+            assert done.exit_code == 0, done.stderr
             sent = fake.requests[live_before:] + [
                 line["body"] for line in fake.batches.lines[lines_before:]
             ]
@@ -253,10 +259,10 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
             *args,
             "--json",
         ]
-        plan = json.loads(run([*replay, "--plan"], tmp_path, env).stdout)
+        plan = json.loads(invoke(*replay, "--plan", cwd=tmp_path, env=provider).stdout)
         before = len(fake.requests)
-        done = run(replay, tmp_path, env)
-        assert done.returncode == 0, done.stderr
+        done = invoke(*replay, cwd=tmp_path, env=provider)
+        assert done.exit_code == 0, done.stderr
         sent = [body for body in fake.requests[before:] if "messages" in body]
         seen["replay live"] = {
             "planned requests": plan["requests"],
@@ -277,6 +283,7 @@ def test_a_plan_predicts_the_requests_and_tokens_its_run_sends(
     assert seen["reembed batch"]["batches"] == seen["reembed batch"]["planned batch files"]
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_a_sigterm_while_batches_run_leaves_them_for_the_next_run(
     prefect_server, store, tmp_path
 ) -> None:
@@ -285,7 +292,8 @@ def test_a_sigterm_while_batches_run_leaves_them_for_the_next_run(
     with fake_openai() as (fake, url):
         fake.responder = lambda body: embeddings(body, 16)
         fake.batches.delay = 3600
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        env = environment(prefect_server, **provider)
         waiting = start([*move, "--via", "batch", *args], tmp_path, env)
         wait_until_submitted(waiting, db, 2)
         lines = len(fake.batches.lines)
@@ -302,7 +310,7 @@ def test_a_sigterm_while_batches_run_leaves_them_for_the_next_run(
         assert read(db, "SELECT DISTINCT status FROM provider_batches") == [("submitted",)]
 
         fake.batches.delay = 0
-        rerun = run([*move, "--via", "batch", *args], tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+        rerun = invoke(*move, "--via", "batch", *args, cwd=tmp_path, env=provider)
+    assert rerun.exit_code == 0, rerun.stderr
     assert json.loads(rerun.stdout)["switched"] is True
     assert len(fake.batches.lines) == lines, "the rerun applied them and sent nothing again"

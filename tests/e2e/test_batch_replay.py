@@ -20,12 +20,13 @@ from tests.helpers import (
     audit,
     copy_store,
     extraction_counts,
+    invoke,
     memories,
     read,
     write_archive,
     write_config,
 )
-from tests.processes import environment, kill_when, run, start
+from tests.processes import environment, kill_when, start
 
 pytestmark = pytest.mark.prefect
 USERS = 30
@@ -58,12 +59,16 @@ def loaded(prefect_server, tmp_path_factory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("batch-replay")
     write_archive(folder / "archive.jsonl", USERS)
     config = write_config(folder)
-    done = run(
-        ["backfill", "archive.jsonl", "--store", "sqlite:///loaded.db", "--config", str(config)],
-        folder,
-        environment(prefect_server),
+    done = invoke(
+        "backfill",
+        "archive.jsonl",
+        "--store",
+        "sqlite:///loaded.db",
+        "--config",
+        str(config),
+        cwd=folder,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.output
     return {"folder": folder, "config": config}
 
 
@@ -73,6 +78,7 @@ def copy(loaded: dict[str, Any], tmp_path: Path, name: str) -> tuple[Path, list[
     return db, ["--store", f"sqlite:///{db}", "--config", str(loaded["config"])]
 
 
+@pytest.mark.process("a replay killed with SIGKILL between its batches' submit and apply")
 def test_a_batch_replay_killed_between_submit_and_apply_ends_as_a_live_replay(
     prefect_server, loaded, tmp_path
 ) -> None:
@@ -81,11 +87,14 @@ def test_a_batch_replay_killed_between_submit_and_apply_ends_as_a_live_replay(
     replay = ["replay", "--extractor", "openai", "--json", "--audit-dir", str(tmp_path / "a")]
     with fake_openai() as (fake, url):
         fake.responder = extractor_model
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
-        live = run([*replay, *live_args], tmp_path, env)
-        assert live.returncode == 0, live.stderr
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        env = environment(prefect_server, **provider)
+        live = invoke(*replay, *live_args, cwd=tmp_path, env=provider)
+        assert live.exit_code == 0, live.stderr
 
-        plan = json.loads(run([*replay, "--via", "batch", "--plan", *args], tmp_path, env).stdout)
+        plan = json.loads(
+            invoke(*replay, "--via", "batch", "--plan", *args, cwd=tmp_path, env=provider).stdout
+        )
         fake.batches.delay = 3600
         killed = start([*replay, "--via", "batch", *args], tmp_path, env)
 
@@ -99,9 +108,9 @@ def test_a_batch_replay_killed_between_submit_and_apply_ends_as_a_live_replay(
         assert extraction_counts(db) == Counter({"pending": USERS * 6 * 4})
         submitted = Counter(line["custom_id"] for line in fake.batches.lines)
         fake.batches.delay = 0
-        resumed = run([*replay, "--via", "batch", *args], tmp_path, env)
+        resumed = invoke(*replay, "--via", "batch", *args, cwd=tmp_path, env=provider)
 
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.stderr
     assert Counter(line["custom_id"] for line in fake.batches.lines) == submitted
     assert max(submitted.values()) == 1, "no request submitted twice"
     assert len(fake.batches.batches) == plan["batch_files"] > 1
@@ -123,9 +132,9 @@ def test_a_failed_line_is_that_extractions_recorded_failure_and_the_next_run_doe
     with fake_openai() as (fake, url):
         fake.responder = extractor_model
         fake.batches.failing = {f"semantic:{snapshot}"}
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, **BATCH_ENV)
-        failed = run(replay, tmp_path, env)
-        assert failed.returncode == 1, failed.stderr
+        provider = {"MEMPIPE_LLM_BASE_URL": url, **BATCH_ENV}
+        failed = invoke(*replay, cwd=tmp_path, env=provider)
+        assert failed.exit_code == 1, failed.stderr
         document = json.loads(failed.stdout)
         assert document["failed_retryable"] == 1
         assert document["done"] == 6 * 4 - 1
@@ -134,7 +143,7 @@ def test_a_failed_line_is_that_extractions_recorded_failure_and_the_next_run_doe
 
         fake.batches.failing = set()
         lines = len(fake.batches.lines)
-        rerun = run(replay, tmp_path, env)
-    assert rerun.returncode == 0, rerun.stderr
+        rerun = invoke(*replay, cwd=tmp_path, env=provider)
+    assert rerun.exit_code == 0, rerun.stderr
     assert [line["custom_id"] for line in fake.batches.lines[lines:]] == [f"semantic:{snapshot}"]
     assert extraction_counts(db)["done"] == 6 * 4

@@ -19,12 +19,9 @@ from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.services.copy import copy_store
-from tests.contract.conftest import mongomock_store
-from tests.helpers import ingest, read
-from tests.integration.test_bundle import declared, source
-from tests.processes import environment, kill_when, run, start
-
-__all__ = ["source"]
+from tests.helpers import ingest, invoke, read
+from tests.processes import environment, kill_when, start
+from tests.stores import declared, mongomock_store
 
 AT = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -106,22 +103,23 @@ def big_store(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.process("a copy killed with SIGKILL")
 def test_a_copy_killed_part_way_goes_on_and_ends_verified_without_duplicates(
-    big_store, tmp_path
+    prefect_server, big_store, tmp_path
 ) -> None:
     target = tmp_path / "target.db"
     args = ["copy", "--to", f"sqlite:///{target}", "--store", f"sqlite:///{big_store}"]
     args += ["--batch-size", "200", "--json"]
-    env = environment(None, PREFECT_LOGGING_LEVEL="WARNING")
+    env = environment(prefect_server, PREFECT_LOGGING_LEVEL="WARNING")
     copying = start(args, tmp_path, env)
 
     kill_when(copying, lambda: _audit_rows(target) >= 2_000)
     left = read(target, "SELECT count(*) FROM audit")[0][0]
     assert 0 < left < 20_000, "killed part way"
 
-    resumed = run(args, tmp_path, env)
+    resumed = invoke(*args, cwd=tmp_path)
 
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.output
     summary = orjson.loads(resumed.stdout)
     assert summary["verified"] is True
     assert summary["copied"]["audit"] == 20_000 - left, "it went on after the last batch"
@@ -129,13 +127,14 @@ def test_a_copy_killed_part_way_goes_on_and_ends_verified_without_duplicates(
     assert read(target, "SELECT count(*) FROM turns")[0][0] == 20_000
 
 
+@pytest.mark.process("a real SIGTERM")
 def test_a_copy_stopped_by_sigterm_is_recorded_interrupted_and_a_rerun_ends_verified(
-    big_store, tmp_path
+    prefect_server, big_store, tmp_path
 ) -> None:
     target = tmp_path / "target.db"
     args = ["copy", "--to", f"sqlite:///{target}", "--store", f"sqlite:///{big_store}"]
     args += ["--batch-size", "200", "--json"]
-    env = environment(None, PREFECT_LOGGING_LEVEL="WARNING")
+    env = environment(prefect_server, PREFECT_LOGGING_LEVEL="WARNING")
     copying = start(args, tmp_path, env)
     deadline = time.monotonic() + 240
     while not _audit_rows(target) >= 2_000:
@@ -153,8 +152,8 @@ def test_a_copy_stopped_by_sigterm_is_recorded_interrupted_and_a_rerun_ends_veri
     left = _audit_rows(target)
     assert left < 20_000, "stopped part way"
 
-    resumed = run(args, tmp_path, env)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = invoke(*args, cwd=tmp_path)
+    assert resumed.exit_code == 0, resumed.output
     assert orjson.loads(resumed.stdout)["verified"] is True
     assert _audit_rows(target) == 20_000
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import environment, python
 
 ROOT = Path(__file__).parents[2]
 WITHOUT_EXTRA = (
@@ -27,20 +28,11 @@ WITHOUT_EXTRA = (
 
 
 def core(*args: str, cwd: Path, api_url: str) -> subprocess.CompletedProcess:
-    import os
-
-    env = {**os.environ, "PREFECT_API_URL": api_url}
-    return subprocess.run(
-        [sys.executable, "-c", WITHOUT_EXTRA, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return python(WITHOUT_EXTRA, environment(api_url), *args, cwd=cwd, check=False)
 
 
 @pytest.mark.prefect
+@pytest.mark.process("an interpreter without the local extra's packages")
 def test_the_core_install_runs_backfill_and_replay_with_the_hashing_embedder(
     prefect_server, tmp_path
 ) -> None:
@@ -57,6 +49,7 @@ def test_the_core_install_runs_backfill_and_replay_with_the_hashing_embedder(
 
 
 @pytest.mark.prefect
+@pytest.mark.process("an interpreter without the local extra's packages")
 def test_the_local_model_without_the_extra_is_a_one_line_error(prefect_server, tmp_path) -> None:
     sample = str(ROOT / "examples" / "sample-archive")
     store = ("--store", "sqlite:///memory.db")

@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.processes import environment, run
+from tests.helpers import invoke
 
 pytestmark = pytest.mark.prefect
 
@@ -48,19 +48,18 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture
-def store(prefect_server, tmp_path) -> tuple[Path, dict[str, str]]:
-    env = environment(prefect_server)
+def store(prefect_server, tmp_path) -> Path:
     (tmp_path / "project-config.yaml").write_text("memory:\n  embedding:\n    model: hashing-64\n")
     write_archive(tmp_path / "first.jsonl", "ann")
     write_archive(tmp_path / "second.jsonl", "bob")
-    done = run(["backfill", "first.jsonl", "--embed"], tmp_path, env)
-    assert done.returncode == 0, done.stderr
+    done = invoke("backfill", "first.jsonl", "--embed", cwd=tmp_path)
+    assert done.exit_code == 0, done.stderr
     checkpointed(tmp_path / "mempipe.db").close()
-    return tmp_path, env
+    return tmp_path
 
 
 def test_a_backfill_into_a_damaged_store_is_refused_and_writes_nothing(store) -> None:
-    folder, env = store
+    folder = store
     db = folder / "mempipe.db"
     conn = checkpointed(db)
     (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'turn_key'").fetchone()
@@ -71,9 +70,9 @@ def test_a_backfill_into_a_damaged_store_is_refused_and_writes_nothing(store) ->
         file.write(b"\xde\xad\xbe\xef" * 50)
     before = digest(db)
 
-    refused = run(["backfill", "second.jsonl", "--json"], folder, env)
+    refused = invoke("backfill", "second.jsonl", "--json", cwd=folder)
 
-    assert refused.returncode == 1
+    assert refused.exit_code == 1
     document = json.loads(refused.stdout)
     assert document["kind"] == "store"
     assert "the store file is damaged" in document["error"]
@@ -82,15 +81,15 @@ def test_a_backfill_into_a_damaged_store_is_refused_and_writes_nothing(store) ->
     assert digest(db) == before, "nothing was written to the damaged file"
     assert "Traceback" not in refused.stderr
 
-    checked = run(["stats", "--check", "--json"], folder, env)
-    assert checked.returncode == 1
+    checked = invoke("stats", "--check", "--json", cwd=folder)
+    assert checked.exit_code == 1
     assert "Tree" in json.loads(checked.stdout)["error"], "SQLite's findings are named"
 
 
 def test_damage_met_while_reading_is_a_store_error_not_an_internal_one(store) -> None:
-    folder, env = store
-    sound = run(["stats", "--check", "--json"], folder, env)
-    assert sound.returncode == 0, sound.stderr
+    folder = store
+    sound = invoke("stats", "--check", "--json", cwd=folder)
+    assert sound.exit_code == 0, sound.stderr
     assert json.loads(sound.stdout)["integrity"] == []
 
     garbled = folder / "garbled"
@@ -104,8 +103,8 @@ def test_damage_met_while_reading_is_a_store_error_not_an_internal_one(store) ->
         ["export", "--out", "bundle"],
         ["search", "aisle", "--source", "stm", "--mode", "text"],
     ):
-        done = run([*command, "--json"], garbled, env)
-        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        done = invoke(*command, "--json", cwd=garbled)
+        assert done.exit_code == 1, (command, done.stdout, done.stderr)
         document = json.loads(done.stdout)
         assert document["kind"] == "store", (command, document)
         assert "the store file is damaged" in document["error"]
@@ -125,10 +124,10 @@ def test_damage_met_while_reading_is_a_store_error_not_an_internal_one(store) ->
     assert chunks, "the turns were embedded"
     conn.execute(f'UPDATE "{chunks[0]}" SET vectors = randomblob(16)')
     conn.close()
-    done = run(
-        ["search", "aisle seat", "--source", "stm", "--mode", "semantic", "--json"], vectors, env
+    done = invoke(
+        "search", "aisle seat", "--source", "stm", "--mode", "semantic", "--json", cwd=vectors
     )
-    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.exit_code == 1, (done.stdout, done.stderr)
     document = json.loads(done.stdout)
     assert document["kind"] == "store", document
     assert "the store file is damaged" in document["error"]

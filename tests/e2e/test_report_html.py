@@ -7,47 +7,14 @@ page stays small."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.processes import opened
+
 ROOT = Path(__file__).parents[2]
 AT_MOST_BYTES = 1_500_000
-
-
-def browser() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("no chromium: .ci/run installs Debian's")
-    return found
-
-
-def opened(page: Path, screenshot: Path) -> tuple[str, list[str]]:
-    """The page's DOM once its scripts ran, and what its console said; a screenshot beside."""
-    common = [
-        browser(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--virtual-time-budget=10000",
-        "--window-size=1280,2400",
-    ]
-    rendered = subprocess.run(
-        [*common, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    subprocess.run(
-        [*common, f"--screenshot={screenshot}", page.as_uri()],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    console = [line for line in rendered.stderr.splitlines() if ":CONSOLE" in line]
-    return rendered.stdout, console
 
 
 @pytest.mark.prefect

@@ -20,48 +20,11 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
-from tests.helpers import read
+from tests.helpers import MARK, USER, read, write_marked_archive
 from tests.leaks import hits_in_database, hits_in_files, hits_in_text
 from tests.processes import environment, run
 
 pytestmark = pytest.mark.prefect
-
-USER = "zoe"
-MARK = "Quillfeather" + secrets.token_hex(4)
-"""In every text of the erased user, and nowhere else: what must be gone after the erase."""
-
-
-def write_archive(path: Path) -> list[str]:
-    """Two sessions of the erased user, one of another user (its own id: a backfill takes it with
-    ``--identity record``), and a bad record of the user."""
-    texts = []
-    lines = []
-    for session in range(2):
-        for seq in range(2):
-            text = f"My locker code is {MARK}-{session}{seq} and I live on Marigold Lane."
-            texts.append(text)
-            lines.append(
-                {
-                    "session_id": f"s{session}",
-                    "turn_seq": seq,
-                    "role": "user",
-                    "content": text,
-                    "created_at": f"2024-03-0{session + 1}T10:00:0{seq}Z",
-                }
-            )
-    lines.append(
-        {
-            "session_id": "other",
-            "turn_seq": 0,
-            "role": "user",
-            "content": "I prefer aisle seats.",
-            "created_at": "2024-03-05T10:00:00Z",
-            "user_id": "ann",
-        }
-    )
-    body = "".join(json.dumps(line) + "\n" for line in lines)
-    path.write_text(body + f'{{"session_id": "s9", "content": "{MARK} with no role"}}\n')
-    return texts
 
 
 def respond(body: dict[str, Any]) -> Answer:
@@ -73,13 +36,14 @@ def respond(body: dict[str, Any]) -> Answer:
     return memories({"text": "User prefers aisle seats.", "label": "seat"})
 
 
+@pytest.mark.process("every line real commands print, with -v, and a real server's database")
 def test_no_credential_reaches_prefect_the_store_files_or_output_and_an_erase_leaves_no_text(
     ops_env,
     tmp_path,
 ) -> None:
     key, password = f"sk-test-{secrets.token_hex(12)}", f"pw-{secrets.token_hex(12)}"
     home = Path(ops_env["PREFECT_HOME"])
-    texts = write_archive(tmp_path / "archive.jsonl")
+    texts = write_marked_archive(tmp_path / "archive.jsonl")
     (tmp_path / "project-config.yaml").write_text(
         "org_id: acme\nproject_id: travel\nmemory:\n  extraction:\n    enabled: [semantic]\n"
         "  embedding:\n    model: openai:fake-embed:64\n"

@@ -17,6 +17,7 @@ from tests.docs import page
 from tests.helpers import noisy_lines
 from tests.processes import gone, run, start
 
+pytestmark = pytest.mark.process("the session server, shared by commands in processes of their own")
 ROOT = Path(__file__).parents[2]
 SAMPLE = ROOT / "examples" / "sample-archive"
 STARTED = "started mempipe's server"

@@ -1,4 +1,4 @@
-"""``replay --stale`` after a prompt change (issue 42), by real ``mempipe`` processes through
+"""``replay --stale`` after a prompt change (issue 42), by ``mempipe`` commands through
 the real ``openai`` client against the fake endpoint, which answers by the prompt it is sent,
 live and through the Batch API: the plan counts, and the run re-runs, exactly the done
 extractions that ran with another prompt; every extraction, audit row and memory version names
@@ -14,8 +14,7 @@ import pytest
 
 from mempipe.schemas.prompts import Prompt
 from tests.fakes.openai_server import Answer, completion, fake_openai, memories
-from tests.helpers import MONTHS, prompted, read
-from tests.processes import environment, run
+from tests.helpers import MONTHS, invoke, prompted, read
 
 pytestmark = pytest.mark.prefect
 USERS = 3
@@ -45,8 +44,7 @@ def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_pa
     replay = ["replay", "--extractor", "openai", "--handlers", "semantic", *common]
     with fake_openai() as (fake, url):
         fake.responder = by_prompt
-        env = environment(
-            prefect_server,
+        env = dict(
             MEMPIPE_LLM_BASE_URL=url,
             OPENAI_API_KEY="k",
             MEMPIPE_LLM_MODEL="m",
@@ -55,8 +53,8 @@ def test_stale_runs_exactly_what_another_prompt_extracted(prefect_server, tmp_pa
         )
 
         def mempipe(*args: str) -> dict[str, Any]:
-            done = run([*args, "--json"], tmp_path, env)
-            assert done.returncode == 0, done.stderr
+            done = invoke(*args, "--json", cwd=tmp_path, env=env)
+            assert done.exit_code == 0, done.stderr
             return json.loads(done.stdout)
 
         mempipe("backfill", "archive.jsonl", *common)

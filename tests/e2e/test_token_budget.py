@@ -11,22 +11,22 @@ import bpe_openai
 import pytest
 
 from tests.fakes.openai_server import embeddings, fake_openai
-from tests.helpers import copy_store, write_archive, write_config
-from tests.processes import environment, run, start
+from tests.helpers import copy_store, invoke, write_archive, write_config
+from tests.processes import environment, start
 
 pytestmark = pytest.mark.prefect
 BUDGET = 14_000
 MODEL = "openai:fake-embed:16"
 
 
+@pytest.mark.process("two processes drawing on one budget")
 def test_two_processes_under_one_token_budget_never_exceed_it(prefect_server, tmp_path) -> None:
     write_archive(tmp_path / "archive.jsonl", 100)
     config = write_config(tmp_path)
-    env = environment(prefect_server)
     base = ["--store", "sqlite:///base.db", "--config", str(config)]
     for step in (["backfill", "archive.jsonl"], ["replay"], ["reembed", "--incremental"]):
-        done = run([*step, *base], tmp_path, env)
-        assert done.returncode == 0, done.stderr
+        done = invoke(*step, *base, cwd=tmp_path)
+        assert done.exit_code == 0, done.stderr
     for name in ("a.db", "b.db"):
         copy_store(tmp_path / "base.db", tmp_path / name)
     encoding = bpe_openai.get_encoding("cl100k_base")

@@ -14,13 +14,13 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.services.audit import export_earlier_runs, scan_audit
-from tests.integration.test_replay import context, load, replay_all
+from tests.stores import load, replay_all, replay_context
 
 
 def replayed(store, tmp_path: Path, run_id: str = "run") -> None:
     load(store, tmp_path)
     store.start_run(RunRecord(run_id=run_id, flow="replay", started_at=datetime.now(UTC)))
-    replay_all(store, context(run_id=run_id))
+    replay_all(store, replay_context(run_id=run_id))
 
 
 def test_each_row_carries_the_time_its_evidence_was_observed(store, tmp_path) -> None:

@@ -15,7 +15,7 @@ from mempipe.adapters.store import open_store
 from mempipe.errors import IncompleteRunError
 from mempipe.schemas.run import RunStatus
 from mempipe.schemas.summaries import BackfillSummary
-from tests.integration.test_backfill_flow import run_backfill
+from tests.stores import run_backfill
 
 pytestmark = pytest.mark.prefect
 

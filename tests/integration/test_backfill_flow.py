@@ -11,25 +11,13 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
 from mempipe.adapters.store import open_store
-from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.migrate import migrate_flow
 from mempipe.flows.promote import promote_flow
 from mempipe.migrations import all_migrations
 from mempipe.schemas.run import RunStatus
+from tests.stores import run_backfill
 
 pytestmark = pytest.mark.prefect
-
-
-def run_backfill(prefect_server, store_url, paths, tmp_path, **params):
-    return backfill_flow(
-        paths=[str(p) for p in paths],
-        store=store_url,
-        config=str(tmp_path / "project-config.yaml"),
-        rejects_dir=str(tmp_path / "rejects"),
-        org_id="acme",
-        project_id="support",
-        **params,
-    )
 
 
 def test_backfill_loads_turns_promotes_snapshots_and_records_the_run(

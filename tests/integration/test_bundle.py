@@ -7,93 +7,20 @@ is rejected, never overwritten."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.bootstrap import prepare_store
 from mempipe.schemas.bundle import BundleSelection
-from mempipe.schemas.config import CustomTypeConfig
-from mempipe.schemas.failure import Failure, FailureClass
-from mempipe.schemas.memory import CustomMemory
-from mempipe.schemas.run import RunRecord
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
 from mempipe.services.reembed import embed_collection
 from mempipe.services.search import search
-from tests.contract.conftest import mongomock_store
 from tests.helpers import semantic_memory
-from tests.integration.test_replay import context, load, replay_all
-
-EMBEDDER = HashingEmbedder(64)
-TICKET = CustomTypeConfig(name="ticket", tags={"priority": "string"})
-AT = datetime(2024, 6, 1, 12, 0, 0, 123456, tzinfo=UTC)
-COLLECTIONS = ("stm", "semantic", "episodic", "procedural", "taxonomic", "custom")
-
-
-def declared(store) -> None:
-    store.declare(["engagement_id"], [TICKET])
-
-
-@pytest.fixture
-def source(tmp_path: Path):
-    url = f"sqlite:///{tmp_path / 'source.db'}"
-    prepare_store(url, None, create=True)
-    store = open_store(url, migrate=True)
-    declared(store)
-    load(store, tmp_path)
-    load(store, tmp_path, user="bob")
-    store.start_run(RunRecord(run_id="run", flow="replay", started_at=AT, counts={"x": 1}))
-    replay_all(store, context())
-    with store.write_transaction():
-        ticket = CustomMemory(
-            id="t1",
-            org_id="acme",
-            project_id="travel",
-            user_id="maya",
-            text="Refund ticket for order 4411 is open",
-            type_name="ticket",
-            tags={"priority": "high"},
-            metadata={"engagement_id": "e-7"},
-            created_at=AT,
-            updated_at=AT,
-        )
-        store.add_memory("custom", ticket, None)
-        store.add_failure(
-            Failure(
-                run_id="run",
-                step="extract:semantic",
-                failure_class=FailureClass.CONTENT,
-                error_type="schema",
-                error="the reply was not JSON",
-                attempts=1,
-                org_id="acme",
-                project_id="travel",
-                at=AT,
-            )
-        )
-    for collection in COLLECTIONS:
-        embed_collection(
-            UnitOfWork(store), collection, EMBEDDER, run_id="run", batch_size=50, state="serving"
-        )
-    yield store
-    store.close()
-
-
-def target_store(kind: str, tmp_path: Path):
-    if kind == "mongomock":
-        store = mongomock_store(tmp_path)
-    else:
-        url = f"sqlite:///{tmp_path / 'target.db'}"
-        prepare_store(url, None, create=True)
-        store = open_store(url, migrate=True)
-    declared(store)
-    return store
+from tests.stores import COLLECTIONS, EMBEDDER, target_store
 
 
 def found(store) -> dict[tuple[str, str, str], list[str]]:

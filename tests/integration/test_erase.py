@@ -20,9 +20,7 @@ from mempipe.services.erase import erase_user
 from mempipe.services.export import digest_collection, export_bundle
 from mempipe.services.reembed import embed_collection
 from mempipe.services.search import search
-from tests.integration.test_bundle import COLLECTIONS, EMBEDDER, source, target_store
-
-__all__ = ["source"]
+from tests.stores import COLLECTIONS, EMBEDDER, target_store
 
 MAYA = BundleSelection(user_id="maya")
 BOB = BundleSelection(user_id="bob")

@@ -5,13 +5,12 @@ flow, and prints each move's rate beside the model's own."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import environment, script
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT.parent / "shared" / "data" / "longmemeval-dev"
@@ -24,12 +23,12 @@ RATE = re.compile(
 
 @pytest.mark.skipif(not DATA.exists(), reason="the LongMemEval dev set is not beside the checkout")
 @pytest.mark.parametrize(
-    ("model", "memories"), [("all-MiniLM-L6-v2", 300), ("multilingual-e5-small", 12)]
+    ("model", "memories"), [("all-MiniLM-L6-v2", 64), ("multilingual-e5-small", 12)]
 )
+@pytest.mark.process("the bench script as a session lent a GPU runs it")
 def test_the_gpu_script_moves_real_text_and_prints_its_rates(tmp_path, model, memories) -> None:
-    done = subprocess.run(
+    done = script(
         [
-            sys.executable,
             str(ROOT / "bench" / "gpu_reembed.py"),
             "--memories",
             str(memories),
@@ -40,10 +39,7 @@ def test_the_gpu_script_moves_real_text_and_prints_its_rates(tmp_path, model, me
             "--out",
             str(tmp_path),
         ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "MEMPIPE_LOCAL_DEVICE": "cpu"},
+        environment(None, MEMPIPE_LOCAL_DEVICE="cpu"),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     [found] = RATE.finditer(done.stdout)

@@ -12,8 +12,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from mempipe.adapters.store import open_store
 from mempipe.cli import cli
 from mempipe.errors import StoreError
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai, memories
+from tests.processes import prefect
 
 ROOT = Path(__file__).parents[2]
 SAMPLE = ROOT / "examples" / "sample-archive"
@@ -322,14 +321,7 @@ def test_the_rate_limit_named_is_made_as_the_error_says(
     refused = run("replay", "--extractor", "openai", "--handlers", "semantic", expect=1)
     words = hint(refused)
     assert words[:3] == ["prefect", "gcl", "create"]
-    made = subprocess.run(
-        [str(Path(sys.executable).with_name("prefect")), *words[1:]],
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert made.returncode == 0, made.stderr
+    prefect(*words[1:], env={**os.environ, "PREFECT_API_URL": prefect_server}, timeout=120)
     summary = json.loads(
         run("replay", "--extractor", "openai", "--handlers", "semantic", "--json").stdout
     )

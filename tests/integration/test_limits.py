@@ -23,7 +23,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.run import RunRecord, RunStatus
 from tests.fakes.openai_server import fake_openai, memories
-from tests.integration.test_llm_extractor import FACT, SNAPSHOT
+from tests.helpers import AIRPORT_FACT, AIRPORT_SNAPSHOT
 
 pytestmark = pytest.mark.prefect
 
@@ -92,11 +92,11 @@ def test_provider_requests_draw_on_a_prefect_rate_limit_where_one_is_named(prefe
             GlobalConcurrencyLimitCreate(name="llm-test", limit=10, slot_decay_per_second=0.01)
         )
     with fake_openai() as (fake, url):
-        fake.script = [memories(FACT)]
+        fake.script = [memories(AIRPORT_FACT)]
         settings = LLMSettings(base_url=url, model="m", api_key="k", rate_limit="llm-test")
         extractor = OpenAIExtractor(settings)
         for _ in range(3):
-            extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+            extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
         with pytest.raises(ConfigError, match="prefect gcl create no-such-limit"):
             OpenAIExtractor(settings.model_copy(update={"rate_limit": "no-such-limit"}))
     with get_client(sync_client=True) as client:
@@ -116,15 +116,15 @@ def test_a_rate_limit_slot_that_does_not_come_within_the_call_timeout_is_a_rate_
             GlobalConcurrencyLimitCreate(name="llm-full", limit=1, slot_decay_per_second=0.001)
         )
     with fake_openai() as (fake, url):
-        fake.script = [memories(FACT)]
+        fake.script = [memories(AIRPORT_FACT)]
         settings = LLMSettings(
             base_url=url, model="m", api_key="k", rate_limit="llm-full", timeout_seconds=1
         )
         extractor = OpenAIExtractor(settings)
-        extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+        extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
         started = time.monotonic()
         with pytest.raises(EnvironmentalError, match="no slot of Prefect rate limit") as caught:
-            extractor.extract(SNAPSHOT, MemoryType.SEMANTIC)
+            extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
     assert caught.value.kind is FailureKind.RATE_LIMIT
     assert time.monotonic() - started < 10, "no wait without end"
     assert len(fake.requests) == 1

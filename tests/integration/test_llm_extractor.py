@@ -12,10 +12,8 @@ from mempipe.domain.failures import ContentError, EnvironmentalError, FailureKin
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from tests.fakes.openai_server import Answer, completion, error, fake_openai, memories
-from tests.helpers import AIRPORT_SNAPSHOT
+from tests.helpers import AIRPORT_FACT, AIRPORT_SNAPSHOT
 
-SNAPSHOT = AIRPORT_SNAPSHOT
-FACT = {"text": "User's home airport is LIS.", "label": "home_airport"}
 POLICY = RetryPolicy(max_attempts=4, max_seconds=60, network_base=0.5, rate_limit_default=3)
 
 
@@ -42,14 +40,16 @@ def run(script: list[Answer], timeout: float = 5.0) -> Outcome:
         )
         sleeps = Sleeps()
         try:
-            result = POLICY.run(lambda: extractor.extract(SNAPSHOT, MemoryType.SEMANTIC), sleeps)
+            result = POLICY.run(
+                lambda: extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC), sleeps
+            )
             return Outcome(result, None, fake.requests, sleeps)
         except (EnvironmentalError, ContentError) as exc:
             return Outcome(None, exc, fake.requests, sleeps)
 
 
 def test_a_valid_structured_answer_becomes_memories() -> None:
-    out = run([memories(FACT)])
+    out = run([memories(AIRPORT_FACT)])
     assert out.failure is None
     assert [(m.text, m.label) for m in out.result] == [
         ("User's home airport is LIS.", "home_airport")
@@ -62,7 +62,7 @@ def test_a_valid_structured_answer_becomes_memories() -> None:
 
 
 def test_a_timeout_is_environmental_and_retried_in_seconds() -> None:
-    out = run([replace(memories(FACT), delay=1.5), memories(FACT)], timeout=0.5)
+    out = run([replace(memories(AIRPORT_FACT), delay=1.5), memories(AIRPORT_FACT)], timeout=0.5)
     assert out.failure is None
     assert len(out.requests) == 2
     assert len(out.sleeps) == 1
@@ -70,13 +70,13 @@ def test_a_timeout_is_environmental_and_retried_in_seconds() -> None:
 
 
 def test_429_honours_retry_after() -> None:
-    out = run([error(429, "slow down", retry_after="7"), memories(FACT)])
+    out = run([error(429, "slow down", retry_after="7"), memories(AIRPORT_FACT)])
     assert out.failure is None
     assert out.sleeps == [7.0]
 
 
 def test_a_429_without_retry_after_waits_the_default() -> None:
-    out = run([error(429, "slow down"), memories(FACT)])
+    out = run([error(429, "slow down"), memories(AIRPORT_FACT)])
     assert out.sleeps == [3.0]
 
 
@@ -91,7 +91,7 @@ def test_a_503_that_persists_is_retried_up_to_the_bound_then_fails_environmental
 
 
 def test_401_is_environmental_for_a_later_run_and_not_retried_in_this_one() -> None:
-    out = run([error(401, "key revoked"), memories(FACT)])
+    out = run([error(401, "key revoked"), memories(AIRPORT_FACT)])
     assert isinstance(out.failure, EnvironmentalError), "a rerun with a rotated key succeeds"
     assert out.failure.kind is FailureKind.CREDENTIALS
     assert len(out.requests) == 1, "no wait heals a revoked key: sent once"
@@ -129,13 +129,13 @@ def test_invalid_json_gets_one_repair_then_is_a_content_failure() -> None:
 
 
 def test_a_repaired_answer_is_accepted() -> None:
-    out = run([completion('{"memories": [{"txt": "x"}]}'), memories(FACT)])
+    out = run([completion('{"memories": [{"txt": "x"}]}'), memories(AIRPORT_FACT)])
     assert out.failure is None
     assert out.result[0].label == "home_airport"
     assert len(out.requests) == 2
 
 
 def test_a_server_without_json_schema_support_gets_json_mode() -> None:
-    out = run([error(400, "response_format json_schema is not supported"), memories(FACT)])
+    out = run([error(400, "response_format json_schema is not supported"), memories(AIRPORT_FACT)])
     assert out.failure is None
     assert [r["response_format"]["type"] for r in out.requests] == ["json_schema", "json_object"]

@@ -8,44 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mempipe.adapters.embedding.hashing import HashingEmbedder
-from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
-from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.config import ReconcileThresholds
-from mempipe.schemas.identity import IdentityDefaults
-from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
+from mempipe.schemas.memory_import import MemoryFormat
 from mempipe.schemas.replay import LLMSettings
-from mempipe.services.memory_import import import_memory_file
-from mempipe.services.replay import ReplayContext
 from tests.fakes.openai_server import completion, fake_openai
+from tests.stores import import_context, imported
 
 FIXTURES = Path(__file__).parents[1] / "memory_fixtures"
 MEM0 = Path(__file__).parents[2] / "examples" / "mem0-get-all.json"  # the sample the docs import
 """Kept apart from tests/fixtures, which holds conversation archives only."""
-DEFAULTS = IdentityDefaults(org_id="acme", project_id="travel")
-
-
-def context(**overrides) -> ReplayContext:
-    values = {"run_id": "imp", "extractor": OfflineExtractor(), "embedder": HashingEmbedder(64)}
-    return ReplayContext(**(values | overrides))
-
-
-def imported(
-    store,
-    path,
-    fmt: MemoryFormat,
-    rejects,
-    *,
-    ctx: ReplayContext | None = None,
-    **more,
-) -> MemoryImportSummary:
-    """One file of another system's memories imported into ``store``."""
-    request = MemoryImportRequest(
-        path=path, format=fmt, defaults=DEFAULTS, rejects_file=rejects, **more
-    )
-    return import_memory_file(UnitOfWork(store), request, ctx or context())
 
 
 def held(store) -> list:
@@ -82,7 +55,7 @@ def test_mem0_imports_with_its_identity_mapping_and_repeats_reinforce(store, tmp
         MEM0,
         MemoryFormat.MEM0,
         tmp_path / "again.jsonl",
-        ctx=context(run_id="imp2"),
+        ctx=import_context(run_id="imp2"),
     )
     assert (again.added, again.updated, again.reinforced) == (0, 0, 0)
     assert again.duplicates_skipped == 4
@@ -127,7 +100,9 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
     from mempipe.bootstrap import prepare_store
 
     path = changed(tmp_path)
-    alone = imported(store, path, MemoryFormat.MEM0, tmp_path / "r1", ctx=context(thresholds=WIDE))
+    alone = imported(
+        store, path, MemoryFormat.MEM0, tmp_path / "r1", ctx=import_context(thresholds=WIDE)
+    )
     assert (alone.added, alone.updated) == (2, 0), "no judge: nothing is overwritten on a guess"
 
     url = f"sqlite:///{tmp_path / 'judged.db'}"
@@ -141,7 +116,7 @@ def test_a_changed_value_updates_where_the_judge_can_tell_and_adds_otherwise(
             path,
             MemoryFormat.MEM0,
             tmp_path / "r2",
-            ctx=context(run_id="imp2", extractor=judged, thresholds=WIDE),
+            ctx=import_context(run_id="imp2", extractor=judged, thresholds=WIDE),
         )
     assert (summary.added, summary.updated) == (1, 1)
     current = [m for m in held(store) if m.status.value == "active"]

@@ -20,8 +20,8 @@ from mempipe.adapters.store.mongo import factory
 from mempipe.cli import cli
 from mempipe.credentials import KEPT_PREFIX
 from mempipe.flows.backfill import backfill_flow
-from tests.e2e.test_secrets import MARK, USER, write_archive
 from tests.fakes import atlas
+from tests.helpers import MARK, USER, write_marked_archive
 from tests.leaks import hits_in_database, hits_in_files, hits_in_text
 
 pytestmark = pytest.mark.prefect
@@ -74,7 +74,7 @@ def test_a_mongodb_password_reaches_only_the_driver_by_url_and_by_secret_block(
 
     fake, given = server
     monkeypatch.chdir(tmp_path)
-    write_archive(tmp_path / "archive.jsonl")
+    write_marked_archive(tmp_path / "archive.jsonl")
     (tmp_path / "project-config.yaml").write_text(
         "org_id: acme\nproject_id: travel\nmemory:\n  embedding:\n    model: hashing-128\n"
     )

@@ -73,29 +73,37 @@ def test_a_snapshot_already_stored_does_not_abort_the_transaction_that_promotes_
     assert replica_set.db["snapshots"].count_documents({}) == 3
 
 
-def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(replica_set) -> None:
-    replica_set.add_turns(turns(400, 3), "r")
+def test_promotion_of_many_sessions_runs_in_transactions_of_bounded_size(
+    replica_set, monkeypatch
+) -> None:
+    """At a tenth of the server's scale: a transaction may modify 100 documents, the adapter
+    budgets 50 a transaction (1,000 and 500 in production)."""
+    from mempipe.adapters.store.mongo import turns as mongo_turns
+
+    monkeypatch.setattr(transactions, "MAX_WRITES", 100)
+    monkeypatch.setattr(mongo_turns, "TRANSACTION_BUDGET", 50)
+    replica_set.add_turns(turns(40, 3), "r")
     cut = snapshots_of(replica_set)
-    assert len(cut) == 400, "1,600 documents: more than one transaction may write"
+    assert len(cut) == 40, "160 documents: more than one transaction may write"
     client = replica_set._client
     client.largest_transaction = 0
-    assert len(replica_set.add_snapshots(cut)) == 400
+    assert len(replica_set.add_snapshots(cut)) == 40
     assert replica_set.count_unpromoted_turns() == 0
     assert 0 < client.largest_transaction <= transactions.MAX_WRITES
 
 
-RECORDS = 20_000
+RECORDS = 2_000
 OLD, NEW = "hashing-4", "hashing-8"
-UNEMBEDDABLE = {7, 10_000, 19_999}
+UNEMBEDDABLE = {7, 1_000, 1_999}
 
 
 def loaded(store: MongoStore) -> str:
-    """20,000 semantic records served by OLD, each but three with a NEW vector beside it."""
+    """2,000 semantic records served by OLD, each but three with a NEW vector beside it."""
     store.register_model("semantic", OLD, 4, "serving")
     store.register_model("semantic", NEW, 8, "building")
     new_path = store._entry("semantic", NEW)["path"]
     old_path = store._entry("semantic", OLD)["path"]
-    # mongomock checks unique indexes by scanning: without them 20,000 inserts take a moment.
+    # mongomock checks unique indexes by scanning: without them the inserts take a moment.
     store.db["semantic"].drop_indexes()
     store.db["semantic"].insert_many(
         [
@@ -126,12 +134,12 @@ def stamps(store: MongoStore) -> dict[tuple[bool, str | None], int]:
     return found
 
 
-def test_a_switch_over_20000_records_runs_in_small_transactions_and_resumes_after_a_crash(
+def test_a_switch_over_many_records_runs_in_small_transactions_and_resumes_after_a_crash(
     replica_set, monkeypatch
 ) -> None:
     from mempipe.adapters.store.mongo import registry
 
-    monkeypatch.setattr(registry, "STAMP_BATCH", 2_000)
+    monkeypatch.setattr(registry, "STAMP_BATCH", 200)
     loaded(replica_set)
     client = replica_set._client
     client.largest_transaction = 0

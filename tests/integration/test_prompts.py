@@ -95,7 +95,7 @@ def test_a_prompt_that_cannot_be_read_is_refused(tmp_path, monkeypatch, prompts,
 def test_each_extraction_audit_row_and_memory_records_its_extractor_and_prompt(
     store, tmp_path
 ) -> None:
-    from tests.integration.test_replay import context, load, replay_all
+    from tests.stores import load, replay_all, replay_context
 
     load(store, tmp_path)
     prompt = Prompt(text=LABELS, name="labels")
@@ -104,7 +104,9 @@ def test_each_extraction_audit_row_and_memory_records_its_extractor_and_prompt(
         llm = LLMSettings(
             base_url=url, api_key="k", model="fake", prompts={MemoryType.SEMANTIC: prompt}
         )
-        results = replay_all(store, context(extractor=OpenAIExtractor(llm), llm=llm), ["semantic"])
+        results = replay_all(
+            store, replay_context(extractor=OpenAIExtractor(llm), llm=llm), ["semantic"]
+        )
     assert results
     assert {r.status for r in results} == {"done"}
     version = prompt.version
@@ -119,7 +121,7 @@ def test_each_extraction_audit_row_and_memory_records_its_extractor_and_prompt(
     written = store._rows("SELECT DISTINCT extractor, prompt_version FROM memories_semantic")
     assert written == [("openai:fake", version)], "and so does every memory version"
 
-    offline = replay_all(store, context(), ["episodic"])
+    offline = replay_all(store, replay_context(), ["episodic"])
     assert {r.status for r in offline} == {"done"}
     assert store._rows(
         "SELECT DISTINCT extractor, prompt_version FROM snapshot_extractions "
@@ -133,7 +135,7 @@ def test_a_prompt_that_reads_another_value_for_a_key_updates_what_the_old_one_ta
     """The same snapshot re-extracted under a new prompt: a keyed fact read with another value
     supersedes the value the old prompt taught (a new version, its history kept); the same
     value read again is the same memory, so a second replay changes nothing."""
-    from tests.integration.test_replay import context, load
+    from tests.stores import load, replay_context
 
     load(store, tmp_path)
     work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)[:1]
@@ -150,7 +152,7 @@ def test_a_prompt_that_reads_another_value_for_a_key_updates_what_the_old_one_ta
                 model="f",
                 prompts={MemoryType.SEMANTIC: Prompt(text=prompt)},
             )
-            ctx = context(extractor=OpenAIExtractor(llm), llm=llm)
+            ctx = replay_context(extractor=OpenAIExtractor(llm), llm=llm)
             return [replay_one(UnitOfWork(store), item, ctx) for item in work]
 
     replay("first prompt", "LIS")

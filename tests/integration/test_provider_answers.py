@@ -18,7 +18,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.services.embedding import embed_texts
 from tests.fakes.openai_server import FAULTS, error, fake_openai, faulty
-from tests.integration.test_llm_extractor import SNAPSHOT
+from tests.helpers import AIRPORT_SNAPSHOT
 
 FAST = RetryPolicy(max_attempts=3, max_seconds=5, network_base=0, network_cap=0, retry_after_cap=0)
 
@@ -59,7 +59,9 @@ def test_each_faulty_chat_answer_is_a_retryable_provider_failure(fault) -> None:
         fake.responder = faulty(fault, 8)
         extractor = OpenAIExtractor(settings(url))
         with pytest.raises(EnvironmentalError) as caught:
-            FAST.run(lambda: extractor.extract(SNAPSHOT, MemoryType.SEMANTIC), lambda s: None)
+            FAST.run(
+                lambda: extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC), lambda s: None
+            )
     assert caught.value.kind in PROVIDER_KINDS
     assert caught.value.attempts == FAST.max_attempts
     assert "My home airport" not in str(caught.value), "no user text in an error"

@@ -4,7 +4,6 @@ recorded failures, scopes (DESIGN rules on reconciliation, failures and embeddin
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,39 +12,11 @@ from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
-from mempipe.schemas.config import PromotionLimits
-from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.promote import promote_sessions
-from mempipe.services.replay import ReplayContext, replay_batch, replay_one
+from mempipe.services.replay import replay_batch, replay_one
 from tests.fakes.openai_server import error, fake_openai
-from tests.helpers import ingest
-
-SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
-HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
-
-
-def load(store, tmp_path: Path, archive: Path = SAMPLE, user: str = "maya") -> None:
-    for path in sorted(archive.iterdir()) if archive.is_dir() else [archive]:
-        ingest(
-            store,
-            path,
-            IdentityDefaults(org_id="acme", project_id="travel", user_id=user),
-            tmp_path / "rejects.jsonl",
-            run_id="backfill",
-        )
-    promote_sessions(UnitOfWork(store), PromotionLimits(), HANDLERS, run_id="backfill")
-
-
-def context(**overrides) -> ReplayContext:
-    values = {"run_id": "run", "extractor": OfflineExtractor(), "embedder": HashingEmbedder(64)}
-    return ReplayContext(**(values | overrides))
-
-
-def replay_all(store, ctx: ReplayContext, handlers=HANDLERS):
-    work = store.extraction_work(SnapshotSelection(), handlers, force=False)
-    return [replay_one(UnitOfWork(store), item, ctx) for item in work]
+from tests.stores import HANDLERS, load, replay_all, replay_context
 
 
 def memories(store) -> list[tuple]:
@@ -69,7 +40,7 @@ def test_a_changed_fact_updates_a_restated_one_reinforces_and_history_is_kept(
     store, tmp_path
 ) -> None:
     load(store, tmp_path)
-    results = replay_all(store, context())
+    results = replay_all(store, replay_context())
     assert all(r.status == "done" for r in results)
     rows = {(r.action.value, r.text) for r in store.audit_rows()}
     assert ("UPDATE", "User's home airport is LIS.") in rows
@@ -94,12 +65,12 @@ def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(
     store, tmp_path
 ) -> None:
     load(store, tmp_path)
-    replay_all(store, context())
+    replay_all(store, replay_context())
     before = (memories(store), audit(store))
     assert store.extraction_work(SnapshotSelection(), HANDLERS, force=False) == []
     forced = store.extraction_work(SnapshotSelection(), HANDLERS, force=True)
     for item in forced:
-        replay_one(UnitOfWork(store), item, context(run_id="again"))
+        replay_one(UnitOfWork(store), item, replay_context(run_id="again"))
     assert (memories(store), audit(store)) == before
 
 
@@ -108,7 +79,7 @@ def test_a_replay_killed_mid_run_resumes_to_the_same_store_and_audit(tmp_path) -
 
     whole = open_store(f"sqlite:///{tmp_path / 'whole.db'}", migrate=True)
     load(whole, tmp_path)
-    replay_all(whole, context())
+    replay_all(whole, replay_context())
 
     killed = open_store(f"sqlite:///{tmp_path / 'killed.db'}", migrate=True)
     load(killed, tmp_path)
@@ -123,10 +94,10 @@ def test_a_replay_killed_mid_run_resumes_to_the_same_store_and_audit(tmp_path) -
             return super().embed(texts)
 
     with pytest.raises(KeyboardInterrupt):
-        replay_all(killed, context(embedder=DiesAfter(64)))
+        replay_all(killed, replay_context(embedder=DiesAfter(64)))
     done_before_restart = len(audit(killed))
     assert 0 < done_before_restart < len(audit(whole))
-    replay_all(killed, context(run_id="restart"))
+    replay_all(killed, replay_context(run_id="restart"))
     assert memories(killed) == memories(whole)
     assert audit(killed) == audit(whole)
 
@@ -158,7 +129,7 @@ def test_a_fact_restated_in_one_batch_is_embedded_once_and_still_reinforced(
     load(store, tmp_path)
     embedder = Recording(64)
     work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
-    results = replay_batch(UnitOfWork(store), work, context(embedder=embedder))
+    results = replay_batch(UnitOfWork(store), work, replay_context(embedder=embedder))
     seat = "User prefers a window seat on long flights."
     assert embedder.texts.count(seat) == 1
     assert len(embedder.texts) == len(set(embedder.texts))
@@ -173,7 +144,7 @@ def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_res
     store, tmp_path
 ) -> None:
     load(store, tmp_path)
-    replay_all(store, context(embedder=RefusesLisbon(64)), handlers=["semantic"])
+    replay_all(store, replay_context(embedder=RefusesLisbon(64)), handlers=["semantic"])
     by_text = {m[1]: m[7] for m in memories(store)}
     assert by_text["User's home airport is LIS."] == 0
     assert by_text["User lives in Lisbon."] == 1
@@ -218,7 +189,7 @@ def test_reconciliation_stays_inside_the_memory_scope(store, tmp_path) -> None:
         )
     )
     load(store, tmp_path, archive, user="unknown")
-    replay_all(store, context(), handlers=["semantic"])
+    replay_all(store, replay_context(), handlers=["semantic"])
     assert [r.action.value for r in store.audit_rows()] == ["ADD", "ADD"]
     active = store._conn.execute(
         "SELECT user_id, text FROM memories_semantic WHERE status = 'active' ORDER BY user_id"
@@ -236,7 +207,7 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
     policy = RetryPolicy(max_attempts=2, network_base=0.0)
     with fake_openai() as (fake, url):
         extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
-        ctx = context(extractor=extractor, retry=policy, sleep=lambda s: None)
+        ctx = replay_context(extractor=extractor, retry=policy, sleep=lambda s: None)
         work = store.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
         outage = next(w for w in work if w.handler == "semantic")
         too_long = next(w for w in work if w.handler == "taxonomic")
@@ -282,7 +253,7 @@ def test_the_llm_extractor_writes_the_snapshot_summary(store, tmp_path) -> None:
     with fake_openai() as (fake, url):
         fake.script = [completion("Maya introduced herself and her home airport."), answer()]
         extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
-        result = replay_one(UnitOfWork(store), item, context(extractor=extractor))
+        result = replay_one(UnitOfWork(store), item, replay_context(extractor=extractor))
     assert result.status == "done"
     summary, source = store._conn.execute(
         "SELECT summary, summary_source FROM snapshots WHERE id = ?", (item.snapshot_id,)
@@ -329,7 +300,7 @@ def test_a_configured_judge_decides_the_ambiguous_band(store, tmp_path) -> None:
     load(store, tmp_path, archive)
     judge = JudgingExtractor()
     wide = ReconcileThresholds(ambiguous_from=0.0, reinforce_at=0.999)
-    replay_all(store, context(extractor=judge, thresholds=wide), handlers=["episodic"])
+    replay_all(store, replay_context(extractor=judge, thresholds=wide), handlers=["episodic"])
     assert [r.action.value for r in store.audit_rows()] == ["ADD", "UPDATE"]
     assert judge.asked == [
         ("User met Priya at the Lisbon office today.", "User met Priya at the office.")

@@ -29,10 +29,9 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import ExtractionVersion
 from mempipe.services.replay import ReplayContext, current_extraction, replay_batch
 from mempipe.services.replay_preview import _batches, rehearse
-from tests.contract.conftest import atlas_strict_store, secantus_store, sqlite_store
 from tests.fakes.openai_server import Answer, fake_openai, memories
 from tests.helpers import AIRPORT_SNAPSHOT
-from tests.integration.test_replay import load
+from tests.stores import atlas_strict_store, load, secantus_store, sqlite_store
 
 OLD, NEW = "Facts, tersely.", "Facts, as sentences."
 WORDS = re.compile(r"[A-Za-z]{4,}")

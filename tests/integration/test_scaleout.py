@@ -18,7 +18,10 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.tasks.replay import replay_bucket, select_extraction_work
 from tests.helpers import audit_actions
 
-pytestmark = pytest.mark.prefect
+pytestmark = [
+    pytest.mark.prefect,
+    pytest.mark.process("the worker processes of a local Dask cluster"),
+]
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"
 HANDLERS = ["semantic", "episodic", "procedural", "taxonomic"]
 

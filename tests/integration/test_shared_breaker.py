@@ -13,14 +13,14 @@ from mempipe.domain.failures import EnvironmentalError, FailureKind
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from tests.fakes.openai_server import error, fake_openai, memories
-from tests.integration.test_llm_extractor import FACT, SNAPSHOT
+from tests.helpers import AIRPORT_FACT, AIRPORT_SNAPSHOT
 
 pytestmark = pytest.mark.prefect
 
 
 def extract(url: str) -> None:
     settings = LLMSettings(base_url=url, model="fake-model", api_key="k", timeout_seconds=5)
-    OpenAIExtractor(settings).extract(SNAPSHOT, MemoryType.SEMANTIC)
+    OpenAIExtractor(settings).extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
 
 
 @flow
@@ -50,7 +50,7 @@ def test_an_open_breaker_stops_the_runs_other_processes_and_not_another_run(
         ]
         assert len(fake.requests) == 1, "the run's other processes sent nothing"
 
-        fake.script = [memories(FACT)]
+        fake.script = [memories(AIRPORT_FACT)]
         assert one_run(url, 1) == ["answered"], "another run tries again"
 
 
@@ -71,7 +71,7 @@ def test_the_runs_processes_count_failures_together(prefect_server, monkeypatch)
         ]
         assert len(fake.requests) == 3, "no process sent a fourth"
 
-        fake.script = [error(503, "overloaded"), memories(FACT), error(503, "overloaded")]
+        fake.script = [error(503, "overloaded"), memories(AIRPORT_FACT), error(503, "overloaded")]
         outcomes = one_run(url, 5)
         assert outcomes[:2] == [FailureKind.SERVER, "answered"]
         assert FailureKind.PROVIDER_DOWN not in outcomes, "the success started the count again"

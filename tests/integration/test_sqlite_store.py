@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import apsw
@@ -13,22 +11,11 @@ from mempipe import migrations
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.sqlite import sql
 from mempipe.errors import StoreError
-from mempipe.schemas.turn import SourceLocation, Turn
+from tests.helpers import make_turn
+from tests.processes import spawn_python
 
 ALL = [m.id for m in migrations.all_migrations()]
 ROOT = Path(__file__).parents[2]
-
-
-def make_turn(seq: int, content: str = "hello", session: str = "s") -> Turn:
-    return Turn(
-        org_id="o",
-        project_id="p",
-        session_id=session,
-        turn_seq=seq,
-        role="user",
-        content=f"{content} {seq}",
-        source=SourceLocation(path="a.jsonl", line=seq + 1),
-    )
 
 
 def test_a_new_store_is_migrated_on_first_use_and_records_what_it_applied(store) -> None:
@@ -127,7 +114,7 @@ def test_unusable_stores_are_clear_errors(tmp_path) -> None:
 WRITER = """
 import sys
 from mempipe.adapters.store import open_store
-from tests.integration.test_sqlite_store import make_turn
+from tests.helpers import make_turn
 
 store = open_store(sys.argv[1])
 for batch in range(400):
@@ -137,21 +124,14 @@ store.close()
 """
 
 
+@pytest.mark.process("two writers of one store file in two processes")
 def test_writers_in_two_processes_wait_for_each_other_instead_of_failing(tmp_path) -> None:
     """A write that reads before it writes (the turn count before an insert) takes the write
     lock first: a deferred one fails at once with "database is locked" whenever the other
     process commits between its read and its write, whatever the busy timeout."""
     url = f"sqlite:///{tmp_path / 'two.db'}"
     open_store(url, migrate=True).close()
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, url, name],
-            cwd=ROOT,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("a", "b")
-    ]
+    writers = [spawn_python(WRITER, url, name, cwd=ROOT) for name in ("a", "b")]
     errors = [w.communicate(timeout=240)[1] for w in writers]
     assert [w.returncode for w in writers] == [0, 0], errors
     store = open_store(url, migrate=True)

@@ -13,7 +13,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.services.replay import ReplayContext, replay_one
 from tests.helpers import MONTHS, airport, write_archive
-from tests.integration.test_replay import load
+from tests.stores import load
 
 USER = 7
 

@@ -29,7 +29,7 @@ from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.memory_import import MemoryFormat
 from mempipe.schemas.run import FileKind, RunRecord, RunStatus, WrittenFile
 from tests.fakes.openai_server import Answer, embeddings, error, fake_openai
-from tests.integration.test_memory_import import DEFAULTS, context, imported
+from tests.stores import IMPORT_DEFAULTS, import_context, imported
 
 MEM0 = Path(__file__).parents[2] / "examples" / "mem0-get-all.json"
 
@@ -83,7 +83,7 @@ def test_memories_the_erase_fence_dropped_are_counted_as_such(store, tmp_path) -
     """An import that began before an erase: the fence drops the erased user's memories, and
     the summary says so instead of calling them duplicates."""
     selection = BundleSelection(
-        org_id=DEFAULTS.org_id, project_id=DEFAULTS.project_id, user_id="alice"
+        org_id=IMPORT_DEFAULTS.org_id, project_id=IMPORT_DEFAULTS.project_id, user_id="alice"
     )
     UnitOfWork(store).erasure.erase_user(selection, dry_run=False)
 
@@ -107,7 +107,11 @@ def test_a_provider_failure_in_an_import_is_counted_and_fails_the_run(store, tmp
             raise failure_error(FailureKind.SERVER, "503 upstream")
 
     summary = imported(
-        store, MEM0, MemoryFormat.MEM0, tmp_path / "rejects.jsonl", ctx=context(embedder=Down(64))
+        store,
+        MEM0,
+        MemoryFormat.MEM0,
+        tmp_path / "rejects.jsonl",
+        ctx=import_context(embedder=Down(64)),
     )
     assert summary.provider_failed == summary.without_vector > 0
     assert "503 upstream" in (summary.provider_error or "")

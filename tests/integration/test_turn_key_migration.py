@@ -16,7 +16,7 @@ from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.promote import promote_sessions
 from mempipe.services.reembed import embed_collection
 from mempipe.services.search import search
-from tests.contract.test_store_contract import turn
+from tests.stores import turn
 
 LAST_OLD = "0008_run_liveness"
 SQLITE_STEPS = sqlite_migrations.__name__
