@@ -7,14 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mempipe.schemas.batch import BatchLimits
-from mempipe.schemas.costs import ModelPrice, PlanCost, PlanDuration, PlanLine
-
-
-def price_of(model: str, prices: dict[str, ModelPrice]) -> ModelPrice | None:
-    """A model's price by its name, ``openai:text-embedding-3-small:512`` found as
-    ``text-embedding-3-small``."""
-    name = model.split(":")[1] if model.startswith("openai:") else model
-    return prices.get(name)
+from mempipe.schemas.costs import ModelPrice, PlanCost, PlanDuration, PlanLine, price_of
 
 
 def plan_cost(lines: Sequence[PlanLine], prices: dict[str, ModelPrice]) -> PlanCost:
@@ -29,12 +22,8 @@ def plan_cost(lines: Sequence[PlanLine], prices: dict[str, ModelPrice]) -> PlanC
         if price is None:
             unpriced.append(line.model)
             continue
-        dollars = (
-            line.input_tokens * price.input_per_million
-            + line.output_tokens * price.output_per_million
-        ) / 1_000_000
-        live += dollars
-        batch += dollars * price.batch_ratio
+        live += price.dollars(line.input_tokens, line.output_tokens)
+        batch += price.dollars(line.input_tokens, line.output_tokens, batch=True)
     if unpriced:
         return PlanCost(live_usd=None, batch_usd=None, unpriced_models=sorted(set(unpriced)))
     return PlanCost(live_usd=round(live, 6), batch_usd=round(batch, 6))

@@ -16,6 +16,20 @@ class ModelPrice(BaseModel):
     output_per_million: float = Field(default=0.0, ge=0)
     batch_ratio: float = Field(default=0.5, gt=0, le=1)
 
+    def dollars(self, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float:
+        """What the tokens cost at the live price, or at the batch one."""
+        live = (
+            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+        ) / 1_000_000
+        return live * self.batch_ratio if batch else live
+
+
+def price_of(model: str, prices: dict[str, ModelPrice]) -> ModelPrice | None:
+    """A model's price by its name, ``openai:text-embedding-3-small:512`` found as
+    ``text-embedding-3-small``."""
+    name = model.split(":")[1] if model.startswith("openai:") else model
+    return prices.get(name)
+
 
 DEFAULT_PRICES: dict[str, ModelPrice] = {
     "text-embedding-3-small": ModelPrice(input_per_million=0.02),
@@ -142,13 +156,9 @@ class SpendRow(BaseModel):
 
     def cost(self, prices: dict[str, ModelPrice]) -> float | None:
         """Dollars at the price table's (batch) prices; None for a model it does not hold."""
-        from mempipe.domain.costs import price_of
-
         price = price_of(self.model, prices)
         if price is None:
             return None
-        dollars = (
-            self.input_tokens * price.input_per_million
-            + self.output_tokens * price.output_per_million
-        ) / 1_000_000
-        return round(dollars * (price.batch_ratio if self.via == "batch" else 1.0), 6)
+        return round(
+            price.dollars(self.input_tokens, self.output_tokens, batch=self.via == "batch"), 6
+        )
