@@ -73,12 +73,26 @@ def defaults() -> IdentityDefaults:
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[str]:
-    """A real, temporary Prefect server for the whole session; yields its API URL."""
-    from prefect.settings import PREFECT_API_URL
+    """A real, temporary Prefect server for the whole session; yields its API URL. The runs in
+    this process do not ship their logs to it (a third of an in-process command's cost, and no
+    test reads them but those that ask, :func:`logs_to_api`); processes started from here do."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with (
+        prefect_test_harness(server_startup_timeout=120),
+        temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: False}),
+    ):
         yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture
+def logs_to_api(prefect_server: str) -> Iterator[str]:
+    """The runs in this process ship their logs to the test server, for a test that reads them."""
+    from prefect.settings import PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+
+    with temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: True}):
+        yield prefect_server
 
 
 @pytest.fixture(scope="session")

@@ -37,12 +37,18 @@ def show_run(
     return run(["runs", "show", run_id, "--store", store], cwd, env, timeout=120)
 
 
-def test_deploy_run_backfill_replay_and_report_through_a_worker(
-    ops_env, fixtures, tmp_path
-) -> None:
+@pytest.fixture(scope="module")
+def deployed(ops_env: dict[str, str]) -> str:
+    """The work pool made and every deployment of prefect.yaml deployed, once for the module, as
+    the deployments page does; what ``prefect deploy --all`` printed."""
     assert shutil.which(PREFECT)
     prefect("work-pool", "create", "mempipe-local", "--type", "process", env=ops_env)
-    deployed = prefect("--no-prompt", "deploy", "--all", env=ops_env)
+    return prefect("--no-prompt", "deploy", "--all", env=ops_env).stdout
+
+
+def test_deploy_run_backfill_replay_and_report_through_a_worker(
+    ops_env, deployed, fixtures, tmp_path
+) -> None:
     for name in (
         "backfill/backfill",
         "replay/replay",
@@ -52,7 +58,7 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
         "reembed/reembed-migration",
         "rebuild-indexes/rebuild-indexes",
     ):
-        assert name in deployed.stdout
+        assert name in deployed
     schedules = prefect("deployment", "inspect", "reembed/reembed-nightly", env=ops_env).stdout
     assert "0 2 * * *" in schedules
 
@@ -136,12 +142,10 @@ USERS = 400
 
 
 def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_rerun_completes(
-    ops_env, tmp_path
+    ops_env, deployed, tmp_path
 ) -> None:
     """The worker's cancel is a SIGTERM to the run's process: the replay stops after the work
     in flight, as it does for a scheduler's SIGTERM."""
-    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
-    prefect("--no-prompt", "deploy", "--name", "replay", env=ops_env)
     write_archive(tmp_path / "archive.jsonl", USERS)
     config = write_config(tmp_path)
     db = tmp_path / "ops.db"
@@ -182,7 +186,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
 
 
 def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_holds_it(
-    ops_env, fixtures, tmp_path
+    ops_env, deployed, fixtures, tmp_path
 ) -> None:
     """Ops keep the store's URL (credentials and all) in a Secret block, created as the secrets page
     shows; the deployment run names the block, the worker's run loads it at run time.
@@ -190,8 +194,6 @@ def test_a_deployment_run_finds_its_store_in_a_secret_block_and_prefect_never_ho
     clear."""
     from tests.leaks import hits_in_database
 
-    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
-    prefect("--no-prompt", "deploy", "--name", "backfill", env=ops_env)
     db = tmp_path / "secret-store.db"
     url = f"sqlite:///{db}"
     [creating] = re.findall(r"^python -c '(.*?)'$", page("operations/secrets.md"), re.M | re.S)
@@ -268,16 +270,13 @@ def said_where_ops_look(watched: subprocess.CompletedProcess, env: dict[str, str
 
 
 def test_every_failure_of_a_deployment_run_says_why_where_ops_look(
-    ops_env, fixtures, tmp_path
+    ops_env, deployed, fixtures, tmp_path
 ) -> None:
     """Whatever fails and wherever (a parameter no run can take, a store that is not there, a
     store folder missing, the flow's first check), ops read why: a bad value is refused by
     ``prefect deployment run`` before any flow run exists; any other failure is the last thing
     ``--watch`` prints, the state's message, and the last line of the run's logs (no
     traceback); ``mempipe runs show`` prints Prefect's record of a run the store never held."""
-    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=ops_env)
-    for name in ("backfill", "replay", "reembed-migration"):
-        prefect("--no-prompt", "deploy", "--name", name, env=ops_env)
     before = flow_runs(ops_env)
     refused = run_deployment(
         "backfill/backfill", {"paths": [str(fixtures)], "format": "chatgtp"}, ops_env, tmp_path
@@ -313,7 +312,7 @@ def test_every_failure_of_a_deployment_run_says_why_where_ops_look(
     assert "no-such-folder' does not exist" in shown_run.stdout
 
 
-def test_the_deployments_pages_run_example_runs_as_written(ops_env, tmp_path) -> None:
+def test_the_deployments_pages_run_example_runs_as_written(ops_env, deployed, tmp_path) -> None:
     """The page's Run block, each command as the page writes it, from a folder holding the
     repository's examples, against a server and a worker set up as its Deploy block says."""
     [block] = re.findall(r"## Run\n.*?```bash\n(.*?)```", page("operations/deployments.md"), re.S)
@@ -322,9 +321,6 @@ def test_the_deployments_pages_run_example_runs_as_written(ops_env, tmp_path) ->
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**ops_env, "MEMPIPE_STORE": f"sqlite:///{tmp_path / 'data' / 'memory.db'}"}
     (tmp_path / "data").mkdir()
-    prefect("work-pool", "create", "mempipe-local", "--type", "process", "--overwrite", env=env)
-    for name in ("backfill", "replay", "audit-report"):
-        prefect("--no-prompt", "deploy", "--name", name, env=env)
     with serving_worker(env, tmp_path):
         for command in commands:
             done = shell(

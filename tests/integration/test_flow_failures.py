@@ -48,7 +48,7 @@ def error_logs(run_id: UUID) -> list[str]:
     ],
 )
 def test_a_bug_s_traceback_reaches_the_server_and_a_refusal_s_does_not(
-    prefect_server, body, line, traceback
+    logs_to_api, body, line, traceback
 ) -> None:
     state = body(return_state=True)
     assert state.is_failed()

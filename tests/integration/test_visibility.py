@@ -44,7 +44,7 @@ def seen(run_id: str) -> tuple[list, list[str]]:
 
 
 def test_replay_and_reembed_runs_show_progress_counts_and_what_was_done(
-    prefect_server, store_url, tmp_path
+    logs_to_api, store_url, tmp_path
 ) -> None:
     config = tmp_path / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-64\n")
