@@ -29,13 +29,13 @@ from tests.helpers import (
 from tests.processes import environment, kill_when, start
 
 pytestmark = pytest.mark.prefect
-USERS = 30
+USERS = 10
 AIRPORT = re.compile(r"My home airport is (\w+)")
 BATCH_ENV = {
     "OPENAI_API_KEY": "test",
     "MEMPIPE_BATCH_POLL_FIRST_SECONDS": "0.2",
     "MEMPIPE_BATCH_POLL_MAX_SECONDS": "0.5",
-    "MEMPIPE_BATCH_MAX_REQUESTS": "200",
+    "MEMPIPE_BATCH_MAX_REQUESTS": "100",
     "MEMPIPE_RETRY_MAX_ATTEMPTS": "2",
     "MEMPIPE_RETRY_MAX_SECONDS": "5",
 }

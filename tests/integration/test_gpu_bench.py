@@ -23,7 +23,7 @@ RATE = re.compile(
 
 @pytest.mark.skipif(not DATA.exists(), reason="the LongMemEval dev set is not beside the checkout")
 @pytest.mark.parametrize(
-    ("model", "memories"), [("all-MiniLM-L6-v2", 64), ("multilingual-e5-small", 12)]
+    ("model", "memories"), [("all-MiniLM-L6-v2", 32), ("multilingual-e5-small", 4)]
 )
 @pytest.mark.process("the bench script as a session lent a GPU runs it")
 def test_the_gpu_script_moves_real_text_and_prints_its_rates(tmp_path, model, memories) -> None:
