@@ -1,21 +1,18 @@
-"""All wiring in one place: settings, project configuration, the store, identity defaults, and
-the injector that gives a function its store.
+"""All wiring in one place: settings, project configuration, the store's public URL, identity
+defaults, and the step that writes what a run's provider requests spent.
 
-Flows and the CLI call these; nothing is built at import time. A function that works on a store
-takes a :class:`UnitOfWork` and is wrapped by :func:`given_store`, the one place that opens a
-store from its public URL: what travels (to a task, a thread, a Dask worker) is the URL, and
-what the body sees is the unit of work, opened for the call and closed after it.
+Flows and the CLI call these; nothing is built at import time. What travels (to a task, a
+thread, a Dask worker) is the store's public URL; a task opens its unit of work from it in its
+body, where a reader sees it (``with unit_of_work(store_url) as uow:``), as a cosmicpython
+handler is handed its ``uow``.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Collection
-from contextlib import ExitStack, closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
 
 from mempipe import spend
 from mempipe.adapters.embedding.registry import declare_options
@@ -151,93 +148,22 @@ def load_context(
     return AppContext(settings=settings, config=config)
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
+@contextmanager
+def spend_recorded(uow: UnitOfWork) -> Iterator[None]:
+    """A step that asks a provider: what this process's requests spent for the run is written
+    to the store as the step ends, failed or not (a Dask worker's part of a run ends with its
+    task; the flow's with the run, :class:`~mempipe.flows.recorded_run.RecordedRun`)."""
+    try:
+        yield
+    finally:
+        record_spend(uow)
 
 
-def _url_name(parameter: str) -> str:
-    return "store_url" if parameter == "uow" else f"{parameter}_url"
-
-
-def given_store(
-    *, read_only: bool | Collection[str] = False, existing: bool = False
-) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """Give ``fn`` its store: each leading parameter annotated ``UnitOfWork`` (``uow``, or
-    ``source`` and ``target`` for a copy) is taken as that store's URL instead (``store_url``,
-    ``source_url``, ``target_url``), and the body receives the unit of work, opened for the
-    call and closed after it. Generator functions hold theirs while they yield (a lock held
-    for a block). ``read_only``: True, or the names of the stores only read; ``existing``: the
-    store must be there already. The public signature is the URLs' (as Prefect records a
-    task's parameters)."""
-
-    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
-        signature = inspect.signature(fn)
-        stores = [
-            p.name
-            for p in signature.parameters.values()
-            if p.annotation in ("UnitOfWork", UnitOfWork)
-        ]
-        if not stores:
-            raise TypeError(f"{fn.__qualname__}: no parameter is a UnitOfWork")
-        only_read = set(stores) if read_only is True else set(read_only or ())
-        own_name = {_url_name(name): name for name in stores}
-        public = signature.replace(
-            parameters=[
-                p.replace(name=_url_name(p.name), annotation="str") if p.name in stores else p
-                for p in signature.parameters.values()
-            ]
-        )
-
-        def opened(bound: inspect.BoundArguments, held: ExitStack) -> inspect.BoundArguments:
-            """The call as ``fn`` takes it: each store's URL replaced by its unit of work; the
-            first it writes to also receives, as the call ends, what this process's provider
-            requests spent for the run (:mod:`mempipe.spend`)."""
-            arguments = {
-                (name := own_name.get(key, key)): (
-                    held.enter_context(
-                        unit_of_work(value, read_only=name in only_read, existing=existing)
-                    )
-                    if name in stores
-                    else value
-                )
-                for key, value in bound.arguments.items()
-            }
-            written = [arguments[n] for n in stores if n not in only_read and n in arguments]
-            if written:
-                held.callback(write_spend, written[0])
-            return inspect.BoundArguments(signature, arguments)  # type: ignore[arg-type]
-
-        if inspect.isgeneratorfunction(fn):
-
-            @functools.wraps(fn)
-            def held_while_yielding(*args: Any, **kwargs: Any) -> Any:
-                with ExitStack() as held:
-                    call = opened(public.bind(*args, **kwargs), held)
-                    return (yield from fn(*call.args, **call.kwargs))
-
-            wrapper: Callable[..., Any] = held_while_yielding
-        else:
-
-            @functools.wraps(fn)
-            def called(*args: Any, **kwargs: Any) -> Any:
-                with ExitStack() as held:
-                    call = opened(public.bind(*args, **kwargs), held)
-                    return fn(*call.args, **call.kwargs)
-
-            wrapper = called
-        wrapper.__signature__ = public  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {
-            (_url_name(k) if k in stores else k): ("str" if k in stores else v)
-            for k, v in fn.__annotations__.items()
-        }
-        return wrapper
-
-    return decorate
-
-
-def write_spend(uow: UnitOfWork) -> None:
-    """The run's spend counted in this process since it was last written; kept for the next
-    write where this one fails (the task's own error, if any, is the one that counts)."""
+def record_spend(uow: UnitOfWork) -> None:
+    """Write what this process's provider requests spent for the run since they were last
+    written: where a run's part in a process ends (the flow's run, a Dask worker's task).
+    Counts that cannot be written are kept for the next write (the step's own error, if any, is
+    the one that counts)."""
     run = spend.current_run()
     rows = spend.take(run) if run != spend.PROCESS else []
     if not rows:
@@ -248,26 +174,17 @@ def write_spend(uow: UnitOfWork) -> None:
         spend.give_back(rows)
 
 
-@given_store(read_only=True)
-def require_store(uow: UnitOfWork) -> None:
+def require_store(url: str) -> None:
     """Refuse a store that is not there, or not mempipe's, or not migrated; change nothing (the
     jobs that only read, before they start)."""
+    unit_of_work(url, read_only=True).close()
 
 
 def reach_store(url: str, *, creates: bool) -> None:
     """Before a job starts: a store that must be there is (it may still need migrations); a
-    server store a job may create answers. A SQLite file is created only by the job itself."""
+    server store a job may create answers. A SQLite file is created only by the job itself.
+    Opening is the check."""
     if not creates:
-        _open_existing(url)
+        unit_of_work(url, existing=True).close()
     elif not url.startswith("sqlite") and "://" in url:
-        _open(url)
-
-
-@given_store(existing=True)
-def _open_existing(uow: UnitOfWork) -> None:
-    """Opening is the check."""
-
-
-@given_store()
-def _open(uow: UnitOfWork) -> None:
-    """Opening is the check."""
+        unit_of_work(url).close()

@@ -8,8 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.domain.liveness import HEARTBEAT, LEASE
 from mempipe.errors import MempipeError
 
@@ -33,11 +32,11 @@ def keep_alive(store_url: str, run_id: str) -> Iterator[None]:
         thread.join(timeout=5)
 
 
-@given_store()
-def _beat(uow: UnitOfWork, run_id: str, stop: threading.Event) -> None:
+def _beat(store_url: str, run_id: str, stop: threading.Event) -> None:
     """The heartbeat thread's own connection (a connection belongs to one thread)."""
-    while not stop.wait(HEARTBEAT.total_seconds()):
-        try:
-            uow.leases.heartbeat(run_id, LEASE)
-        except MempipeError as exc:
-            log.warning("heartbeat of run %s failed: %s", run_id, exc)
+    with unit_of_work(store_url) as uow:
+        while not stop.wait(HEARTBEAT.total_seconds()):
+            try:
+                uow.leases.heartbeat(run_id, LEASE)
+            except MempipeError as exc:
+                log.warning("heartbeat of run %s failed: %s", run_id, exc)

@@ -2,10 +2,11 @@
 (:class:`mempipe.adapters.llm.guard.ProviderGuard`) and kept with the run in the store.
 
 Each process counts its own requests, per run (the Prefect flow run it works for; ``process``
-outside one), and the store injector writes a run's counts out whenever a task of that run
-that writes to the store ends (:func:`mempipe.bootstrap.given_store`), in whatever process it
-ran: a Dask worker's requests are recorded as the flow process's are. The store adds each
-write to what it holds, so nothing is counted twice and nothing is lost between tasks.
+outside one), and writes them out where its part of the run ends: the run's end in the flow's
+process (``record-run-end``), and each task that asks a provider as it ends, in whatever
+process it ran (:func:`mempipe.bootstrap.spend_recorded`): a Dask worker's requests are
+recorded as the flow process's are. The store adds each write to what it holds, so nothing is
+counted twice and nothing is lost between tasks.
 """
 
 from __future__ import annotations

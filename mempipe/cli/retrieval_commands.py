@@ -94,12 +94,12 @@ def _show_hits(result: SearchResult) -> None:
 @reports_errors
 def models(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """The embedding models mempipe can use, and which one serves each collection."""
-    from mempipe.bootstrap import given_store, load_context
+    from mempipe.adapters.store.unit_of_work import unit_of_work
+    from mempipe.bootstrap import load_context
     from mempipe.services.models import list_models
 
-    found = given_store(read_only=True)(list_models)(
-        load_context(store, config, store_secret).store_url
-    )
+    with unit_of_work(load_context(store, config, store_secret).store_url, read_only=True) as uow:
+        found = list_models(uow)
     if as_json:
         click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
         return

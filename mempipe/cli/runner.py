@@ -85,20 +85,20 @@ def run_query(
     priced: bool = False,
 ) -> None:
     """Run a command that answers from the store, or tends it, without a flow:
-    ``query(uow, **options)`` on the store the options name, given by the injector
-    (``read_only``, ``existing`` as :func:`~mempipe.bootstrap.given_store` takes them;
-    ``prepare``: migrated and declared first); ``show(result)`` prints the human answer. A
-    result's ``notes`` (a search's, say) go to stderr, with ``--json`` too. ``priced``: the
-    query also takes the configuration's price table (``costs``)."""
-    from mempipe.bootstrap import given_store
+    ``query(uow, **options)`` on the unit of work of the store the options name (``read_only``:
+    opened only to read; ``existing``: the store must be there; ``prepare``: migrated and
+    declared first); ``show(result)`` prints the human answer. A result's ``notes`` (a
+    search's, say) go to stderr, with ``--json`` too. ``priced``: the query also takes the
+    configuration's price table (``costs``)."""
+    from mempipe.adapters.store.unit_of_work import unit_of_work
 
     common, context = _taken(options)
     if prepare:
         context.prepare_store()
-    answer = given_store(read_only=read_only, existing=existing)(query)
     if priced:
         options["costs"] = context.config.costs
-    result = answer(context.store_url, **options)
+    with unit_of_work(context.store_url, read_only=read_only, existing=existing) as uow:
+        result = query(uow, **options)
     for note in getattr(result, "notes", ()):
         click.echo(f"note: {note}", err=True)
     emit(result, bool(common["as_json"]), lambda: show(result))

@@ -29,12 +29,14 @@ def init(store: str | None, config: str | None, store_secret: str | None, as_jso
     on a store refuses one that is not there (a typo'd path is an error, never a new store);
     init makes a new SQLite file's missing folder."""
     from mempipe.adapters.store.factory import make_room
-    from mempipe.bootstrap import given_store, load_context
+    from mempipe.adapters.store.unit_of_work import unit_of_work
+    from mempipe.bootstrap import load_context
     from mempipe.services.store import create
 
     context = load_context(store, config, store_secret)
     folder = make_room(context.store_url)
-    report = given_store()(create)(context.store_url)
+    with unit_of_work(context.store_url) as uow:
+        report = create(uow)
     report.folder_created = folder
     context.prepare_store()  # the declarations and the server's capabilities
     emit(report, as_json, lambda: _show_init(report))

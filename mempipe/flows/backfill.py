@@ -14,10 +14,10 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.archives import expand_paths
 from mempipe.archives.registry import FormatName
-from mempipe.bootstrap import AppContext, given_store, load_context
+from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError, StoreError
 from mempipe.flows.hooks import job_flow
@@ -94,11 +94,11 @@ class Backfill(Job[BackfillSummary]):
         )
 
 
-@given_store(read_only=True, existing=True)
-def _plan(uow: UnitOfWork, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
-    from mempipe.services.backfill_plan import backfill_plan
+def _plan(store_url: str, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
+    with unit_of_work(store_url, read_only=True, existing=True) as uow:
+        from mempipe.services.backfill_plan import backfill_plan
 
-    return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
+        return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
 
 
 @job_flow("backfill")

@@ -22,8 +22,8 @@ from typing import Any, ParamSpec, TypeVar
 from prefect import Flow, flow
 from prefect.states import Failed, State
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store, load_context
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import load_context, record_spend
 from mempipe.errors import MempipeError, error_line
 from mempipe.schemas.run import RunStatus
 
@@ -137,8 +137,10 @@ def _close_if_running(parameters: dict[str, Any], run_id: str, message: str) -> 
         return  # the store itself was the problem (or not one yet); the line says so
 
 
-@given_store(existing=True)
-def _fail_running(uow: UnitOfWork, run_id: str, message: str) -> None:
-    run = uow.runs.get_run(run_id)
-    if run is not None and run.status is RunStatus.RUNNING:
-        uow.runs.finish_run(run_id, RunStatus.FAILED, {}, message)
+def _fail_running(store_url: str, run_id: str, message: str) -> None:
+    """The run's failed end, with what its process spent on providers for it."""
+    with unit_of_work(store_url, existing=True) as uow:
+        run = uow.runs.get_run(run_id)
+        if run is not None and run.status is RunStatus.RUNNING:
+            uow.runs.finish_run(run_id, RunStatus.FAILED, {}, message)
+        record_spend(uow)

@@ -33,8 +33,8 @@ from mempipe.adapters.embedding import Embedder, embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.embedding.registry import OPENAI_MODEL
 from mempipe.adapters.llm.openai_compat import describing_only
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import AppContext, given_store, load_context
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.reembed import decide_switch
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import job_flow
@@ -98,21 +98,21 @@ class Reembed(Job[ReembedSummary], ListsCollections):
         return reembed_flow(**self.model_dump(), **context.flow_options())
 
 
-@given_store(read_only=True, existing=True)
-def _plan(uow: UnitOfWork, request: Reembed, config: ProjectConfig) -> RunPlan:
-    from mempipe.services.reembed_plan import reembed_plan
+def _plan(store_url: str, request: Reembed, config: ProjectConfig) -> RunPlan:
+    with unit_of_work(store_url, read_only=True, existing=True) as uow:
+        from mempipe.services.reembed_plan import reembed_plan
 
-    return reembed_plan(
-        uow,
-        chosen_collections(request.collections),
-        target_model(request.model, request.dimensions, config),
-        incremental=request.incremental,
-        batch_size=request.batch_size,
-        via=request.via,
-        costs=config.costs,
-        llm=load_llm_settings(),
-        limits=load_batch_limits(),
-    )
+        return reembed_plan(
+            uow,
+            chosen_collections(request.collections),
+            target_model(request.model, request.dimensions, config),
+            incremental=request.incremental,
+            batch_size=request.batch_size,
+            via=request.via,
+            costs=config.costs,
+            llm=load_llm_settings(),
+            limits=load_batch_limits(),
+        )
 
 
 class EndMove(Job[BaseModel], ListsCollections):
@@ -207,11 +207,11 @@ def _target(
     return model_id, _usable(model_id, dimensions, via, named=model is not None)
 
 
-@given_store(read_only=True, existing=True)
-def _serving(uow: UnitOfWork, collections: list[str]) -> str | None:
+def _serving(store_url: str, collections: list[str]) -> str | None:
     """The model that serves the collections, where one model serves them all."""
-    served = {uow.models.serving_model(c) for c in collections} - {None}
-    return served.pop() if len(served) == 1 else None
+    with unit_of_work(store_url, read_only=True, existing=True) as uow:
+        served = {uow.models.serving_model(c) for c in collections} - {None}
+        return served.pop() if len(served) == 1 else None
 
 
 def _usable(model_id: str, dimensions: int | None, via: Via, *, named: bool) -> Embedder:
@@ -371,6 +371,6 @@ def _end_move(
     return done
 
 
-@given_store(existing=True)
-def _require_search(uow: UnitOfWork) -> None:
-    uow.schema.require_search("reembed")
+def _require_search(store_url: str) -> None:
+    with unit_of_work(store_url, existing=True) as uow:
+        uow.schema.require_search("reembed")

@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.llm.registry import ExtractorName, extractor_for
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import AppContext, given_store, load_context
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import extractions_left, preview_left
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import job_flow
@@ -142,46 +142,45 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
         return found
 
 
-@given_store(read_only=True, existing=True)
 def _plan(
-    uow: UnitOfWork,
+    store_url: str,
     request: Replay,
     handlers: list[str],
     settings: ReplaySettings,
     costs: CostConfig,
     stale: Stale | None,
 ) -> RunPlan:
-    from mempipe.services.replay_plan import replay_plan
+    with unit_of_work(store_url, read_only=True, existing=True) as uow:
+        from mempipe.services.replay_plan import replay_plan
 
-    with describing_only():  # a plan sends nothing: its extractor needs no key
-        extractor = extractor_for(request.extractor, settings.llm)
-    return replay_plan(
-        uow,
-        request.selection,
-        handlers,
-        force=request.force,
-        stale=stale,
-        extractor=request.extractor,
-        summaries=extractor.capabilities.summaries,
-        via=request.via,
-        costs=costs,
-        llm=settings.llm,
-        limits=load_batch_limits(),
-    )
+        with describing_only():  # a plan sends nothing: its extractor needs no key
+            extractor = extractor_for(request.extractor, settings.llm)
+        return replay_plan(
+            uow,
+            request.selection,
+            handlers,
+            force=request.force,
+            stale=stale,
+            extractor=request.extractor,
+            summaries=extractor.capabilities.summaries,
+            via=request.via,
+            costs=costs,
+            llm=settings.llm,
+            limits=load_batch_limits(),
+        )
 
 
-@given_store(read_only=True, existing=True)
 def _sample(
-    uow: UnitOfWork, selection: SnapshotSelection, handlers: list[str], request: Replay
+    store_url: str, selection: SnapshotSelection, handlers: list[str], request: Replay
 ) -> list[str]:
-    from mempipe.services.replay_preview import sample_snapshots
+    with unit_of_work(store_url, read_only=True, existing=True) as uow:
+        from mempipe.services.replay_preview import sample_snapshots
 
-    return sample_snapshots(uow, selection, handlers, request.sample or 0, request.seed)
+        return sample_snapshots(uow, selection, handlers, request.sample or 0, request.seed)
 
 
-@given_store(existing=True)
 def _preview(
-    uow: UnitOfWork,
+    store_url: str,
     request: Replay,
     handlers: list[str],
     settings: ReplaySettings,
@@ -189,11 +188,14 @@ def _preview(
     plans: tuple[RunPlan, RunPlan],
     page: Path | None,
 ) -> ReplayPreview:
-    from mempipe.services.replay_preview import preview
+    with unit_of_work(store_url, existing=True) as uow:
+        from mempipe.services.replay_preview import preview
 
-    work = uow.work.extraction_work(request.selection, handlers, force=request.force, stale=stale)
-    context = extraction_context(settings, f"preview-{uuid.uuid4().hex[:12]}", uow, keep=True)
-    return preview(uow, work, context, handlers, plans, page)
+        work = uow.work.extraction_work(
+            request.selection, handlers, force=request.force, stale=stale
+        )
+        context = extraction_context(settings, f"preview-{uuid.uuid4().hex[:12]}", uow, keep=True)
+        return preview(uow, work, context, handlers, plans, page)
 
 
 @job_flow("replay")
@@ -346,6 +348,6 @@ def _publish(summary: ReplaySummary) -> None:
     )
 
 
-@given_store(existing=True)
-def _require_reconcilable(uow: UnitOfWork, handlers: list[str]) -> None:
-    uow.schema.require_reconcilable(handlers)
+def _require_reconcilable(store_url: str, handlers: list[str]) -> None:
+    with unit_of_work(store_url, existing=True) as uow:
+        uow.schema.require_reconcilable(handlers)

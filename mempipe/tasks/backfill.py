@@ -7,8 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.archive import IngestRequest, Reading
 from mempipe.schemas.summaries import IngestSummary
 from mempipe.services.ingest import ingest_files
@@ -26,30 +25,30 @@ that could not be read to the end."""
     retry_delay_seconds=[2, 10],
     retry_condition_fn=retry_if_transient,
 )
-@given_store()
-def ingest_archives(uow: UnitOfWork, paths: list[str], reading: Reading) -> list[IngestSummary]:
+def ingest_archives(store_url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
     """Idempotent: a retried or repeated ingest of the same files inserts nothing new."""
-    requests = [IngestRequest(path=Path(path), **dict(reading)) for path in paths]
-    summaries = ingest_files(uow, requests)
-    logger = get_run_logger()
-    if len(summaries) > LOGGED_FILES:
-        logger.info(
-            "%d files: %d turns read, %d inserted, %d duplicates skipped, %d rejected",
-            len(summaries),
-            sum(s.turns_read for s in summaries),
-            sum(s.turns_inserted for s in summaries),
-            sum(s.duplicates_skipped for s in summaries),
-            sum(s.rejected for s in summaries),
-        )
-    for summary in summaries:
-        if len(summaries) <= LOGGED_FILES or summary.rejected or summary.failed:
+    with unit_of_work(store_url) as uow:
+        requests = [IngestRequest(path=Path(path), **dict(reading)) for path in paths]
+        summaries = ingest_files(uow, requests)
+        logger = get_run_logger()
+        if len(summaries) > LOGGED_FILES:
             logger.info(
-                "%s (%s): %d turns read, %d inserted, %d duplicates skipped, %d rejected",
-                summary.path,
-                summary.format,
-                summary.turns_read,
-                summary.turns_inserted,
-                summary.duplicates_skipped,
-                summary.rejected,
+                "%d files: %d turns read, %d inserted, %d duplicates skipped, %d rejected",
+                len(summaries),
+                sum(s.turns_read for s in summaries),
+                sum(s.turns_inserted for s in summaries),
+                sum(s.duplicates_skipped for s in summaries),
+                sum(s.rejected for s in summaries),
             )
-    return summaries
+        for summary in summaries:
+            if len(summaries) <= LOGGED_FILES or summary.rejected or summary.failed:
+                logger.info(
+                    "%s (%s): %d turns read, %d inserted, %d duplicates skipped, %d rejected",
+                    summary.path,
+                    summary.format,
+                    summary.turns_read,
+                    summary.turns_inserted,
+                    summary.duplicates_skipped,
+                    summary.rejected,
+                )
+        return summaries

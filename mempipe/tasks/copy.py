@@ -7,8 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
     CopySummary,
 )
@@ -16,25 +15,25 @@ from mempipe.services import copy as copying
 
 
 @task(name="copy-records", cache_policy=NO_CACHE)
-@given_store(read_only={"source"})
 def copy_records(
-    source: UnitOfWork,
-    target: UnitOfWork,
+    source_url: str,
+    target_url: str,
     run_id: str,
     rejects_file: str,
     with_vectors: bool,
     batch_size: int,
 ) -> CopySummary:
-    summary = copying.copy_store(
-        source,
-        target,
-        run_id=run_id,
-        rejects_file=Path(rejects_file),
-        with_vectors=with_vectors,
-        batch_size=batch_size,
-    )
-    logger = get_run_logger()
-    logger.info("copied %s", summary.copied)
-    for difference in summary.differences:
-        logger.warning("differs: %s", difference)
-    return summary
+    with unit_of_work(source_url, read_only=True) as source, unit_of_work(target_url) as target:
+        summary = copying.copy_store(
+            source,
+            target,
+            run_id=run_id,
+            rejects_file=Path(rejects_file),
+            with_vectors=with_vectors,
+            batch_size=batch_size,
+        )
+        logger = get_run_logger()
+        logger.info("copied %s", summary.copied)
+        for difference in summary.differences:
+            logger.warning("differs: %s", difference)
+        return summary

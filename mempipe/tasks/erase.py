@@ -7,8 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
     BundleSelection,
     EraseSummary,
@@ -17,23 +16,23 @@ from mempipe.services import erase as erasing
 
 
 @task(name="erase-user", cache_policy=NO_CACHE)
-@given_store()
 def erase_user(
-    uow: UnitOfWork,
+    store_url: str,
     selection: BundleSelection,
     dry_run: bool,
     audit_dirs: list[str],
     kept_answers: str | None = None,
 ) -> EraseSummary:
-    summary = erasing.erase_user(
-        uow,
-        selection,
-        dry_run=dry_run,
-        audit_dirs=[Path(d) for d in audit_dirs],
-        kept_answers=Path(kept_answers) if kept_answers else None,
-    )
-    logger = get_run_logger()
-    logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
-    for file in summary.left:  # the run's failure says it once, on the command's error line
-        logger.info("the user's text is left in %s: %s", file.path, file.left)
-    return summary
+    with unit_of_work(store_url) as uow:
+        summary = erasing.erase_user(
+            uow,
+            selection,
+            dry_run=dry_run,
+            audit_dirs=[Path(d) for d in audit_dirs],
+            kept_answers=Path(kept_answers) if kept_answers else None,
+        )
+        logger = get_run_logger()
+        logger.info("%s %s", "would erase" if dry_run else "erased", summary.counts)
+        for file in summary.left:  # the run's failure says it once, on the command's error line
+            logger.info("the user's text is left in %s: %s", file.path, file.left)
+        return summary

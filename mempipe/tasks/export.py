@@ -7,8 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
     BundleSelection,
     ExportSummary,
@@ -17,10 +16,10 @@ from mempipe.services.export import export_bundle
 
 
 @task(name="write-bundle", cache_policy=NO_CACHE)
-@given_store()
 def write_bundle(
-    uow: UnitOfWork, out: str, selection: BundleSelection, with_vectors: bool
+    store_url: str, out: str, selection: BundleSelection, with_vectors: bool
 ) -> ExportSummary:
-    summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
-    get_run_logger().info("exported %s to %s", summary.counts, summary.out)
-    return summary
+    with unit_of_work(store_url) as uow:
+        summary = export_bundle(uow, Path(out), selection, with_vectors=with_vectors)
+        get_run_logger().info("exported %s to %s", summary.counts, summary.out)
+        return summary

@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import spend_recorded
 from mempipe.schemas.bundle import BundleImportSummary, Manifest
 from mempipe.schemas.memory_import import MemoryImportRequest, MemoryImportSummary, MemoryReading
 from mempipe.schemas.replay import ReplaySettings
@@ -24,35 +24,35 @@ def check_bundle(path: str) -> Manifest:
 
 
 @task(name="read-bundle", cache_policy=NO_CACHE)
-@given_store()
 def read_bundle(
-    uow: UnitOfWork, path: str, checked: Manifest, run_id: str, rejects_file: str
+    store_url: str, path: str, checked: Manifest, run_id: str, rejects_file: str
 ) -> BundleImportSummary:
-    summary = import_bundle(
-        uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file), checked=checked
-    )
-    logger = get_run_logger()
-    logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
-    for difference in summary.digest_differences:
-        logger.warning("digest differs: %s", difference)
-    return summary
+    with unit_of_work(store_url) as uow:
+        summary = import_bundle(
+            uow, Path(path), run_id=run_id, rejects_file=Path(rejects_file), checked=checked
+        )
+        logger = get_run_logger()
+        logger.info("imported %s, skipped %s", summary.written, summary.duplicates_skipped)
+        for difference in summary.digest_differences:
+            logger.warning("digest differs: %s", difference)
+        return summary
 
 
 @task(name="import-memory-file", cache_policy=NO_CACHE)
-@given_store()
 def import_memory_file(
-    uow: UnitOfWork, path: str, reading: MemoryReading, settings: ReplaySettings, run_id: str
+    store_url: str, path: str, reading: MemoryReading, settings: ReplaySettings, run_id: str
 ) -> MemoryImportSummary:
-    context = extraction_context(settings, run_id, uow)
-    request = MemoryImportRequest(path=Path(path), **dict(reading))
-    summary = memory_import.import_memory_file(uow, request, context)
-    get_run_logger().info(
-        "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
-        path,
-        summary.added,
-        summary.updated,
-        summary.reinforced,
-        summary.duplicates_skipped,
-        summary.rejected,
-    )
-    return summary
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        context = extraction_context(settings, run_id, uow)
+        request = MemoryImportRequest(path=Path(path), **dict(reading))
+        summary = memory_import.import_memory_file(uow, request, context)
+        get_run_logger().info(
+            "%s: %d added, %d updated, %d reinforced, %d already held, %d rejected",
+            path,
+            summary.added,
+            summary.updated,
+            summary.reinforced,
+            summary.duplicates_skipped,
+            summary.rejected,
+        )
+        return summary

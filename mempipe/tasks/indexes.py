@@ -5,24 +5,23 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.indexes import IndexState, IndexStatus
 
 
 @task(name="repair-indexes", cache_policy=NO_CACHE)
-@given_store()
-def repair_indexes(uow: UnitOfWork, force: bool) -> list[IndexStatus]:
-    statuses = uow.indexes.rebuild_indexes(force)
-    logger = get_run_logger()
-    for status in statuses:
-        if status.state is IndexState.DRIFT:  # the command's report says so on stdout
-            logger.info(
-                "%s drifted (%s)%s",
-                status.name,
-                "; ".join(status.differences),
-                "" if force else ": rebuild with force",
-            )
-        elif status.state is not IndexState.OK:
-            logger.info("%s %s", status.name, status.state.value)
-    return statuses
+def repair_indexes(store_url: str, force: bool) -> list[IndexStatus]:
+    with unit_of_work(store_url) as uow:
+        statuses = uow.indexes.rebuild_indexes(force)
+        logger = get_run_logger()
+        for status in statuses:
+            if status.state is IndexState.DRIFT:  # the command's report says so on stdout
+                logger.info(
+                    "%s drifted (%s)%s",
+                    status.name,
+                    "; ".join(status.differences),
+                    "" if force else ": rebuild with force",
+                )
+            elif status.state is not IndexState.OK:
+                logger.info("%s %s", status.name, status.state.value)
+        return statuses

@@ -5,13 +5,12 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.migrations import migrate
 from mempipe.schemas.summaries import MigrationReport
 
 
 @task(name="apply-migrations", cache_policy=NO_CACHE)
-@given_store(existing=True)
-def apply_migrations(uow: UnitOfWork) -> MigrationReport:
-    return migrate(uow.schema)
+def apply_migrations(store_url: str) -> MigrationReport:
+    with unit_of_work(store_url, existing=True) as uow:
+        return migrate(uow.schema)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.summaries import PromotionSummary
 from mempipe.services import promote
@@ -20,17 +19,17 @@ from mempipe.tasks.policies import retry_if_transient
     retry_delay_seconds=[2, 10],
     retry_condition_fn=retry_if_transient,
 )
-@given_store()
 def promote_sessions(
-    uow: UnitOfWork, limits: PromotionLimits, handlers: list[str], run_id: str
+    store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:
     """Idempotent: snapshot ids are deterministic and promoted turns are never promoted again."""
-    summary = promote.promote_sessions(uow, limits, handlers, run_id=run_id)
-    get_run_logger().info(
-        "promoted %d turns of %d sessions into %d snapshots %s",
-        summary.turns_promoted,
-        summary.sessions,
-        summary.snapshots_created,
-        summary.by_reason,
-    )
-    return summary
+    with unit_of_work(store_url) as uow:
+        summary = promote.promote_sessions(uow, limits, handlers, run_id=run_id)
+        get_run_logger().info(
+            "promoted %d turns of %d sessions into %d snapshots %s",
+            summary.turns_promoted,
+            summary.sessions,
+            summary.snapshots_created,
+            summary.by_reason,
+        )
+        return summary

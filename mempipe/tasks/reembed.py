@@ -12,8 +12,8 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.openai_compat import OpenAIEmbedder
 from mempipe.adapters.embedding.registry import options_for
 from mempipe.adapters.llm.batches import OpenAIBatches
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import spend_recorded
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
@@ -74,9 +74,8 @@ def probe_model(model: str) -> int:
 
 
 @task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-@given_store()
 def plan_embedding(
-    uow: UnitOfWork,
+    store_url: str,
     collection: str,
     model: str,
     incremental: bool,
@@ -85,38 +84,39 @@ def plan_embedding(
 ) -> EmbeddingPlan:
     """Registers the model's vector index once, before any range writes into it, with the
     options it is asked with (a provider model's sides), recorded for every later process."""
-    embedder = store_embedder(uow, model)
-    if incremental:
-        serving = uow.models.active_embedding(collection)
-        if serving is not None:
-            embedder = store_embedder(uow, serving[0])
-    state = target_state(uow, collection, embedder.model_id, incremental=incremental)
-    options = options_for(model, embedder.model_id)
-    uow.vectors.register_model(
-        collection,
-        embedder.model_id,
-        embedder.dimensions,
-        state,
-        None if options == ModelOptions() else options,
-    )
-    cut_from = None if incremental else cut_source(uow, collection, embedder.model_id)
-    ranges = id_ranges(uow.vectors.record_id_bounds(collection), 1 if cut_from else partitions)
-    return EmbeddingPlan(
-        collection=collection,
-        model_id=embedder.model_id,
-        state=state,
-        ranges=ranges,
-        retry=retry,
-        cut_from=cut_from,
-        dimensions=embedder.dimensions,
-    )
+    with unit_of_work(store_url) as uow:
+        embedder = store_embedder(uow, model)
+        if incremental:
+            serving = uow.models.active_embedding(collection)
+            if serving is not None:
+                embedder = store_embedder(uow, serving[0])
+        state = target_state(uow, collection, embedder.model_id, incremental=incremental)
+        options = options_for(model, embedder.model_id)
+        uow.vectors.register_model(
+            collection,
+            embedder.model_id,
+            embedder.dimensions,
+            state,
+            None if options == ModelOptions() else options,
+        )
+        cut_from = None if incremental else cut_source(uow, collection, embedder.model_id)
+        ranges = id_ranges(uow.vectors.record_id_bounds(collection), 1 if cut_from else partitions)
+        return EmbeddingPlan(
+            collection=collection,
+            model_id=embedder.model_id,
+            state=state,
+            ranges=ranges,
+            retry=retry,
+            cut_from=cut_from,
+            dimensions=embedder.dimensions,
+        )
 
 
 @task(name="find-cuts", cache_policy=NO_CACHE)
-@given_store(read_only=True)
-def find_cuts(uow: UnitOfWork, collections: list[str], model_id: str) -> dict[str, str | None]:
+def find_cuts(store_url: str, collections: list[str], model_id: str) -> dict[str, str | None]:
     """Each collection's serving model where ``model_id``'s vectors can be cut from it."""
-    return {c: cut_source(uow, c, model_id) for c in collections}
+    with unit_of_work(store_url, read_only=True) as uow:
+        return {c: cut_source(uow, c, model_id) for c in collections}
 
 
 @task(
@@ -126,29 +126,29 @@ def find_cuts(uow: UnitOfWork, collections: list[str], model_id: str) -> dict[st
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
-@given_store()
 def embed_range(
-    uow: UnitOfWork, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
+    store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
     """Idempotent: only the vectors still missing in the range are written. A cut writes what
     it derives first; the embedder is asked only for what is left."""
-    cut = 0
-    if plan.cut_from is not None:
-        cut = cut_collection(
-            uow, plan.collection, plan.cut_from, plan.model_id, plan.dimensions, batch_size
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        cut = 0
+        if plan.cut_from is not None:
+            cut = cut_collection(
+                uow, plan.collection, plan.cut_from, plan.model_id, plan.dimensions, batch_size
+            )
+        report = embed_collection(
+            uow,
+            plan.collection,
+            store_embedder(uow, plan.model_id),
+            run_id=run_id,
+            batch_size=batch_size,
+            retry=plan.retry,
+            sleep=interruptible_sleep,
+            state=plan.state,
+            id_range=id_range,
         )
-    report = embed_collection(
-        uow,
-        plan.collection,
-        store_embedder(uow, plan.model_id),
-        run_id=run_id,
-        batch_size=batch_size,
-        retry=plan.retry,
-        sleep=interruptible_sleep,
-        state=plan.state,
-        id_range=id_range,
-    )
-    return report.model_copy(update={"embedded_now": report.embedded_now + cut})
+        return report.model_copy(update={"embedded_now": report.embedded_now + cut})
 
 
 @task(
@@ -158,99 +158,99 @@ def embed_range(
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
-@given_store()
-def embed_via_batch(uow: UnitOfWork, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
+def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
     """The collection's missing vectors through the provider's Batch API: the batches an
     earlier run left open first, then what is still missing. Idempotent like a live range."""
-    embedder = store_embedder(uow, plan.model_id)
-    if not isinstance(embedder, OpenAIEmbedder):
-        raise ConfigError(f"{plan.model_id}: --via batch needs an OpenAI-compatible model")
-    work = BatchWork(
-        uow,
-        OpenAIBatches(load_llm_settings()),
-        run_id=run_id,
-        job="reembed",
-        scope=scope_of(plan.collection, plan.model_id),
-        endpoint=embedder.endpoint,
-        limits=load_batch_limits(),
-        retry=plan.retry,
-        sleep=interruptible_sleep,
-    )
-    report = embed_collection_via_batch(uow, work, plan.collection, embedder, state=plan.state)
-    get_run_logger().info(
-        "%s: %d batch(es) applied (%d adopted from an earlier run)",
-        plan.collection,
-        report.batches,
-        report.batches_adopted,
-    )
-    return report
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        embedder = store_embedder(uow, plan.model_id)
+        if not isinstance(embedder, OpenAIEmbedder):
+            raise ConfigError(f"{plan.model_id}: --via batch needs an OpenAI-compatible model")
+        work = BatchWork(
+            uow,
+            OpenAIBatches(load_llm_settings()),
+            run_id=run_id,
+            job="reembed",
+            scope=scope_of(plan.collection, plan.model_id),
+            endpoint=embedder.endpoint,
+            limits=load_batch_limits(),
+            retry=plan.retry,
+            sleep=interruptible_sleep,
+        )
+        report = embed_collection_via_batch(uow, work, plan.collection, embedder, state=plan.state)
+        get_run_logger().info(
+            "%s: %d batch(es) applied (%d adopted from an earlier run)",
+            plan.collection,
+            report.batches,
+            report.batches_adopted,
+        )
+        return report
 
 
 @task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-@given_store()
 def count_vectors(
-    uow: UnitOfWork, plan: EmbeddingPlan, parts: list[CollectionReport]
+    store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
     """The ranges' work added up, with the collection's counts read once all are done."""
-    records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
-    resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
-    unembeddable, failed = sum(p.unembeddable for p in parts), sum(p.failed for p in parts)
-    if failed:  # a range stopped sending once the provider was down: what it left is failed too
-        failed = max(failed, records - vectors - unembeddable)
-    report = CollectionReport(
-        collection=plan.collection,
-        model_id=plan.model_id,
-        records=records,
-        vectors=vectors,
-        embedded_now=sum(p.embedded_now for p in parts),
-        unembeddable=unembeddable,
-        failed=failed,
-        provider_error=next((p.provider_error for p in parts if p.provider_error), None),
-        resumed_after=min(resumed) if resumed else None,
-        batches=sum(p.batches for p in parts),
-        batches_adopted=sum(p.batches_adopted for p in parts),
-    )
-    get_run_logger().info(
-        "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d failed, %d range(s))",
-        plan.collection,
-        report.records,
-        report.vectors,
-        plan.model_id,
-        report.embedded_now,
-        report.unembeddable,
-        report.failed,
-        len(parts),
-    )
-    return report
+    with unit_of_work(store_url) as uow:
+        records, vectors = uow.vectors.vector_counts(plan.collection, plan.model_id)
+        resumed = [p.resumed_after for p in parts if p.resumed_after is not None]
+        unembeddable, failed = sum(p.unembeddable for p in parts), sum(p.failed for p in parts)
+        if failed:  # a range stopped sending once the provider was down: what it left is failed too
+            failed = max(failed, records - vectors - unembeddable)
+        report = CollectionReport(
+            collection=plan.collection,
+            model_id=plan.model_id,
+            records=records,
+            vectors=vectors,
+            embedded_now=sum(p.embedded_now for p in parts),
+            unembeddable=unembeddable,
+            failed=failed,
+            provider_error=next((p.provider_error for p in parts if p.provider_error), None),
+            resumed_after=min(resumed) if resumed else None,
+            batches=sum(p.batches for p in parts),
+            batches_adopted=sum(p.batches_adopted for p in parts),
+        )
+        get_run_logger().info(
+            "%s: %d records, %d with a %s vector (%d new, %d unembeddable, %d failed, %d range(s))",
+            plan.collection,
+            report.records,
+            report.vectors,
+            plan.model_id,
+            report.embedded_now,
+            report.unembeddable,
+            report.failed,
+            len(parts),
+        )
+        return report
 
 
 @task(name="recall-gate", cache_policy=NO_CACHE)
-@given_store()
 def recall_gate(
-    uow: UnitOfWork, queries_path: str, source: str, model: str, min_ratio: float
+    store_url: str, queries_path: str, source: str, model: str, min_ratio: float
 ) -> GateReport | None:
     """Measured only once the new model's index answers and has caught up with the writes:
     an index still building would score as a bad model."""
-    uow.models.wait_searchable([source], model)
-    return reembedding.recall_gate(
-        uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio, source=source
-    )
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        uow.models.wait_searchable([source], model)
+        return reembedding.recall_gate(
+            uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio, source=source
+        )
 
 
 @task(name="switch-models", cache_policy=NO_CACHE)
-@given_store()
-def switch_models(uow: UnitOfWork, collections: list[str], model: str) -> None:
-    uow.models.switch_models(collections, model)
-    get_run_logger().info("switched %s to %s", ", ".join(collections), model)
+def switch_models(store_url: str, collections: list[str], model: str) -> None:
+    with unit_of_work(store_url) as uow:
+        uow.models.switch_models(collections, model)
+        get_run_logger().info("switched %s to %s", ", ".join(collections), model)
 
 
 @task(name="finalize-models", cache_policy=NO_CACHE)
-@given_store()
-def finalize_models(uow: UnitOfWork, collections: list[str]) -> list[str]:
-    return uow.models.finalize_models(collections)
+def finalize_models(store_url: str, collections: list[str]) -> list[str]:
+    with unit_of_work(store_url) as uow:
+        return uow.models.finalize_models(collections)
 
 
 @task(name="rollback-models", cache_policy=NO_CACHE)
-@given_store()
-def rollback_models(uow: UnitOfWork, collections: list[str]) -> list[str]:
-    return uow.models.rollback_models(collections)
+def rollback_models(store_url: str, collections: list[str]) -> list[str]:
+    with unit_of_work(store_url) as uow:
+        return uow.models.rollback_models(collections)

@@ -7,8 +7,8 @@ from prefect.cache_policies import NO_CACHE
 
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import spend_recorded
 from mempipe.domain.partitioning import partition
 from mempipe.errors import ConfigError
 from mempipe.interrupts import interruptible_sleep, stop_requested
@@ -35,9 +35,8 @@ extraction the same way, and 100,000 lines of it help nobody."""
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
-@given_store()
 def select_extraction_work(
-    uow: UnitOfWork,
+    store_url: str,
     selection: SnapshotSelection,
     handlers: list[str],
     force: bool,
@@ -45,10 +44,11 @@ def select_extraction_work(
     stale: Stale | None = None,
 ) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
-    items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
-    parts = partition(items, buckets)
-    get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
-    return parts
+    with unit_of_work(store_url) as uow:
+        items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
+        parts = partition(items, buckets)
+        get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
+        return parts
 
 
 @task(
@@ -58,9 +58,8 @@ def select_extraction_work(
     retry_delay_seconds=[5, 30],
     retry_condition_fn=retry_if_transient,
 )
-@given_store()
 def replay_bucket(
-    uow: UnitOfWork,
+    store_url: str,
     items: list[WorkItem],
     settings: ReplaySettings,
     run_id: str,
@@ -73,43 +72,54 @@ def replay_bucket(
     """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
     returns, every owner it was given has been replayed, by this run or another. ``part``:
     which of the run's partitions this is, for its bar (each counts its own extractions)."""
-    label = "replay" if part == "1/1" else f"replay part {part}"
-    with track(label, len(items), "extractions") as bar:
-        context = extraction_context(settings, run_id, uow).model_copy(update={"summarized": []})
-        outcome = replay_by_owner(
-            uow, items, context, selection, handlers, force=force, stale=stale, progress=bar.update
-        )
-    outcome.selected, outcome.summarized = len(items), len(context.summarized or ())
-    results, elsewhere = outcome.results, outcome.done_elsewhere
-    failed = [r for r in results if r.failure_class is not None]
-    logger = get_run_logger()
-    logger.info(
-        "%d extractions done, %d failed, %d done by another replay meanwhile",
-        len(results) - len(failed),
-        len(failed),
-        elsewhere,
-    )
-    for failure in failed[:FAILURES_LOGGED]:  # the run's error line counts them, once, on stderr
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        label = "replay" if part == "1/1" else f"replay part {part}"
+        with track(label, len(items), "extractions") as bar:
+            context = extraction_context(settings, run_id, uow).model_copy(
+                update={"summarized": []}
+            )
+            outcome = replay_by_owner(
+                uow,
+                items,
+                context,
+                selection,
+                handlers,
+                force=force,
+                stale=stale,
+                progress=bar.update,
+            )
+        outcome.selected, outcome.summarized = len(items), len(context.summarized or ())
+        results, elsewhere = outcome.results, outcome.done_elsewhere
+        failed = [r for r in results if r.failure_class is not None]
+        logger = get_run_logger()
         logger.info(
-            "%s/%s failed (%s): %s",
-            failure.snapshot_id,
-            failure.handler,
-            failure.failure_class,
-            failure.error,
+            "%d extractions done, %d failed, %d done by another replay meanwhile",
+            len(results) - len(failed),
+            len(failed),
+            elsewhere,
         )
-    if len(failed) > FAILURES_LOGGED:
-        logger.info(
-            "and %d more failed extraction(s): `mempipe report --run-id %s` lists them all",
-            len(failed) - FAILURES_LOGGED,
-            run_id,
-        )
-    return outcome
+        for failure in failed[
+            :FAILURES_LOGGED
+        ]:  # the run's error line counts them, once, on stderr
+            logger.info(
+                "%s/%s failed (%s): %s",
+                failure.snapshot_id,
+                failure.handler,
+                failure.failure_class,
+                failure.error,
+            )
+        if len(failed) > FAILURES_LOGGED:
+            logger.info(
+                "and %d more failed extraction(s): `mempipe report --run-id %s` lists them all",
+                len(failed) - FAILURES_LOGGED,
+                run_id,
+            )
+        return outcome
 
 
 @task(name="replay-via-batch", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-@given_store()
 def replay_via_batch(
-    uow: UnitOfWork,
+    store_url: str,
     selection: SnapshotSelection,
     handlers: list[str],
     settings: ReplaySettings,
@@ -120,35 +130,38 @@ def replay_via_batch(
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API (a preview's kept answers serve a
     live replay: a batch asks its own)."""
-    context = extraction_context(settings.model_copy(update={"kept_answers": None}), run_id, uow)
-    live = context.extractor
-    if not isinstance(live, OpenAIExtractor):
-        raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
-    work = BatchWork(
-        uow,
-        OpenAIBatches(settings.llm),
-        run_id=run_id,
-        job="replay",
-        scope=replay_scope(settings.llm.model, force, stale),
-        endpoint=CHAT_ENDPOINT,
-        limits=load_batch_limits(),
-        retry=settings.retry,
-        sleep=interruptible_sleep,
-    )
-    adopted = work.adopt()
-    outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force, stale=stale)
-    if not stop_requested():
-        covered = {key for batch in adopted for key in batch.items}
-        items = [
-            item
-            for item in uow.work.extraction_work(selection, handlers, force=force, stale=stale)
-            if extraction_key(item.handler, item.snapshot_id) not in covered
-        ]
-        submitted = work.submit(extraction_requests(uow, items, live))
-        outcomes += apply_replay_batches(
-            uow, work, submitted, live, context, force=force, stale=stale
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        context = extraction_context(
+            settings.model_copy(update={"kept_answers": None}), run_id, uow
         )
-    get_run_logger().info(
-        "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
-    )
-    return outcomes
+        live = context.extractor
+        if not isinstance(live, OpenAIExtractor):
+            raise ConfigError(f"--via batch needs an OpenAI-compatible extractor, not {live.name}")
+        work = BatchWork(
+            uow,
+            OpenAIBatches(settings.llm),
+            run_id=run_id,
+            job="replay",
+            scope=replay_scope(settings.llm.model, force, stale),
+            endpoint=CHAT_ENDPOINT,
+            limits=load_batch_limits(),
+            retry=settings.retry,
+            sleep=interruptible_sleep,
+        )
+        adopted = work.adopt()
+        outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force, stale=stale)
+        if not stop_requested():
+            covered = {key for batch in adopted for key in batch.items}
+            items = [
+                item
+                for item in uow.work.extraction_work(selection, handlers, force=force, stale=stale)
+                if extraction_key(item.handler, item.snapshot_id) not in covered
+            ]
+            submitted = work.submit(extraction_requests(uow, items, live))
+            outcomes += apply_replay_batches(
+                uow, work, submitted, live, context, force=force, stale=stale
+            )
+        get_run_logger().info(
+            "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)
+        )
+        return outcomes

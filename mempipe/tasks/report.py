@@ -9,8 +9,7 @@ import polars as pl
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.report import ActionCount, ReportSummary
@@ -29,9 +28,8 @@ from mempipe.services.written_files import record_written
 
 
 @task(name="summarize-audit", cache_policy=NO_CACHE)
-@given_store(read_only=True)
 def summarize_audit(
-    uow: UnitOfWork,
+    store_url: str,
     out_dir: str,
     files: list[str],
     run_id: str | None,
@@ -42,26 +40,26 @@ def summarize_audit(
 ) -> ReportSummary:
     """Failures, and what provider requests spent, are counted by the day they were recorded,
     whatever ``by`` says; the spend is priced with ``costs``."""
-    actions: list[ActionCount] = []
-    rows = 0
-    if files:
-        frame = scan_audit([Path(f) for f in files])
-        if by is AuditTime.OBSERVED:
-            frame = in_observed_range(frame, since, until)
-        rows = int(frame.select(pl.len()).collect().item())
-        actions = [ActionCount.model_validate(r) for r in action_table(frame)]
-    failures = uow.audit.failure_counts(run_id, since, until)
-    prices = (costs or CostConfig()).prices
-    spend = spend_by_day(uow.runs.spend(run_id, since, until), prices)
-    return ReportSummary(
-        out=out_dir, files=files, rows=rows, actions=actions, failures=failures, spend=spend
-    )
+    with unit_of_work(store_url, read_only=True) as uow:
+        actions: list[ActionCount] = []
+        rows = 0
+        if files:
+            frame = scan_audit([Path(f) for f in files])
+            if by is AuditTime.OBSERVED:
+                frame = in_observed_range(frame, since, until)
+            rows = int(frame.select(pl.len()).collect().item())
+            actions = [ActionCount.model_validate(r) for r in action_table(frame)]
+        failures = uow.audit.failure_counts(run_id, since, until)
+        prices = (costs or CostConfig()).prices
+        spend = spend_by_day(uow.runs.spend(run_id, since, until), prices)
+        return ReportSummary(
+            out=out_dir, files=files, rows=rows, actions=actions, failures=failures, spend=spend
+        )
 
 
 @task(name="render-report-page", cache_policy=NO_CACHE)
-@given_store()
 def render_report_page(
-    uow: UnitOfWork,
+    store_url: str,
     files: list[str],
     since: str | None,
     until: str | None,
@@ -69,20 +67,20 @@ def render_report_page(
     path: str,
     costs: CostConfig | None = None,
 ) -> tuple[str, PageFigures]:
-    frame = None
-    if files:
-        frame = scan_audit([Path(f) for f in files])
-        if by is AuditTime.OBSERVED:
-            frame = in_observed_range(frame, since, until)
-    data = gather(uow, frame, since, until, by.value, (costs or CostConfig()).prices)
-    record_written(uow, path, FileKind.REPORT, None, None)
-    return str(write_page(data, Path(path))), data
+    with unit_of_work(store_url) as uow:
+        frame = None
+        if files:
+            frame = scan_audit([Path(f) for f in files])
+            if by is AuditTime.OBSERVED:
+                frame = in_observed_range(frame, since, until)
+        data = gather(uow, frame, since, until, by.value, (costs or CostConfig()).prices)
+        record_written(uow, path, FileKind.REPORT, None, None)
+        return str(write_page(data, Path(path))), data
 
 
 @task(name="export-audit", cache_policy=NO_CACHE)
-@given_store()
 def export_audit(
-    uow: UnitOfWork,
+    store_url: str,
     out_dir: str,
     run_id: str | None = None,
     since: str | None = None,
@@ -92,28 +90,29 @@ def export_audit(
 ) -> list[str]:
     """``mark_exported``: the run's own export (replay's) marks it, so that no later replay
     exports it again (a report only reads the audit)."""
-    if by is AuditTime.OBSERVED:
-        files = write_observed(uow, Path(out_dir), since, until)
-    else:
-        files = write_audit(
-            uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
-            Path(out_dir),
-            uow.files.store_id(),
-        )
-    if mark_exported and run_id is not None:
-        uow.runs.set_checkpoint(run_id, EXPORTED, True)
-    if files:
-        record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
-    return [str(f) for f in files]
+    with unit_of_work(store_url) as uow:
+        if by is AuditTime.OBSERVED:
+            files = write_observed(uow, Path(out_dir), since, until)
+        else:
+            files = write_audit(
+                uow.audit.audit_rows(AuditSelection(run_id=run_id, since=since, until=until)),
+                Path(out_dir),
+                uow.files.store_id(),
+            )
+        if mark_exported and run_id is not None:
+            uow.runs.set_checkpoint(run_id, EXPORTED, True)
+        if files:
+            record_written(uow, out_dir, FileKind.AUDIT, run_id, None)
+        return [str(f) for f in files]
 
 
 @task(name="export-earlier-audit", cache_policy=NO_CACHE)
-@given_store()
-def export_earlier_audit(uow: UnitOfWork, out_dir: str, current: str) -> list[str]:
+def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
-    runs = export_earlier_runs(uow, Path(out_dir), current=current)
-    if runs:
-        record_written(uow, out_dir, FileKind.AUDIT, current, None)
-    if runs:
-        get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
-    return runs
+    with unit_of_work(store_url) as uow:
+        runs = export_earlier_runs(uow, Path(out_dir), current=current)
+        if runs:
+            record_written(uow, out_dir, FileKind.AUDIT, current, None)
+        if runs:
+            get_run_logger().info("exported the audit of %d earlier run(s): %s", len(runs), runs)
+        return runs

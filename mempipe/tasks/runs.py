@@ -11,8 +11,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from mempipe import bootstrap
-from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.bootstrap import given_store
+from mempipe.adapters.store.unit_of_work import unit_of_work
+from mempipe.bootstrap import record_spend
 from mempipe.domain.liveness import this_process
 from mempipe.domain.run_outcome import run_status
 from mempipe.interrupts import stop_requested, stop_signal
@@ -36,53 +36,58 @@ def prepare_store(
 @task(
     name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
-@given_store()
-def record_run_start(uow: UnitOfWork, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
-    now = datetime.now(UTC)
-    uow.runs.start_run(
-        RunRecord(
-            run_id=run_id,
-            flow=flow,
-            parameters=parameters,
-            started_at=now,
-            heartbeat_at=now,
-            **this_process(),
+def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
+    with unit_of_work(store_url) as uow:
+        now = datetime.now(UTC)
+        uow.runs.start_run(
+            RunRecord(
+                run_id=run_id,
+                flow=flow,
+                parameters=parameters,
+                started_at=now,
+                heartbeat_at=now,
+                **this_process(),
+            )
         )
-    )
 
 
 @task(
     name="record-run-end", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
 )
-@given_store()
 def record_run_end(
-    uow: UnitOfWork, run_id: str, counts: dict[str, int], error: str | None = None
+    store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
-    """A run stopped by a signal is recorded interrupted, with the counts of what it did."""
-    stopped_by = signal.Signals(stop_signal() or signal.SIGTERM).name if stop_requested() else None
-    status, error = run_status(stopped_by, error)
-    uow.runs.finish_run(run_id, status, counts, error)
+    """A run stopped by a signal is recorded interrupted, with the counts of what it did, and
+    with what the flow's process spent on providers for it (a Dask worker's tasks wrote
+    theirs)."""
+    with unit_of_work(store_url) as uow:
+        stopped_by = (
+            signal.Signals(stop_signal() or signal.SIGTERM).name if stop_requested() else None
+        )
+        status, error = run_status(stopped_by, error)
+        uow.runs.finish_run(run_id, status, counts, error)
+        record_spend(uow)
 
 
 @task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-@given_store()
-def recover_dead_runs(uow: UnitOfWork) -> list[RecoveredRun]:
-    recovered = run_service.recover_dead_runs(uow)
-    logger = get_run_logger()
-    for run in recovered:
-        logger.warning(
-            "run %s (%s) died: %s; marked failed, freed %d lease(s)",
-            run.run_id,
-            run.flow,
-            run.reason,
-            len(run.leases),
-        )
-    return recovered
+def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
+    with unit_of_work(store_url) as uow:
+        recovered = run_service.recover_dead_runs(uow)
+        logger = get_run_logger()
+        for run in recovered:
+            logger.warning(
+                "run %s (%s) died: %s; marked failed, freed %d lease(s)",
+                run.run_id,
+                run.flow,
+                run.reason,
+                len(run.leases),
+            )
+        return recovered
 
 
 @task(name="record-written-file", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
-@given_store()
 def record_written_file(
-    uow: UnitOfWork, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
+    store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
 ) -> None:
-    record_written(uow, path, kind, run_id, user_id)
+    with unit_of_work(store_url) as uow:
+        record_written(uow, path, kind, run_id, user_id)

@@ -53,5 +53,5 @@ def test_the_site_builds_strictly_and_its_cli_reference_has_every_command_and_op
                 if flag.startswith("--"):
                     assert flag in reference, f"{name} {flag} is not in the CLI reference"
     api = (site / "reference" / "api" / "index.html").read_text()
-    assert "given_store" in api
+    assert "spend_recorded" in api
     assert "FormatKind" in api
