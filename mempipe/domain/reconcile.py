@@ -117,6 +117,37 @@ def decide(
     return Decision(ReconcileAction.ADD, None, similarity)
 
 
+@dataclass(frozen=True, slots=True)
+class Write:
+    """What a decision writes. ``action`` is what the audit says; a REINFORCE grows
+    ``reinforce``; an UPDATE supersedes ``supersede`` with a new version, unless the snapshot is
+    older than the fact (``history``: the new version is stored superseded at once and audited
+    as an ADD, the current fact untouched); ``nothing``: the snapshot counted already."""
+
+    action: ReconcileAction
+    reinforce: str | None = None
+    supersede: str | None = None
+    history: bool = False
+    nothing: bool = False
+
+
+def planned_write(
+    decision: Decision, snapshot_id: str, times: Mapping[str, datetime] | None = None
+) -> Write:
+    """The writes of ``decision``; ``times`` (the snapshot's and the target's evidence's, read
+    only for an UPDATE) tell history from a change of the current fact."""
+    target = decision.target
+    if decision.action is ReconcileAction.REINFORCE:
+        if decision.no_op or target is None:
+            return Write(ReconcileAction.REINFORCE, nothing=True)
+        return Write(ReconcileAction.REINFORCE, reinforce=target.memory_id)
+    if decision.action is ReconcileAction.UPDATE and target is not None:
+        if older_than_current(snapshot_id, target, times or {}):
+            return Write(ReconcileAction.ADD, history=True)
+        return Write(ReconcileAction.UPDATE, supersede=target.memory_id)
+    return Write(ReconcileAction.ADD)
+
+
 def older_than_current(snapshot_id: str, target: Candidate, times: Mapping[str, datetime]) -> bool:
     """The snapshot happened before the latest evidence of the fact it would update: it is
     history (a late backfill of older conversations, a retried older extraction), and must

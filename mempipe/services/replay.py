@@ -33,7 +33,7 @@ from mempipe.domain.reconcile import (
     ReconcileThresholds,
     Verdict,
     decide,
-    older_than_current,
+    planned_write,
 )
 from mempipe.domain.scope import Scope, scope_of
 from mempipe.errors import MempipeError
@@ -420,20 +420,26 @@ def reconcile_one(
         judge,
         one_memory=one_memory,
     )
+    times = (
+        uow.work.snapshot_times([snapshot.snapshot_id, *decision.target.evidence])
+        if decision.action is ReconcileAction.UPDATE and decision.target is not None
+        else None
+    )
+    write = planned_write(decision, snapshot.snapshot_id, times)
     now = datetime.now(UTC)
-    if decision.action is ReconcileAction.REINFORCE:
-        if decision.no_op or decision.target is None:
-            _found(context, decision.target.memory_id if decision.target else None)
-            return None
+    if write.nothing:
+        _found(context, decision.target.memory_id if decision.target else None)
+        return None
+    if write.reinforce is not None:
         version = uow.memories.reinforce_memory(
-            memory_type.value, decision.target.memory_id, snapshot.snapshot_id
+            memory_type.value, write.reinforce, snapshot.snapshot_id
         )
         return audit_row(
             context,
             snapshot,
             memory_type,
-            decision.action,
-            decision.target.memory_id,
+            write.action,
+            write.reinforce,
             version,
             None,
             decision.similarity,
@@ -441,34 +447,21 @@ def reconcile_one(
             now,
             observed,
         )
-    # An UPDATE from a snapshot older than the fact's latest evidence is history: stored as a
-    # superseded version of its own and audited as such; the current fact is not touched.
-    history = (
-        decision.action is ReconcileAction.UPDATE
-        and decision.target is not None
-        and older_than_current(
-            snapshot.snapshot_id,
-            decision.target,
-            uow.work.snapshot_times([snapshot.snapshot_id, *decision.target.evidence]),
-        )
-    )
-    updating = decision.action is ReconcileAction.UPDATE and not history
-    superseded = decision.target.memory_id if updating and decision.target else None
     version = 1
-    if superseded is not None:
-        version = uow.memories.supersede_memory(memory_type.value, superseded) + 1
+    if write.supersede is not None:
+        version = uow.memories.supersede_memory(memory_type.value, write.supersede) + 1
     record = build_record(
         memory_type,
         memory,
         snapshot,
         version=version,
-        supersedes_id=superseded,
+        supersedes_id=write.supersede,
         embedding_model_id=model_id,
         has_embedding=vector is not None,
         now=now,
         extraction=context.extraction(memory_type),
     )
-    if history:
+    if write.history:
         record = record.model_copy(update={"status": MemoryStatus.SUPERSEDED})
     if not uow.memories.add_memory(memory_type.value, record, vector):
         return None
@@ -476,16 +469,16 @@ def reconcile_one(
         context,
         snapshot,
         memory_type,
-        ReconcileAction.ADD if history else decision.action,
+        write.action,
         record.id,
         version,
-        superseded,
+        write.supersede,
         decision.similarity,
         text,
         now,
         observed,
     )
-    return row.model_copy(update={"as_history": True}) if history else row
+    return row.model_copy(update={"as_history": True}) if write.history else row
 
 
 def _found(context: ReplayContext, memory_id: str | None) -> None:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from mempipe.domain.reconcile import Candidate, ReconcileThresholds, Verdict, decide
+from datetime import UTC, datetime, timedelta
+
+from mempipe.domain.reconcile import (
+    Candidate,
+    Decision,
+    ReconcileThresholds,
+    Verdict,
+    Write,
+    decide,
+    planned_write,
+)
 from mempipe.schemas.audit import ReconcileAction
 
 T = ReconcileThresholds(reinforce_at=0.9, ambiguous_from=0.75)
+MAY = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def test_nothing_matching_is_an_add() -> None:
@@ -82,3 +93,28 @@ def test_a_record_that_only_reinforced_a_memory_does_not_own_it() -> None:
         reinforced,
         True,
     )
+
+
+def test_a_decision_s_writes_reinforce_update_and_repeat() -> None:
+    """What each decision writes, as the audit names it: a repeat writes nothing, a
+    REINFORCE grows the target, an UPDATE supersedes it, an ADD adds."""
+    target = Candidate("m1", "home_airport", "Home airport is JFK.", 0.9, ("s-may",))
+    repeat = Decision(ReconcileAction.REINFORCE, target, 0.99, no_op=True)
+    assert planned_write(repeat, "s-may") == Write(ReconcileAction.REINFORCE, nothing=True)
+    again = Decision(ReconcileAction.REINFORCE, target, 0.99)
+    assert planned_write(again, "s-june") == Write(ReconcileAction.REINFORCE, reinforce="m1")
+    changed = Decision(ReconcileAction.UPDATE, target, 0.7)
+    times = {"s-may": MAY, "s-june": MAY + timedelta(days=30)}
+    assert planned_write(changed, "s-june", times) == Write(ReconcileAction.UPDATE, supersede="m1")
+    assert planned_write(Decision(ReconcileAction.ADD), "s-june") == Write(ReconcileAction.ADD)
+
+
+def test_an_update_from_an_older_snapshot_is_history_added_and_the_current_fact_kept() -> None:
+    """A late backfill of April's conversation says the airport was BOS; the fact, taught in
+    May, is current: the April version is stored as history (superseded at once, audited ADD),
+    nothing is superseded; without the times, order cannot be told and it is an UPDATE."""
+    current = Candidate("m1", "home_airport", "Home airport is JFK.", 0.7, ("s-may",))
+    older = Decision(ReconcileAction.UPDATE, current, 0.7)
+    times = {"s-april": MAY - timedelta(days=30), "s-may": MAY}
+    assert planned_write(older, "s-april", times) == Write(ReconcileAction.ADD, history=True)
+    assert planned_write(older, "s-april") == Write(ReconcileAction.UPDATE, supersede="m1")
