@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
-    "archive_format",
+    "format",
     type=click.Choice(format_names()),
     default="auto",
     show_default=True,
@@ -54,8 +54,10 @@ if TYPE_CHECKING:
 @rejects_dir_option
 @click.option(
     "--no-promote",
+    "promote_sessions",
     is_flag=True,
-    default=False,
+    flag_value=False,
+    default=True,
     help="Load turns only; promote later with `promote`.",
 )
 @click.option(

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     "--min-recall-ratio",
     default=0.95,
     show_default=True,
-    type=float,
+    type=click.FloatRange(0, 10),
     help="With --gate: the new model's recall over the old one's, at least.",
 )
 @click.option(

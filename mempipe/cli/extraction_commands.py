@@ -9,6 +9,7 @@ import click
 
 from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.options import (
+    audit_dir_option,
     counts_text,
     json_option,
     plan_option,
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     help="Also run again the done extractions whose extractor or prompt differs from the "
     "configured one.",
 )
-@click.option("--audit-dir", default="audit", show_default=True, help="Parquet audit folder.")
+@audit_dir_option
 @click.option(
     "--sample",
     type=click.IntRange(1),

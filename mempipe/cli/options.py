@@ -74,6 +74,12 @@ def json_option(command: F) -> F:
     )(command)
 
 
+def audit_dir_option(command: F) -> F:
+    return click.option(
+        "--audit-dir", default="audit", show_default=True, help="Parquet audit folder."
+    )(command)
+
+
 def rejects_dir_option(command: F) -> F:
     return click.option(
         "--rejects-dir",

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from mempipe.adapters.llm.registry import extractor_names
 from mempipe.archives.registry import FormatKind, kind_of, memory_format_names
 from mempipe.cli.options import (
+    audit_dir_option,
     counted,
     identity_filters,
     identity_options,
@@ -77,7 +78,7 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
-    "source_format",
+    "format",
     type=click.Choice([*memory_format_names(), *OLD_FORMATS]),
     callback=lambda _ctx, _param, value: renamed("--format", value, OLD_FORMATS),
     required=True,
@@ -107,6 +108,7 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
     show_default=True,
     help="openai: its judge decides ambiguous pairs (UPDATE, REINFORCE or ADD).",
 )
+@audit_dir_option
 @rejects_dir_option
 @store_options
 @json_option
@@ -117,7 +119,7 @@ def import_command(**options: Any) -> None:
     against what the store holds and audited like extraction."""
     from mempipe.flows.import_ import Import
 
-    paths, bundle = options["paths"], kind_of(options["source_format"]) is FormatKind.BUNDLE
+    paths, bundle = options["paths"], kind_of(options["format"]) is FormatKind.BUNDLE
     if bundle and (len(paths) != 1 or not Path(paths[0]).is_dir()):
         raise click.UsageError("--format bundle takes one bundle directory")
     if bundle and (given := _not_for_bundles(options)):
@@ -128,24 +130,27 @@ def import_command(**options: Any) -> None:
     run_job(Import, options, _show_import)
 
 
-MEMORY_IMPORT_ONLY = {
-    "org_id": None,
-    "project_id": None,
-    "user_id": None,
-    "agent_id": None,
-    "identity": "strict",
-    "memory_type": None,
-    "verbatim": False,
-    "extractor": "offline",
-}
-"""The options of an import of memories, with their defaults: a bundle takes none of them."""
+MEMORY_IMPORT_ONLY = (
+    "org_id",
+    "project_id",
+    "user_id",
+    "agent_id",
+    "identity",
+    "memory_type",
+    "verbatim",
+    "extractor",
+    "audit_dir",
+)
+"""The options of an import of memories: a bundle takes none of them."""
 
 
 def _not_for_bundles(options: dict[str, Any]) -> list[str]:
+    from mempipe.flows.import_ import Import
+
     return [
         f"--{name.replace('_', '-')}"
-        for name, default in MEMORY_IMPORT_ONLY.items()
-        if options.get(name) != default
+        for name in MEMORY_IMPORT_ONLY
+        if options.get(name) != Import.model_fields[name].default
     ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, ClassVar
 
 from pydantic import Field
@@ -21,13 +22,13 @@ from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import unread_files
 from mempipe.errors import IncompleteRunError, StoreError
 from mempipe.flows.hooks import job_flow
-from mempipe.flows.job import Job, taken
+from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, Reading, TimeWindow
 from mempipe.schemas.costs import CostConfig, RunPlan
-from mempipe.schemas.identity import IdentityPolicy
+from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
@@ -45,21 +46,21 @@ from mempipe.tasks.promote import promote_sessions
 
 class Backfill(Job[BackfillSummary]):
     """The request of ``mempipe backfill``: the options of the command, the parameters of
-    :func:`backfill_flow` (``no_promote`` is its ``promote_sessions`` turned round)."""
+    :func:`backfill_flow`."""
 
     creates_store: ClassVar[bool] = True
 
-    paths: list[str]
-    archive_format: str = "auto"
+    paths: Annotated[list[str], Field(min_length=1)]
+    format: FormatName = ArchiveFormat.AUTO
     org_id: str | None = None
     project_id: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
     identity: IdentityPolicy = IdentityPolicy.STRICT
-    columns: dict[str, str] = {}
-    batch_size: int = 5000
+    columns: dict[str, str] | None = None
+    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000
     rejects_dir: str = "mempipe-rejects"
-    no_promote: bool = False
+    promote_sessions: bool = True
     future_margin: timedelta = FUTURE_MARGIN
     allow_any_time: bool = False
     embed: bool = False
@@ -75,7 +76,7 @@ class Backfill(Job[BackfillSummary]):
         defaults = context.identity_defaults(
             self.org_id, self.project_id, self.user_id, self.agent_id, self.identity
         )
-        texts = archive_texts(expand_paths(self.paths), self.archive_format, defaults, self.columns)
+        texts = archive_texts(expand_paths(self.paths), self.format, defaults, self.columns or {})
         model = context.config.memory.embedding.model
         try:
             return _plan(context.store_url, texts, model, context.config.costs)
@@ -84,14 +85,23 @@ class Backfill(Job[BackfillSummary]):
                 None, context.store_url, texts, model, context.config.costs, load_llm_settings()
             )
 
-    def run(self, context: AppContext) -> BackfillSummary:
-        parameters = self.model_dump(exclude={"archive_format", "no_promote"})
-        return backfill_flow(
-            **parameters,
-            format=self.archive_format,
-            promote_sessions=not self.no_promote,
-            **context.flow_options(),
+    def reading(
+        self, defaults: IdentityDefaults, run_id: str, rejects_file: Path, times: TimeWindow | None
+    ) -> Reading:
+        """How the run reads every file: this request's format, batch and columns, with what
+        the run settled (the identity, its id, its rejects file, the plausible times)."""
+        return Reading(
+            format=self.format,
+            defaults=defaults,
+            run_id=run_id,
+            rejects_file=rejects_file,
+            batch_size=self.batch_size,
+            columns=self.columns or {},
+            times=times,
         )
+
+    def run(self, context: AppContext) -> BackfillSummary:
+        return backfill_flow(**self.model_dump(), **context.flow_options())
 
 
 def _plan(store_url: str, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
@@ -131,7 +141,7 @@ def backfill_flow(
     with recorded_run(context, "backfill", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
-        reading = taken(locals(), Reading, run_id=run.run_id, columns=columns or {}, times=times)
+        reading = Backfill.of_run().reading(defaults, run.run_id, rejects_file, times)
         ingested = _ingest(context.store_url, paths, reading)
         summary, failed = _after_ingest(
             context, run.run_id, ingested, reading, promote_sessions, embed

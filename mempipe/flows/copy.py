@@ -33,7 +33,7 @@ class Copy(Job[CopySummary]):
     to: str
     to_secret: str | None = None
     with_vectors: bool = False
-    batch_size: int = 2000
+    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 2000
     rejects_dir: str = "mempipe-rejects"
 
     def check(self, context: AppContext) -> None:

@@ -22,6 +22,7 @@ class Erase(Job[EraseSummary]):
     """The request of ``mempipe erase`` (``yes``: the command asked, or was told not to)."""
 
     prepares_store: ClassVar[bool] = False
+    command_only: ClassVar[frozenset[str]] = frozenset({"yes"})
 
     user_id: str
     org_id: str | None = None
@@ -34,7 +35,7 @@ class Erase(Job[EraseSummary]):
         require_store(context.store_url)
 
     def run(self, context: AppContext) -> EraseSummary:
-        return erase_flow(**self.model_dump(exclude={"yes"}), **context.flow_options())
+        return erase_flow(**self.model_dump(exclude=self.command_only), **context.flow_options())
 
 
 @job_flow("erase")

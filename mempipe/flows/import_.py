@@ -14,14 +14,14 @@ from mempipe.archives.registry import FormatKind, MemoryFormatName, kind_of
 from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import first_undone, unread_files, vectors_left
 from mempipe.flows.hooks import job_flow
-from mempipe.flows.job import Job, taken
+from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.rejects import rejects_path
 from mempipe.schemas.bundle import (
     BundleImportSummary,
 )
-from mempipe.schemas.identity import IdentityPolicy
+from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
 from mempipe.schemas.run import FileKind
@@ -37,8 +37,8 @@ class Import(Job[BaseModel]):
 
     creates_store: ClassVar[bool] = True
 
-    paths: list[str]
-    source_format: str
+    paths: Annotated[list[str], Field(min_length=1)]
+    format: MemoryFormatName
     org_id: str | None = None
     project_id: str | None = None
     user_id: str | None = None
@@ -48,22 +48,33 @@ class Import(Job[BaseModel]):
     verbatim: bool = False
     extractor: ExtractorName = "offline"
     rejects_dir: str = "mempipe-rejects"
+    audit_dir: str = "audit"
 
     def check(self, context: AppContext) -> None:
-        if kind_of(self.source_format) is not FormatKind.BUNDLE:
+        if kind_of(self.format) is not FormatKind.BUNDLE:
             expand_paths(self.paths)
 
     def prepares(self) -> bool:
         """A bundle's flow checks the whole bundle before it prepares (or creates) the store:
         one that differs from its manifest leaves the target as it was."""
-        return kind_of(self.source_format) is not FormatKind.BUNDLE
+        return kind_of(self.format) is not FormatKind.BUNDLE
+
+    def reading(self, defaults: IdentityDefaults, rejects_file: Path) -> MemoryReading:
+        """How the run reads every file: this request's format, type and verbatim, with the
+        identity and rejects file the run settled."""
+        return MemoryReading(
+            format=self.format,
+            defaults=defaults,
+            memory_type=self.memory_type,
+            verbatim=self.verbatim,
+            rejects_file=rejects_file,
+        )
 
     def run(self, context: AppContext) -> BundleImportSummary | MemoryImportSummary:
         common = context.flow_options()
-        if kind_of(self.source_format) is FormatKind.BUNDLE:
+        if kind_of(self.format) is FormatKind.BUNDLE:
             return import_flow(path=self.paths[0], rejects_dir=self.rejects_dir, **common)
-        parameters = self.model_dump(exclude={"source_format"})
-        return import_memories_flow(**parameters, format=self.source_format, **common)
+        return import_memories_flow(**self.model_dump(), **common)
 
 
 @job_flow("import")
@@ -126,7 +137,7 @@ def import_memories_flow(
     with recorded_run(context, "import-memories", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
-        reading = taken(locals(), MemoryReading)
+        reading = Import.of_run().reading(defaults, rejects_file)
         files = [
             import_memory_file(url, path, reading, settings, run.run_id)
             for group in resolve_archives(paths)

@@ -7,8 +7,9 @@ Shared machinery: it knows no job. Each job's request lives in its own flow modu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, Self, TypeVar
 
+from prefect.runtime import flow_run
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from mempipe.errors import ConfigError
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from mempipe.schemas.costs import RunPlan
 
 S = TypeVar("S", bound=BaseModel)
-M = TypeVar("M", bound=BaseModel)
 
 
 def comma_list(value: object) -> object:
@@ -36,6 +36,16 @@ class Job(BaseModel, Generic[S]):
 
     creates_store: ClassVar[bool] = False
     prepares_store: ClassVar[bool] = True
+    command_only: ClassVar[frozenset[str]] = frozenset()
+    """The fields the command takes that are no parameter of the flow (a confirmation, a
+    secret, a preview's): every other field is one, of the same name, type and default."""
+
+    @classmethod
+    def of_run(cls) -> Self:
+        """The request of the flow run in progress: its parameters as Prefect validated them
+        (a command's, a deployment's, defaults filled in), less the runner's."""
+        given = flow_run.parameters
+        return cls.model_validate({name: given[name] for name in cls.model_fields if name in given})
 
     def check(self, context: AppContext) -> None:
         """Refuse what is wrong before any server starts (an unknown model, say)."""
@@ -59,11 +69,3 @@ class ListsCollections(BaseModel):
     @classmethod
     def _split(cls, value: object) -> object:
         return comma_list(value)
-
-
-def taken(parameters: dict[str, object], model: type[M], **more: object) -> M:
-    """A flow's parameters (its ``locals()`` on entry) that ``model`` names, with ``more``:
-    the request, selection or reading a flow passes on, without restating each parameter."""
-    return model.model_validate(
-        {name: parameters[name] for name in model.model_fields if name in parameters} | more
-    )

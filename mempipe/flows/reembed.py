@@ -68,14 +68,14 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     :func:`reembed_flow`."""
 
     model: str | None = None
-    dimensions: int | None = None
+    dimensions: Annotated[int, Field(ge=1)] | None = None
     collections: list[CollectionName] | None = None
-    batch_size: int = 256
+    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     gate: str | None = None
     gate_source: CollectionName = "semantic"
-    min_recall_ratio: float = 0.95
+    min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95
     incremental: bool = False
-    partitions: int = 1
+    partitions: Annotated[int, Field(ge=1, le=256)] = 1
     via: Via = "live"
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
@@ -119,7 +119,7 @@ class EndMove(Job[BaseModel], ListsCollections):
     """The request of ``reembed finalize`` and ``reembed rollback``: ``end`` names its flow."""
 
     prepares_store: ClassVar[bool] = False
-    collections: list[str] | None = None
+    collections: list[CollectionName] | None = None
 
     @staticmethod
     def end() -> Callable[..., list[str]]:

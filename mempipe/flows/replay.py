@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -26,7 +26,7 @@ from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.run_outcome import extractions_left, preview_left
 from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import job_flow
-from mempipe.flows.job import Job, comma_list, taken
+from mempipe.flows.job import Job, comma_list
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import Spread, TaskRunnerName
@@ -75,9 +75,11 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
     """The request of ``mempipe replay``: the options of the command (its selection's first),
     the parameters of :func:`replay_flow`."""
 
-    handlers: list[str] | None = None
+    command_only: ClassVar[frozenset[str]] = frozenset(PREVIEWING)
+
+    handlers: list[MemoryType] | None = None
     extractor: ExtractorName = "offline"
-    concurrency: int = 4
+    concurrency: Annotated[int, Field(ge=1, le=64)] = 4
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
     force: bool = False
@@ -113,7 +115,7 @@ class Replay(Job[ReplaySummary], SnapshotSelection):
         return replay_flow(**request.model_dump(exclude=PREVIEWING), **context.flow_options())
 
     def enabled(self, context: AppContext) -> list[str]:
-        return self.handlers or [t.value for t in context.config.memory.extraction.enabled]
+        return [t.value for t in (self.handlers or context.config.memory.extraction.enabled)]
 
     def sampled(self, context: AppContext) -> Replay:
         """With ``sample``, the request narrowed to that many of its snapshots, drawn with
@@ -223,7 +225,7 @@ def replay_flow(
     """Extract, reconcile and audit the selected snapshots (the module's notes say how)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, selection = context.store_url, taken(locals(), SnapshotSelection)
+    url, selection = context.store_url, Replay.of_run().selection
     enabled = [t.value for t in (handlers or context.config.memory.extraction.enabled)]
     work = _work(context, selection, enabled, extractor, via, force, stale)
     asked = _asked(selection, enabled, extractor, force, stale, via, audit_dir)

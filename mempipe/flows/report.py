@@ -33,7 +33,7 @@ class Report(Job[ReportSummary]):
     run_id: str | None = None
     since: date | None = None
     until: date | None = None
-    last_days: int | None = None
+    last_days: Annotated[int, Field(ge=1, le=366)] | None = None
     by: AuditTime = AuditTime.APPLIED
     out: str = "audit"
     html: str | None = None
