@@ -54,10 +54,10 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--gate-source",
-    default="semantic",
-    show_default=True,
+    default=None,
     metavar="SOURCE",
-    help="With --gate: the collection its queries' relevant ids are in (stm: the turns).",
+    help="With --gate: the collection its queries' relevant ids are in (stm: the turns); "
+    "default: the collection moved, where the re-embed moves one, else semantic.",
 )
 @click.option(
     "--min-recall-ratio",

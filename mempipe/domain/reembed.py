@@ -17,9 +17,23 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from mempipe.errors import StoreError
+from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 from mempipe.schemas.reembed import CollectionReport, GateReport
+
+
+def chosen_gate_source(named: str | None, moved: Sequence[str]) -> str:
+    """The collection the recall gate searches for its queries' relevant ids: the one named;
+    else the one collection a move moves; else the semantic memories. It must be among those
+    moved: the gate measures the model that would serve it."""
+    source = named or (moved[0] if len(moved) == 1 else "semantic")
+    if source not in moved:
+        which = f"--gate-source {source}" if named else f"the gate's source, {source},"
+        raise ConfigError(
+            f"{which} is not among the collections this re-embed moves: the gate measures the "
+            "model that would serve it" + ("" if named else " (name one with --gate-source)")
+        )
+    return source
 
 
 class RegistryChange(BaseModel):

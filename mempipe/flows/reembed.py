@@ -35,7 +35,7 @@ from mempipe.adapters.embedding.registry import OPENAI_MODEL
 from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import AppContext, load_context
-from mempipe.domain.reembed import decide_switch
+from mempipe.domain.reembed import chosen_gate_source, decide_switch
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, ListsCollections
@@ -72,7 +72,7 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     collections: list[CollectionName] | None = None
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     gate: str | None = None
-    gate_source: CollectionName = "semantic"
+    gate_source: CollectionName | None = None
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95
     incremental: bool = False
     partitions: Annotated[int, Field(ge=1, le=256)] = 1
@@ -85,11 +85,8 @@ class Reembed(Job[ReembedSummary], ListsCollections):
         if self.model is not None:
             with describing_only():
                 embedder_for(target_model(self.model, self.dimensions, context.config))
-        if self.gate and self.gate_source not in chosen_collections(self.collections):
-            raise ConfigError(
-                f"--gate-source {self.gate_source} is not among the collections this re-embed "
-                "moves: the gate measures the model that would serve it"
-            )
+        if self.gate:
+            chosen_gate_source(self.gate_source, chosen_collections(self.collections))
 
     def plan(self, context: AppContext) -> RunPlan:
         return _plan(context.store_url, self, context.config)
@@ -155,7 +152,7 @@ def reembed_flow(
     collections: list[CollectionName] | None = None,
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256,
     gate: str | None = None,
-    gate_source: CollectionName = "semantic",
+    gate_source: CollectionName | None = None,
     min_recall_ratio: Annotated[float, Field(ge=0, le=10)] = 0.95,
     incremental: bool = False,
     partitions: Annotated[int, Field(ge=1, le=256)] = 1,
@@ -172,6 +169,7 @@ def reembed_flow(
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     url, chosen = context.store_url, chosen_collections(collections)
+    source = chosen_gate_source(gate_source, chosen) if gate else None
     model_id, embedder = _target(context, chosen, model, dimensions, incremental, via)
     _require_search(url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
@@ -183,8 +181,8 @@ def reembed_flow(
             run_id=run.run_id, store=url, model=model_id, dimensions=embedder.dimensions
         )
         summary.incremental, summary.collections = incremental, reports
-        if not incremental and gate:
-            summary.gate = recall_gate(url, gate, gate_source, model_id, min_recall_ratio)
+        if not incremental and gate and source:
+            summary.gate = recall_gate(url, gate, source, model_id, min_recall_ratio)
         _switch(url, summary, plans)
         run.end(summary.run_counts(), summary.reason)
     headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"

@@ -287,3 +287,29 @@ def test_a_gate_on_a_collection_the_move_leaves_alone_is_refused_before_any_work
     )
     assert refused.exit_code == 1
     assert "--gate-source stm is not among the collections this re-embed moves" in refused.stderr
+
+
+def test_a_gate_on_a_move_of_one_collection_searches_that_collection(
+    fixtures, tmp_path, prefect_server
+) -> None:
+    """``reembed --collections stm --gate Q``, no ``--gate-source``: the gate measures the turns
+    it moves (before, it defaulted to the semantic memories and was refused); the labelled
+    turn is found by the old model and by the new."""
+    from tests.helpers import invoke
+
+    store = "sqlite:///m.db"
+    (tmp_path / "queries.jsonl").write_text(
+        '{"query": "recovery time objective", "relevant_ids": ["m-4"]}\n'
+    )
+    invoke("backfill", str(fixtures / "turns.jsonl"), "--store", store, cwd=tmp_path)
+    first = ("reembed", "--model", "hashing-32", "--collections", "stm", "--store", store)
+    assert invoke(*first, cwd=tmp_path).exit_code == 0
+    moved = invoke(
+        *("reembed", "--model", "hashing-64", "--collections", "stm", "--store", store),
+        *("--gate", "queries.jsonl", "--json"),
+        cwd=tmp_path,
+    )
+    assert moved.exit_code == 0, moved.stderr
+    summary = json.loads(moved.stdout)
+    assert (summary["gate"]["old_recall"], summary["gate"]["new_recall"]) == (1.0, 1.0)
+    assert summary["switched"] is True

@@ -6,8 +6,8 @@ from itertools import product
 
 import pytest
 
-from mempipe.domain.reembed import finalize_plan, rollback_plan, switch_plan
-from mempipe.errors import StoreError
+from mempipe.domain.reembed import chosen_gate_source, finalize_plan, rollback_plan, switch_plan
+from mempipe.errors import ConfigError, StoreError
 from mempipe.schemas.embedding import ModelState, RegistryEntry
 
 
@@ -80,3 +80,27 @@ def test_no_plan_ever_drops_a_model_that_serves_after_it_and_one_model_serves() 
             assert not serving_after & set(plan.drop), (states, plan)
             if plan.serve:
                 assert serving_after == {plan.serve}, (states, plan)
+
+
+@pytest.mark.parametrize(
+    ("named", "moved", "source"),
+    [
+        (None, ["stm"], "stm"),
+        (None, ["episodic"], "episodic"),
+        (None, ["stm", "semantic"], "semantic"),
+        ("stm", ["stm", "semantic"], "stm"),
+    ],
+)
+def test_the_gate_searches_the_collection_named_else_the_one_moved_else_semantic(
+    named, moved, source
+) -> None:
+    assert chosen_gate_source(named, moved) == source
+
+
+def test_a_gate_whose_source_the_move_leaves_alone_is_refused_saying_which() -> None:
+    with pytest.raises(ConfigError, match="--gate-source stm is not among"):
+        chosen_gate_source("stm", ["semantic"])
+    with pytest.raises(
+        ConfigError, match=r"the gate's source, semantic, is not among.*--gate-source"
+    ):
+        chosen_gate_source(None, ["stm", "episodic"])
