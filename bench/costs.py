@@ -85,8 +85,8 @@ def main() -> None:
     from mempipe.schemas.memory import MemoryType
     from mempipe.schemas.replay import LLMSettings
     from mempipe.schemas.selection import SnapshotSelection
-    from mempipe.services.reembed_plan import reembed_plan
-    from mempipe.services.replay_plan import replay_plan
+    from mempipe.services.reembed.plan import reembed_plan
+    from mempipe.services.replay.plan import replay_plan
 
     costs, limits, llm = CostConfig(), BatchLimits(), LLMSettings(model=CHAT)
     with tempfile.TemporaryDirectory() as folder:

@@ -43,7 +43,7 @@ def build(path: Path, out: Path, turns: int) -> None:
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
+    from mempipe.services.backfill.ingest import ingest_file
     from mempipe.services.promote import promote_sessions
 
     archive = out / f"turns-{turns}.jsonl"

@@ -78,7 +78,7 @@ def main() -> None:
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
+    from mempipe.services.backfill.ingest import ingest_file
     from mempipe.services.promote import promote_sessions
 
     work = Path(tempfile.mkdtemp(prefix="mempipe-replay-bench-"))

@@ -45,7 +45,7 @@ def load(store_path: Path, out: Path) -> None:
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import ProjectConfig
     from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
+    from mempipe.services.backfill.ingest import ingest_file
 
     url = f"sqlite:///{store_path}"
     prepare_store(url, ProjectConfig(), create=True)

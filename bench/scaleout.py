@@ -34,7 +34,7 @@ def load(work: Path, name: str, archive: Path) -> str:
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.config import PromotionLimits
     from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
+    from mempipe.services.backfill.ingest import ingest_file
     from mempipe.services.promote import promote_sessions
 
     url = f"sqlite:///{work / f'{name}.db'}"
@@ -68,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mempipe.flows.replay import replay_flow
-    from mempipe.services.audit import scan_audit
+    from mempipe.services.report.audit import scan_audit
 
     work = Path(tempfile.mkdtemp(prefix="mempipe-scaleout-bench-"))
     archive = work / "archive.jsonl"

@@ -78,7 +78,7 @@ def load_turns(store_path: Path, out: Path, turns: int, per_user: int, spread: b
     from mempipe.adapters.store import open_store
     from mempipe.schemas.archive import ArchiveFormat, IngestRequest
     from mempipe.schemas.identity import IdentityDefaults
-    from mempipe.services.ingest import ingest_file
+    from mempipe.services.backfill.ingest import ingest_file
 
     archive = out / f"turns-{turns}.jsonl"
     with archive.open("wb") as f:

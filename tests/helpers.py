@@ -22,8 +22,8 @@ from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.summaries import IngestSummary
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from mempipe.schemas.turn import SourceLocation, Turn
-from mempipe.services.audit import scan_audit
-from mempipe.services.ingest import ingest_file
+from mempipe.services.backfill.ingest import ingest_file
+from mempipe.services.report.audit import scan_audit
 
 AIRPORT_SNAPSHOT = SnapshotContent(
     snapshot_id="snap_1",

@@ -31,8 +31,8 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.turn import SourceLocation, Turn
 from mempipe.services.memory_import import import_memory_file
 from mempipe.services.promote import promote_sessions
-from mempipe.services.reembed import embed_collection
-from mempipe.services.replay import ReplayContext, replay_one
+from mempipe.services.reembed.fill import embed_collection
+from mempipe.services.replay.extract import ReplayContext, replay_one
 from tests.fakes import atlas
 from tests.fakes.memory_store import InMemoryStore
 from tests.helpers import ingest, semantic_memory

@@ -32,7 +32,7 @@ from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
 from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
-from mempipe.services.backfill import (
+from mempipe.services.backfill.summary import (
     artifact_rows,
     run_counts,
     summarize_backfill,
@@ -71,7 +71,7 @@ class Backfill(Job[BackfillSummary]):
     def plan(self, context: AppContext) -> RunPlan:
         """What ``--embed`` would send; a store not there yet embeds with the configured
         model (and is not created)."""
-        from mempipe.services.backfill_plan import archive_texts, backfill_plan
+        from mempipe.services.backfill.plan import archive_texts, backfill_plan
 
         defaults = context.identity_defaults(
             self.org_id, self.project_id, self.user_id, self.agent_id, self.identity
@@ -106,7 +106,7 @@ class Backfill(Job[BackfillSummary]):
 
 def _plan(store_url: str, texts: Iterator[str], model: str, costs: CostConfig) -> RunPlan:
     with unit_of_work(store_url, read_only=True, existing=True) as uow:
-        from mempipe.services.backfill_plan import backfill_plan
+        from mempipe.services.backfill.plan import backfill_plan
 
         return backfill_plan(uow, uow.url, texts, model, costs, load_llm_settings())
 

@@ -18,7 +18,7 @@ and the run fails naming the cause (run it again: it resumes).
 
 ``via="batch"`` sends the requests through the provider's Batch API instead, one task per
 collection (``partitions`` and the task runner do not apply): a run adopts the batches a
-killed one left open before it submits anything (:mod:`mempipe.services.reembed_batch`)."""
+killed one left open before it submits anything (:mod:`mempipe.services.reembed.provider_batch`)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class Reembed(Job[ReembedSummary], ListsCollections):
 
 def _plan(store_url: str, request: Reembed, config: ProjectConfig) -> RunPlan:
     with unit_of_work(store_url, read_only=True, existing=True) as uow:
-        from mempipe.services.reembed_plan import reembed_plan
+        from mempipe.services.reembed.plan import reembed_plan
 
         return reembed_plan(
             uow,
@@ -164,8 +164,7 @@ def reembed_flow(
     config: str | None = None,
     store_secret: str | None = None,
 ) -> ReembedSummary:
-    """Move every record to ``model``, blue/green, or fill what the serving model lacks
-    (``incremental``): the module's notes say how, and what a failure leaves."""
+    """Move every record to ``model``, or fill what the serving model lacks (module notes)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     url, chosen = context.store_url, chosen_collections(collections)

@@ -8,7 +8,7 @@ threads, or on Dask workers with ``task_runner="dask"`` (a local cluster of
 ``via="batch"`` sends the extractions through the provider's Batch API instead (the
 ``openai`` extractor; ``concurrency`` and the task runner do not apply): the batches are
 applied in the order they were submitted, each owner's history in time order
-(:mod:`mempipe.services.replay_batch`)."""
+(:mod:`mempipe.services.replay.provider_batch`)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplayPreview, ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import Stale
-from mempipe.services.replay import current_extraction
-from mempipe.services.replay_preview import batch_preview
-from mempipe.services.replay_summary import BucketOutcome, summarize_replay
+from mempipe.services.replay.extract import current_extraction
+from mempipe.services.replay.preview import batch_preview
+from mempipe.services.replay.summary import BucketOutcome, summarize_replay
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.extraction import extraction_context
@@ -153,7 +153,7 @@ def _plan(
     stale: Stale | None,
 ) -> RunPlan:
     with unit_of_work(store_url, read_only=True, existing=True) as uow:
-        from mempipe.services.replay_plan import replay_plan
+        from mempipe.services.replay.plan import replay_plan
 
         with describing_only():  # a plan sends nothing: its extractor needs no key
             extractor = extractor_for(request.extractor, settings.llm)
@@ -176,7 +176,7 @@ def _sample(
     store_url: str, selection: SnapshotSelection, handlers: list[str], request: Replay
 ) -> list[str]:
     with unit_of_work(store_url, read_only=True, existing=True) as uow:
-        from mempipe.services.replay_preview import sample_snapshots
+        from mempipe.services.replay.preview import sample_snapshots
 
         return sample_snapshots(uow, selection, handlers, request.sample or 0, request.seed)
 
@@ -191,7 +191,7 @@ def _preview(
     page: Path | None,
 ) -> ReplayPreview:
     with unit_of_work(store_url, existing=True) as uow:
-        from mempipe.services.replay_preview import preview
+        from mempipe.services.replay.preview import preview
 
         work = uow.work.extraction_work(
             request.selection, handlers, force=request.force, stale=stale

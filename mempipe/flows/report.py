@@ -19,7 +19,7 @@ from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import recorded_run
 from mempipe.schemas.audit import AuditTime
 from mempipe.schemas.report import ReportSummary
-from mempipe.services.report_page import PageFigures, TopMemory
+from mempipe.services.report.page import PageFigures, TopMemory
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.report import export_audit, render_report_page, summarize_audit
 

@@ -35,8 +35,8 @@ from mempipe.schemas.bundle import (
     UsersReport,
 )
 from mempipe.schemas.run import FileKind
-from mempipe.services.audit import STORE_KEY
-from mempipe.services.report_page import redact_page
+from mempipe.services.report.audit import STORE_KEY
+from mempipe.services.report.page import redact_page
 
 
 def erase_user(

@@ -32,7 +32,7 @@ from mempipe.schemas.reject import Reject
 from mempipe.schemas.summaries import Owner, UserCount
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.services.embedding import embed_texts
-from mempipe.services.replay import (
+from mempipe.services.replay.extract import (
     ReplayContext,
     audit_row,
     prejudge,

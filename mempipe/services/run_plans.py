@@ -1,7 +1,7 @@
 """The machinery every job's ``--plan`` shares: requests tallied as a run would build them,
 their tokens by the provider's own tokenizer, priced at live and batch rates. Each job's plan is
-its own (``services/reembed.py``, ``services/backfill.py``, ``services/replay.py``); this knows
-no job. Reads only; records nothing."""
+its own (``services/reembed/plan.py``, ``services/backfill/plan.py``, ``services/replay/plan.py``);
+this knows no job. Reads only; records nothing."""
 
 from __future__ import annotations
 

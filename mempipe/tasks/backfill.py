@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.archive import IngestRequest, Reading
 from mempipe.schemas.summaries import IngestSummary
-from mempipe.services.ingest import ingest_files
+from mempipe.services.backfill.ingest import ingest_files
 from mempipe.tasks.policies import retry_if_transient
 
 LOGGED_FILES = 20

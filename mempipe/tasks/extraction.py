@@ -15,7 +15,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.services.embedding import store_embedder
-from mempipe.services.replay import ReplayContext, memory_embedding_model
+from mempipe.services.replay.extract import ReplayContext, memory_embedding_model
 
 
 def extraction_context(

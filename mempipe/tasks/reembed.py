@@ -19,11 +19,11 @@ from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
 from mempipe.schemas.embedding import ModelOptions
 from mempipe.schemas.reembed import CollectionReport, GateReport
-from mempipe.services import reembed as reembedding
 from mempipe.services.embedding import PROBE_TEXT, store_embedder
 from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.reembed import (
+from mempipe.services.reembed import fill as reembedding
+from mempipe.services.reembed.fill import (
     IdRange,
     cut_collection,
     cut_source,
@@ -31,7 +31,7 @@ from mempipe.services.reembed import (
     id_ranges,
     target_state,
 )
-from mempipe.services.reembed_batch import embed_collection_via_batch, scope_of
+from mempipe.services.reembed.provider_batch import embed_collection_via_batch, scope_of
 from mempipe.settings import load_batch_limits, load_llm_settings
 from mempipe.tasks.policies import retry_if_transient
 

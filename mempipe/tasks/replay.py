@@ -16,15 +16,15 @@ from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import Stale, WorkItem
-from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.replay_batch import (
+from mempipe.services.replay.owner_work import replay_by_owner
+from mempipe.services.replay.provider_batch import (
     apply_replay_batches,
     extraction_key,
     extraction_requests,
     replay_scope,
 )
-from mempipe.services.replay_summary import BucketOutcome
+from mempipe.services.replay.summary import BucketOutcome
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.extraction import extraction_context
 from mempipe.tasks.policies import retry_if_transient
@@ -69,7 +69,7 @@ def replay_bucket(
     part: str = "1/1",
     stale: Stale | None = None,
 ) -> BucketOutcome:
-    """Replays the partition owner by owner (:mod:`mempipe.services.owner_work`): when it
+    """Replays the partition owner by owner (:mod:`mempipe.services.replay.owner_work`): when it
     returns, every owner it was given has been replayed, by this run or another. ``part``:
     which of the run's partitions this is, for its bar (each counts its own extractions)."""
     with unit_of_work(store_url) as uow, spend_recorded(uow):

@@ -14,7 +14,7 @@ from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.costs import CostConfig
 from mempipe.schemas.report import ActionCount, ReportSummary
 from mempipe.schemas.run import FileKind
-from mempipe.services.audit import (
+from mempipe.services.report.audit import (
     EXPORTED,
     action_table,
     export_earlier_runs,
@@ -23,7 +23,7 @@ from mempipe.services.audit import (
     write_audit,
     write_observed,
 )
-from mempipe.services.report_page import PageFigures, gather, spend_by_day, write_page
+from mempipe.services.report.page import PageFigures, gather, spend_by_day, write_page
 from mempipe.services.written_files import record_written
 
 

@@ -15,7 +15,7 @@ from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.search import STM, ReadFilter
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
 from tests.helpers import ingest
 
 DEFAULTS = IdentityDefaults(org_id="o", project_id="p", user_id="u")

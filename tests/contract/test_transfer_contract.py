@@ -129,7 +129,7 @@ def test_runs_are_added_verbatim_and_once(backend) -> None:
 def test_vectors_are_read_by_reference_and_found_again_by_it(backend) -> None:
     from mempipe.adapters.embedding.hashing import HashingEmbedder
     from mempipe.domain.ids import turn_ref
-    from mempipe.services.reembed import embed_collection
+    from mempipe.services.reembed.fill import embed_collection
 
     filled(backend)
     embedder = HashingEmbedder(8)

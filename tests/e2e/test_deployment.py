@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mempipe.adapters.store import open_store
-from mempipe.services.audit import scan_audit
+from mempipe.services.report.audit import scan_audit
 from tests.docs import page
 from tests.helpers import extraction_counts, read, write_archive, write_config
 from tests.processes import PREFECT, prefect, run, run_deployment, serving_worker, shell

@@ -13,7 +13,7 @@ import pytest
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditSelection, AuditTime
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.services.audit import export_earlier_runs, scan_audit
+from mempipe.services.report.audit import export_earlier_runs, scan_audit
 from tests.stores import load, replay_all, replay_context
 
 

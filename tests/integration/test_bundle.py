@@ -17,7 +17,7 @@ from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.export import export_bundle
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
 from mempipe.services.search import search
 from tests.helpers import semantic_memory
 from tests.stores import COLLECTIONS, EMBEDDER, target_store

@@ -19,7 +19,7 @@ from mempipe.schemas.evaluation import EvalQuery, QueryFile
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.evaluation import evaluate
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
 from mempipe.services.search import search
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)

@@ -14,11 +14,11 @@ import pytest
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BUNDLE_MODELS, REDACTED, BundleSelection
 from mempipe.schemas.search import ReadFilter, SearchMode
-from mempipe.services.audit import write_audit
 from mempipe.services.bundle_import import import_bundle
 from mempipe.services.erase import erase_user
 from mempipe.services.export import digest_collection, export_bundle
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
+from mempipe.services.report.audit import write_audit
 from mempipe.services.search import search
 from tests.stores import COLLECTIONS, EMBEDDER, target_store
 

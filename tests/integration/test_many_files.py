@@ -10,8 +10,8 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
-from mempipe.services.backfill import ARTIFACT_FILES, artifact_rows
-from mempipe.services.ingest import ingest_file, ingest_files
+from mempipe.services.backfill.ingest import ingest_file, ingest_files
+from mempipe.services.backfill.summary import ARTIFACT_FILES, artifact_rows
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="support")
 

@@ -118,7 +118,7 @@ def test_a_plan_counts_the_document_prefix_and_the_probe_of_both_sides(store) ->
     from mempipe.adapters.store.unit_of_work import UnitOfWork
     from mempipe.schemas.batch import BatchLimits
     from mempipe.schemas.costs import CostConfig
-    from mempipe.services.reembed_plan import reembed_plan
+    from mempipe.services.reembed.plan import reembed_plan
     from tests.helpers import semantic_memory
 
     texts = ["Maya likes the window seat.", "Her passport expires in March."]

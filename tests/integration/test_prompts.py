@@ -19,7 +19,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import Prompt
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.replay import replay_one
+from mempipe.services.replay.extract import replay_one
 from tests.fakes.openai_server import Answer, fake_openai, memories
 from tests.helpers import AIRPORT_SNAPSHOT
 

@@ -17,7 +17,7 @@ from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.evaluation import evaluate
-from mempipe.services.reembed import embed_collection, recall_gate
+from mempipe.services.reembed.fill import embed_collection, recall_gate
 from mempipe.services.search import search
 
 

@@ -14,7 +14,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.replay import replay_batch, replay_one
+from mempipe.services.replay.extract import replay_batch, replay_one
 from tests.fakes.openai_server import error, fake_openai
 from tests.stores import HANDLERS, load, replay_all, replay_context
 
@@ -163,7 +163,7 @@ def test_a_memory_that_cannot_be_embedded_is_stored_without_a_vector_and_the_res
     failures = store._conn.execute("SELECT step, failure_class FROM failures").fetchall()
     assert ("embed:semantic", "content") in failures
 
-    from mempipe.services.reembed import embed_collection
+    from mempipe.services.reembed.fill import embed_collection
 
     retried = embed_collection(
         UnitOfWork(store),

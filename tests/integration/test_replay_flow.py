@@ -19,8 +19,8 @@ from mempipe.flows.replay import replay_flow
 from mempipe.flows.report import audit_report_flow
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.audit import scan_audit
-from mempipe.services.owner_work import owner_lease
+from mempipe.services.replay.owner_work import owner_lease
+from mempipe.services.report.audit import scan_audit
 
 pytestmark = pytest.mark.prefect
 SAMPLE = Path(__file__).parents[2] / "examples" / "sample-archive"

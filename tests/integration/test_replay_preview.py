@@ -27,8 +27,8 @@ from mempipe.schemas.prompts import OfflineRule, Prompt
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import ExtractionVersion
-from mempipe.services.replay import ReplayContext, current_extraction, replay_batch
-from mempipe.services.replay_preview import _batches, rehearse
+from mempipe.services.replay.extract import ReplayContext, current_extraction, replay_batch
+from mempipe.services.replay.preview import _batches, rehearse
 from tests.fakes.openai_server import Answer, fake_openai, memories
 from tests.helpers import AIRPORT_SNAPSHOT
 from tests.stores import atlas_strict_store, load, secantus_store, sqlite_store

@@ -11,7 +11,7 @@ from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.services.replay import ReplayContext, replay_one
+from mempipe.services.replay.extract import ReplayContext, replay_one
 from tests.helpers import MONTHS, airport, write_archive
 from tests.stores import load
 

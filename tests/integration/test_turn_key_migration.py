@@ -14,7 +14,7 @@ from mempipe.migrations import all_migrations
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.search import ReadFilter, SearchMode
 from mempipe.services.promote import promote_sessions
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
 from mempipe.services.search import search
 from tests.stores import turn
 

@@ -17,7 +17,7 @@ from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import Near, ReadFilter, SearchMode
 from mempipe.schemas.turn import Turn
 from mempipe.services.embedding import embed_texts
-from mempipe.services.reembed import embed_collection
+from mempipe.services.reembed.fill import embed_collection
 from mempipe.services.search import search
 
 EMBEDDER = HashingEmbedder(64)

@@ -28,9 +28,9 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
-from mempipe.services.audit import scan_audit, write_audit
 from mempipe.services.promote import promote_sessions
-from mempipe.services.replay import ExtractionSummary, ReplayContext, replay_batch
+from mempipe.services.replay.extract import ExtractionSummary, ReplayContext, replay_batch
+from mempipe.services.report.audit import scan_audit, write_audit
 from tests.fakes.memory_store import InMemoryStore
 from tests.helpers import ingest
 

@@ -154,10 +154,20 @@ def test_the_job_table_is_the_tree() -> None:
     floors = ("cli", "flows", "tasks", "services", "domain")
     for row in _job_table():
         for floor, cell in zip(floors, row[1:], strict=True):
+            package = re.match(r"`(\w+/\w+/)`", cell)
             for name in re.findall(r"`([^`]+\.py)`", cell):
-                path = name if "/" in name else f"{floor}/{name}"
+                folder = package[1] if package else f"{floor}/"
+                path = name if "/" in name else folder + name
                 assert (ROOT / "mempipe" / path).exists(), f"{row[0]}: {path}"
                 named.add(path)
+            if package:
+                listed = {p for p in named if p.startswith(package[1])}
+                held = {
+                    f"{package[1]}{p.name}"
+                    for p in (ROOT / "mempipe" / package[1]).glob("*.py")
+                    if p.stem != "__init__"
+                }
+                assert listed == held, f"{row[0]}: the table lists {package[1]} whole"
     unplaced = [
         f"{floor}/{module.name}"
         for floor in ("flows", "tasks", "services")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mempipe.domain.partitioning import partition
 from mempipe.schemas.work import WorkItem
-from mempipe.services.reembed import id_ranges
+from mempipe.services.reembed.fill import id_ranges
 
 
 def work(project: str, user: str, n: int) -> list[WorkItem]:

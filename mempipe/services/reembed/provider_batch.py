@@ -22,7 +22,7 @@ from mempipe.schemas.batch import BatchRequest, ProviderBatch
 from mempipe.schemas.provider import BatchInfo
 from mempipe.schemas.reembed import CollectionReport
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.reembed import record_embedding_failures
+from mempipe.services.reembed.fill import record_embedding_failures
 
 WRITE_EVERY = 2048
 """Vectors written per store transaction while a batch's output is read."""

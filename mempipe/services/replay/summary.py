@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.schemas.replay import ReplaySettings, ReplaySummary
 from mempipe.schemas.snapshot import ExtractionStatus
-from mempipe.services.replay import ExtractionSummary
+from mempipe.services.replay.extract import ExtractionSummary
 
 
 def _most_said(errors: list[str]) -> str | None:

@@ -38,10 +38,10 @@ from mempipe.schemas.provider import BatchInfo
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import Stale, WorkItem
-from mempipe.services.owner_work import replay_by_owner
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.replay import ReplayContext, snapshot_pages
-from mempipe.services.replay_summary import BucketOutcome
+from mempipe.services.replay.extract import ReplayContext, snapshot_pages
+from mempipe.services.replay.owner_work import replay_by_owner
+from mempipe.services.replay.summary import BucketOutcome
 
 SUMMARY = "summary"
 

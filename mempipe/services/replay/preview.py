@@ -1,12 +1,12 @@
 """``replay --preview``: what a replay of some snapshots would do, found by doing it and undoing it.
 
-The preview runs the replay's own code (:func:`mempipe.services.replay.replay_batch`, owner by
-owner in time order, in the batches a replay takes) inside a rehearsal: one write transaction
-that sees its own writes and always rolls back (``UnitOfWork.rehearsal``). So what it lists is
-what a replay run right after it would do, by construction, and the store is left as it was:
-no memory, audit row, run, claim or extraction state. The provider is asked before the
-rehearsal begins (the write lock is not held while a model thinks), and what it answers is kept
-(:mod:`mempipe.adapters.llm.kept`) for that replay.
+The preview runs the replay's own code (:func:`mempipe.services.replay.extract.replay_batch`,
+owner by owner in time order, in the batches a replay takes) inside a rehearsal: one write
+transaction that sees its own writes and always rolls back (``UnitOfWork.rehearsal``). So what
+it lists is what a replay run right after it would do, by construction, and the store is left
+as it was: no memory, audit row, run, claim or extraction state. The provider is asked before
+the rehearsal begins (the write lock is not held while a model thinks), and what it answers is
+kept (:mod:`mempipe.adapters.llm.kept`) for that replay.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import WorkItem
-from mempipe.services.owner_work import BATCH
-from mempipe.services.replay import (
+from mempipe.services.replay.extract import (
     ExtractionSummary,
     ReplayContext,
     current_extraction,
     replay_batch,
 )
-from mempipe.services.replay_preview_page import write_preview_page
+from mempipe.services.replay.owner_work import BATCH
+from mempipe.services.replay.preview_page import write_preview_page
 
 PAGE = 1000
 

@@ -15,7 +15,7 @@ import orjson
 
 from mempipe.adapters.llm.kept import PAGES
 from mempipe.schemas.replay import ReplayPreview
-from mempipe.services.report_page import STYLE, table
+from mempipe.services.report.page import STYLE, table
 
 STYLE_MORE = ".before{color:#8a1c1c}.after{color:#1c5e20}"
 

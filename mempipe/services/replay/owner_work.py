@@ -23,8 +23,8 @@ from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import Stale, WorkItem
-from mempipe.services.replay import ReplayContext, replay_batch
-from mempipe.services.replay_summary import BucketOutcome
+from mempipe.services.replay.extract import ReplayContext, replay_batch
+from mempipe.services.replay.summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
 
 BATCH = 64

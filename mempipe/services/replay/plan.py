@@ -16,7 +16,7 @@ from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import Stale
-from mempipe.services.replay import snapshot_pages
+from mempipe.services.replay.extract import snapshot_pages
 from mempipe.services.run_plans import Tally, chat_tokens, run_plan
 
 

@@ -12,7 +12,7 @@ from mempipe.domain.costs import cut_into_files
 from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.replay import LLMSettings
-from mempipe.services.reembed import cut_source
+from mempipe.services.reembed.fill import cut_source
 from mempipe.services.run_plans import (
     Tally,
     cut_line,
