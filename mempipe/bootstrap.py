@@ -117,12 +117,12 @@ class AppContext:
         )
 
 
-def prepare_store(url: str, config: ProjectConfig | None, *, create: bool = False) -> None:
+def prepare_store(store_url: str, config: ProjectConfig | None, *, create: bool = False) -> None:
     """Apply pending migrations, then record ``config``'s partition keys and custom types
     (write-once: a removal or a change is refused before any work starts), its vector indexes'
     quantization (changeable), and what the store's server can do. Without ``create`` a store
     that is not there is refused, and nothing is created."""
-    with closing(open_store(url, migrate=True, existing=not create)) as store:
+    with closing(open_store(store_url, migrate=True, existing=not create)) as store:
         store.record_capabilities()
         if config is not None:
             store.declare(config.memory.metadata_partition_keys, config.memory.custom_types)
@@ -174,17 +174,17 @@ def record_spend(uow: UnitOfWork) -> None:
         spend.give_back(rows)
 
 
-def require_store(url: str) -> None:
+def require_store(store_url: str) -> None:
     """Refuse a store that is not there, or not mempipe's, or not migrated; change nothing (the
     jobs that only read, before they start)."""
-    unit_of_work(url, read_only=True).close()
+    unit_of_work(store_url, read_only=True).close()
 
 
-def reach_store(url: str, *, creates: bool) -> None:
+def reach_store(store_url: str, *, creates: bool) -> None:
     """Before a job starts: a store that must be there is (it may still need migrations); a
     server store a job may create answers. A SQLite file is created only by the job itself.
     Opening is the check."""
     if not creates:
-        unit_of_work(url, existing=True).close()
-    elif not url.startswith("sqlite") and "://" in url:
-        unit_of_work(url).close()
+        unit_of_work(store_url, existing=True).close()
+    elif not store_url.startswith("sqlite") and "://" in store_url:
+        unit_of_work(store_url).close()

@@ -152,12 +152,12 @@ def backfill_flow(
     return concluded(summary, "backfill", failed)
 
 
-def _ingest(url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
+def _ingest(store_url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
     """Every archive file the paths name, read in groups (one task each)."""
     return [
         summary
         for group in resolve_archives(paths)
-        for summary in tasks.ingest_archives(url, group, reading)
+        for summary in tasks.ingest_archives(store_url, group, reading)
     ]
 
 
@@ -171,17 +171,17 @@ def _after_ingest(
 ) -> tuple[BackfillSummary, str | None]:
     """Promote the sessions and embed the new turns (unless stopped), and sum the run up with
     what it left undone: the files it could not read, the turns it could not embed."""
-    url, memory = context.store_url, context.config.memory
+    store_url, memory = context.store_url, context.config.memory
     handlers = [t.value for t in memory.extraction.enabled]
     promotion = (
-        promote_sessions(url, memory.promotion, handlers, run_id)
+        promote_sessions(store_url, memory.promotion, handlers, run_id)
         if promote and not stop_requested()
         else PromotionSummary()
     )
     embedded, not_embedded = (None, None)
     if embed and not stop_requested():
-        embedded, not_embedded = _embed_turns(url, str(context.settings.config))
-    summary = summarize_backfill(run_id, url, ingested, promotion, reading.rejects_file, 0.0)
+        embedded, not_embedded = _embed_turns(store_url, str(context.settings.config))
+    summary = summarize_backfill(run_id, store_url, ingested, promotion, reading.rejects_file, 0.0)
     if isinstance(embedded, ReembedSummary):
         (turns,) = embedded.collections
         summary.embedded, summary.embedding_model = turns.embedded_now, turns.model_id
@@ -200,13 +200,15 @@ def _publish(summary: BackfillSummary) -> None:
     )
 
 
-def _embed_turns(url: str, config: str | None) -> tuple[object, str | None]:
+def _embed_turns(store_url: str, config: str | None) -> tuple[object, str | None]:
     """The new turns' vectors, by the incremental re-embed of the turns (a subflow): its
     summary, and what it left undone. Imported here: a backfill without ``--embed`` does not
     pay for loading the re-embed flow and its numerical stack."""
     from mempipe.flows.reembed import reembed_flow
 
     try:
-        return reembed_flow(collections=["stm"], incremental=True, store=url, config=config), None
+        return reembed_flow(
+            collections=["stm"], incremental=True, store=store_url, config=config
+        ), None
     except IncompleteRunError as exc:  # the turns are in; their vectors are not all there
         return exc.summary, f"embedding the turns: {exc}"

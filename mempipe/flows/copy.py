@@ -68,8 +68,8 @@ def copy_flow(
     parameters = {"from": source.store_url}
     with recorded_run(target, "copy", parameters, creates_store=True) as run:
         rejects = rejects_path(rejects_dir, run.run_id, "copy")
-        for url in (source.store_url, target.store_url):
-            record_written_file(url, str(rejects), FileKind.REJECTS, run.run_id)
+        for store_url in (source.store_url, target.store_url):
+            record_written_file(store_url, str(rejects), FileKind.REJECTS, run.run_id)
         summary = copy_records(
             source.store_url, target.store_url, run.run_id, str(rejects), with_vectors, batch_size
         )

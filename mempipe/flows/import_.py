@@ -24,6 +24,7 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary, MemoryReading
+from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.run import FileKind
 from mempipe.tasks.archives import resolve_archives
 from mempipe.tasks.artifacts import publish_table
@@ -131,23 +132,32 @@ def import_memories_flow(
     handle_stop_signals()
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id, identity)
-    settings, url = context.replay_settings(extractor, asking=True), context.store_url
+    settings, store_url = context.replay_settings(extractor, asking=True), context.store_url
     asked = {"paths": paths, "format": format, **defaults.recorded()}
     asked["audit_dir"] = str(Path(audit_dir).absolute())
     with recorded_run(context, "import-memories", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id, "import")
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
         reading = Import.of_run().reading(defaults, rejects_file)
-        files = [
-            import_memory_file(url, path, reading, settings, run.run_id)
-            for group in resolve_archives(paths)
-            for path in group
-        ]
+        files = _import_files(store_url, paths, reading, settings, run.run_id)
         summary, failed = _summed(run.run_id, reading, files, started)
-        summary.audit_files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
+        summary.audit_files = export_audit(
+            store_url, audit_dir, run_id=run.run_id, mark_exported=True
+        )
         run.end(summary.run_counts(), failed)
     _publish(summary)
     return concluded(summary, "import", failed)
+
+
+def _import_files(
+    store_url: str, paths: list[str], reading: MemoryReading, settings: ReplaySettings, run_id: str
+) -> list[MemoryImportSummary]:
+    """Every file the paths name, one task each, in order."""
+    return [
+        import_memory_file(store_url, path, reading, settings, run_id)
+        for group in resolve_archives(paths)
+        for path in group
+    ]
 
 
 def _publish(summary: MemoryImportSummary) -> None:

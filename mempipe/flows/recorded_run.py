@@ -62,15 +62,15 @@ def recorded_run(
     that name, waiting up to ``lock_wait_s`` for another live run to let it go;
     ``creates_store``: a job that brings data in may create the store, any other refuses one
     that is not there."""
-    url = context.store_url
-    run = RecordedRun(url)
-    prepare_store(url, context.declarations, create=creates_store)
-    record_run_start(url, run.run_id, flow, parameters)
+    store_url = context.store_url
+    run = RecordedRun(store_url)
+    prepare_store(store_url, context.declarations, create=creates_store)
+    record_run_start(store_url, run.run_id, flow, parameters)
     with ExitStack() as held:
         if alive or lock:
-            held.enter_context(keep_alive(url, run.run_id))
+            held.enter_context(keep_alive(store_url, run.run_id))
         if lock:
-            held.enter_context(store_lock(url, lock, run.run_id, lock_wait_s))
+            held.enter_context(store_lock(store_url, lock, run.run_id, lock_wait_s))
         yield run
 
 

@@ -167,22 +167,22 @@ def reembed_flow(
     """Move every record to ``model``, or fill what the serving model lacks (module notes)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, chosen = context.store_url, chosen_collections(collections)
+    store_url, chosen = context.store_url, chosen_collections(collections)
     source = chosen_gate_source(gate_source, chosen) if gate else None
     model_id, embedder = _target(context, chosen, model, dimensions, incremental, via)
-    _require_search(url)  # its switch needs a queryable vector index
+    _require_search(store_url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
     with recorded_run(context, "reembed", asked, lock="reembed", lock_wait_s=lock_wait_s) as run:
-        plans = _plans(url, chosen, model_id, incremental, partitions)
+        plans = _plans(store_url, chosen, model_id, incremental, partitions)
         spread = Spread(task_runner=task_runner, workers=partitions, dask_address=dask_address)
-        reports = _embed(url, plans, run.run_id, via, batch_size, spread)
+        reports = _embed(store_url, plans, run.run_id, via, batch_size, spread)
         summary = ReembedSummary(
-            run_id=run.run_id, store=url, model=model_id, dimensions=embedder.dimensions
+            run_id=run.run_id, store=store_url, model=model_id, dimensions=embedder.dimensions
         )
         summary.incremental, summary.collections = incremental, reports
         if not incremental and gate and source:
-            summary.gate = recall_gate(url, gate, source, model_id, min_recall_ratio)
-        _switch(url, summary, plans)
+            summary.gate = recall_gate(store_url, gate, source, model_id, min_recall_ratio)
+        _switch(store_url, summary, plans)
         run.end(summary.run_counts(), summary.reason)
     headline = f"{model_id} incomplete" if incremental else f"not switched to {model_id}"
     return concluded(summary, "reembed", summary.reason and f"{headline}: {summary.reason}")
@@ -230,31 +230,36 @@ def _usable(model_id: str, dimensions: int | None, via: Via, *, named: bool) -> 
 
 
 def _plans(
-    url: str, chosen: list[str], model_id: str, incremental: bool, partitions: int
+    store_url: str, chosen: list[str], model_id: str, incremental: bool, partitions: int
 ) -> list[EmbeddingPlan]:
     """The model probed (before the registry is touched), then each collection's plan. A move
     whose every collection is cut from the vectors it holds (a Matryoshka model's smaller size)
     sends no request, and no probe."""
-    if incremental or not all(find_cuts(url, chosen, model_id).values()):
+    if incremental or not all(find_cuts(store_url, chosen, model_id).values()):
         probe_model(model_id)
     retry = load_retry_policy()
-    return [plan_embedding(url, c, model_id, incremental, partitions, retry) for c in chosen]
+    return [plan_embedding(store_url, c, model_id, incremental, partitions, retry) for c in chosen]
 
 
 def _embed(
-    url: str, plans: list[EmbeddingPlan], run_id: str, via: Via, batch_size: int, spread: Spread
+    store_url: str,
+    plans: list[EmbeddingPlan],
+    run_id: str,
+    via: Via,
+    batch_size: int,
+    spread: Spread,
 ) -> list[CollectionReport]:
     """Every plan's missing vectors, live (id ranges at once) or through the Batch API (one
     task per collection, on threads)."""
     if via == "live":
-        return _embed_live(url, plans, batch_size, run_id, spread)
+        return _embed_live(store_url, plans, batch_size, run_id, spread)
     reports = Spread(workers=len(plans)).run(
-        embed_via_batch, [{"store_url": url, "plan": p, "run_id": run_id} for p in plans]
+        embed_via_batch, [{"store_url": store_url, "plan": p, "run_id": run_id} for p in plans]
     )
-    return [count_vectors(url, p, [r]) for p, r in zip(plans, reports, strict=True)]
+    return [count_vectors(store_url, p, [r]) for p, r in zip(plans, reports, strict=True)]
 
 
-def _switch(url: str, summary: ReembedSummary, plans: list[EmbeddingPlan]) -> None:
+def _switch(store_url: str, summary: ReembedSummary, plans: list[EmbeddingPlan]) -> None:
     """Switch what the rule lets switch (:func:`mempipe.domain.reembed.decide_switch`), say
     why the rest did not, and publish the run's table."""
     building = [p.collection for p in plans if p.state == ModelState.BUILDING.value]
@@ -262,7 +267,7 @@ def _switch(url: str, summary: ReembedSummary, plans: list[EmbeddingPlan]) -> No
         summary.collections, building, incremental=summary.incremental, gate=summary.gate
     )
     if decision.switch:
-        switch_models(url, decision.switch, summary.model)
+        switch_models(store_url, decision.switch, summary.model)
     summary.switched, summary.reason = bool(decision.switch), decision.reason
     if summary.reason:
         get_run_logger().warning("not switched to %s: %s", summary.model, summary.reason)
@@ -275,7 +280,7 @@ def _switch(url: str, summary: ReembedSummary, plans: list[EmbeddingPlan]) -> No
 
 
 def _embed_live(
-    url: str,
+    store_url: str,
     plans: list[EmbeddingPlan],
     batch_size: int,
     run_id: str,
@@ -288,7 +293,7 @@ def _embed_live(
             embed_range,
             [
                 {
-                    "store_url": url,
+                    "store_url": store_url,
                     "plan": p,
                     "id_range": r,
                     "batch_size": batch_size,
@@ -298,7 +303,7 @@ def _embed_live(
             ],
         )
     )
-    return [count_vectors(url, p, [next(parts) for _ in p.ranges]) for p in plans]
+    return [count_vectors(store_url, p, [next(parts) for _ in p.ranges]) for p in plans]
 
 
 def target_model(model: str | None, dimensions: int | None, config: ProjectConfig) -> str:

@@ -225,17 +225,17 @@ def replay_flow(
     """Extract, reconcile and audit the selected snapshots (the module's notes say how)."""
     handle_stop_signals()
     context = load_context(store, config, store_secret)
-    url, selection = context.store_url, Replay.of_run().selection
+    store_url, selection = context.store_url, Replay.of_run().selection
     enabled = [t.value for t in (handlers or context.config.memory.extraction.enabled)]
     work = _work(context, selection, enabled, extractor, via, force, stale)
     asked = _asked(selection, enabled, extractor, force, stale, via, audit_dir)
     with recorded_run(context, "replay", asked, alive=True) as run:
-        recover_dead_runs(url)
+        recover_dead_runs(store_url)
         spread = Spread(task_runner=task_runner, workers=concurrency, dask_address=dask_address)
-        outcomes = _extract(url, run.run_id, work, via, spread)
-        files = export_audit(url, audit_dir, run_id=run.run_id, mark_exported=True)
-        export_earlier_audit(url, audit_dir, run.run_id)
-        summary = summarize_replay(run.run_id, url, work.settings, outcomes, audit_dir, files)
+        outcomes = _extract(store_url, run.run_id, work, via, spread)
+        files = export_audit(store_url, audit_dir, run_id=run.run_id, mark_exported=True)
+        export_earlier_audit(store_url, audit_dir, run.run_id)
+        summary = summarize_replay(run.run_id, store_url, work.settings, outcomes, audit_dir, files)
         failed = extractions_left(summary)
         run.end(summary.model_dump(include=COUNTS), failed)
     _publish(summary)
@@ -315,17 +315,21 @@ def _asked(
     }
 
 
-def _extract(url: str, run_id: str, work: Work, via: Via, spread: Spread) -> list[BucketOutcome]:
+def _extract(
+    store_url: str, run_id: str, work: Work, via: Via, spread: Spread
+) -> list[BucketOutcome]:
     """The selected extractions, live (in partitions, at once) or through the Batch API."""
     selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
     if via == "batch":
-        return replay_via_batch(url, selection, handlers, settings, run_id, force, work.stale)
-    buckets = select_extraction_work(url, selection, handlers, force, spread.workers, work.stale)
+        return replay_via_batch(store_url, selection, handlers, settings, run_id, force, work.stale)
+    buckets = select_extraction_work(
+        store_url, selection, handlers, force, spread.workers, work.stale
+    )
     return spread.run(
         replay_bucket,
         [
             {
-                "store_url": url,
+                "store_url": store_url,
                 "items": bucket,
                 "settings": settings,
                 "run_id": run_id,

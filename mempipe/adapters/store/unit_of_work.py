@@ -95,8 +95,8 @@ class UnitOfWork:
             raise StoreDamagedError(self.url, f"a text that is not UTF-8: {error}") from error
 
 
-def unit_of_work(url: str, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:
-    """A unit of work over the store at ``url`` (opened as :func:`open_store` does: nothing is
+def unit_of_work(store_url: str, *, read_only: bool = False, existing: bool = False) -> UnitOfWork:
+    """A unit of work over the store at ``store_url`` (opened as :func:`open_store` does: nothing is
     migrated; ``existing``: a store that is there already; ``read_only`` for jobs that only
     read)."""
-    return UnitOfWork(open_store(url, read_only=read_only, existing=existing))
+    return UnitOfWork(open_store(store_url, read_only=read_only, existing=existing))
