@@ -146,7 +146,9 @@ def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_s
     tokens = sum(embedding_counter("openai:budget-embed:8").count(texts))
     with fake_openai() as (fake, url):
         fake.script = [error(429, "slow down", retry_after="0"), embeddings({"input": texts}, 8)]
-        settings = LLMSettings(base_url=url, api_key="k", tokens_per_minute=600)
+        # The burst (a tenth of the minute) holds both attempts exactly, and refills slowest:
+        # a busy machine's seconds between the first draw and the read must not refill one.
+        settings = LLMSettings(base_url=url, api_key="k", tokens_per_minute=20 * tokens)
         embedder = OpenAIEmbedder("budget-embed", 8, settings)
         started = time.monotonic()
         policy = RetryPolicy(max_attempts=2, max_seconds=10, rate_limit_default=0)
@@ -157,7 +159,7 @@ def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_s
         refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
         assert len(vectors) == 2
         assert len(fake.requests) == 2
-    assert limit.limit == 60, "a tenth of the minute's budget at once"
-    assert limit.slot_decay_per_second == pytest.approx(540 / 60)
+    assert limit.limit == 2 * tokens, "a tenth of the minute's budget at once"
+    assert limit.slot_decay_per_second == pytest.approx(18 * tokens / 60)
     assert 2 * tokens - refilled > tokens, "the check below tells one attempt from two"
     assert limit.active_slots >= 2 * tokens - refilled, "both attempts paid for their tokens"
