@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,15 @@ def pytest_configure(config: pytest.Config) -> None:
     compile every module it imports again, 0.34 CPU-s of a 4.3 s replay."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(Path(mempipe.__file__).parent, quiet=1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files whose tests start processes first, the most first (each file's own order
+    kept): the README's ``--dist loadfile`` hands whole files to workers in this order
+    (``--no-loadscope-reorder``, in the configuration), so the long files start at once instead
+    of last, when one of them would keep a worker busy after the others have finished."""
+    started = Counter(item.path for item in items if item.get_closest_marker("process"))
+    items.sort(key=lambda item: -started[item.path])
 
 
 @pytest.fixture(autouse=True)
