@@ -35,7 +35,7 @@ class ArchiveReader:
     def __init__(
         self,
         path: Path,
-        fmt: str,
+        format: str,
         defaults: IdentityDefaults,
         columns: Mapping[str, str] | None = None,
         times: TimeWindow | None = None,
@@ -43,8 +43,7 @@ class ArchiveReader:
         """``times``: turn times outside it are rejects (None: any time)."""
         self.path = path
         self.times = times
-        self.requested = fmt
-        self.format: str | None = None if fmt == ArchiveFormat.AUTO else fmt
+        self.format: str | None = None if format == ArchiveFormat.AUTO else format
         self.defaults = defaults
         self.columns = dict(columns or {})
         self.size = path.stat().st_size
@@ -76,13 +75,13 @@ class ArchiveReader:
             return
         try:
             with ExitStack() as files:
-                fmt = self.format or suffix_format(self.path)
+                found = self.format or suffix_format(self.path)
                 raw: BinaryIO | None = None
-                if fmt is None:
+                if found is None:
                     raw = files.enter_context(open_raw(self.path))
-                    fmt = sniff_format(self.path, raw)
-                self.format = fmt
-                parser = format_class(fmt)(name)
+                    found = sniff_format(self.path, raw)
+                self.format = found
+                parser = format_class(found)(name)
                 if not parser.streamed:
                     yield from parser.drafts(FileReading(self.path, None, self.columns))
                     return

@@ -196,7 +196,7 @@ OWN_FIELDS = frozenset(
 
 
 def finish_memory(
-    draft: Draft, fmt: str, defaults: IdentityDefaults, memory_type: MemoryType | None
+    draft: Draft, format: str, defaults: IdentityDefaults, memory_type: MemoryType | None
 ) -> ImportedMemory | Reject:
     """The record's identity settled with the one given (:mod:`mempipe.domain.identity`). Its
     type is its own (mempipe's format), else ``memory_type``, else semantic."""
@@ -211,11 +211,11 @@ def finish_memory(
             draft.source, f"unknown memory_type {fields.get('memory_type')!r}", draft.original
         )
     own = {k: v for k, v in fields.items() if k not in OWN_FIELDS}
-    if not getattr(format_class(fmt), "typed", False):  # a plug-in's records are text
+    if not getattr(format_class(format), "typed", False):  # a plug-in's records are text
         if kind not in FREE_TEXT_TYPES:
             return reject(
                 draft.source,
-                f"{fmt} memories are text: {kind} needs the memories format",
+                f"{format} memories are text: {kind} needs the memories format",
                 draft.original,
             )
         own = {"text": own["text"]} if kind is MemoryType.SEMANTIC else {"summary": own["text"]}
@@ -223,7 +223,7 @@ def finish_memory(
         own["summary"] = own.pop("text")
     try:
         return ImportedMemory(
-            source_system=fmt,
+            source_system=format,
             memory_type=kind,
             memory=EXTRACTED_MODELS[kind].model_validate(own),
             source=draft.source,
@@ -244,12 +244,12 @@ class MemoryArchiveReader(ArchiveReader):
     def __init__(
         self,
         path: Path,
-        fmt: str,
+        format: str,
         defaults: IdentityDefaults,
         memory_type: MemoryType | None = None,
     ) -> None:
-        super().__init__(path, fmt, defaults)
-        self.memory_format = fmt
+        super().__init__(path, format, defaults)
+        self.memory_format = format
         self.memory_type = memory_type
 
     def _finish(self, draft: Draft) -> ImportedMemory | Reject:  # type: ignore[override]
