@@ -242,7 +242,9 @@ def prefect_server_process(home: Path) -> Iterator[dict[str, str]]:
 
 @contextmanager
 def serving_worker(env: dict[str, str], cwd: Path) -> Iterator[None]:
-    """A process worker on the ``mempipe-local`` pool for the block, its log in ``cwd``."""
+    """A process worker on the ``mempipe-local`` pool for the block, its log in ``cwd``: the
+    flow runs it starts are mempipe processes."""
+    _allowed()
     with (cwd / "worker.log").open("w") as log:
         worker = subprocess.Popen(
             [PREFECT, "worker", "start", "--pool", "mempipe-local", "--type", "process"],

@@ -180,7 +180,7 @@ def reembed_flow(
             run_id=run.run_id, store=store_url, model=model_id, dimensions=embedder.dimensions
         )
         summary.incremental, summary.collections = incremental, reports
-        if not incremental and gate and source:
+        if not incremental and source:
             summary.gate = recall_gate(store_url, gate, source, model_id, min_recall_ratio)
         _switch(store_url, summary, plans)
         run.end(summary.run_counts(), summary.reason)

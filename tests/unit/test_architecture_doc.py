@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
@@ -68,6 +69,13 @@ def _configured(key: str) -> bool:
     return True
 
 
+@cache
+def _source() -> str:
+    """Every module of the package, as one text: what a bare class name is looked up in."""
+    return "\n".join(p.read_text() for p in (ROOT / "mempipe").rglob("*.py"))
+
+
+@cache
 def _environment() -> set[str]:
     """The environment variables mempipe's settings read."""
     from pydantic_settings import BaseSettings
@@ -89,7 +97,7 @@ def _defined(name: str) -> bool:
     (``memory.vector_index``), an environment variable or constant it reads (``MEMPIPE_...``)."""
     import importlib
 
-    source = "\n".join(p.read_text() for p in (ROOT / "mempipe").rglob("*.py"))
+    source = _source()
     if re.fullmatch(r"[A-Z][A-Z0-9_]+", name):
         return name in _environment() or re.search(rf"\b{name}\b", source) is not None
     if name.startswith(("memory.", "costs.")):
