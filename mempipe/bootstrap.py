@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mempipe import spend
@@ -40,6 +41,9 @@ DEFAULT_PROJECT = "default"
 class AppContext:
     settings: Settings
     config: ProjectConfig
+    prepared: set[bool] = field(default_factory=set, compare=False, repr=False)
+    """The ``create`` modes this context's store was prepared with in this command: the runner
+    prepares it before the flow starts, and the flow's run record does not prepare it again."""
 
     @property
     def store_url(self) -> str:
@@ -92,6 +96,11 @@ class AppContext:
         job writes. ``create``: for the jobs that bring data in; every other job refuses a
         store that is not there."""
         prepare_store(self.store_url, self.declarations, create=create)
+        self.prepared.add(create)
+
+    def is_prepared(self, *, create: bool = False) -> bool:
+        """Whether this command already prepared the store as a job that may ``create`` it."""
+        return True in self.prepared if create else bool(self.prepared)
 
     def identity_defaults(
         self,
@@ -129,12 +138,32 @@ def prepare_store(store_url: str, config: ProjectConfig | None, *, create: bool 
             store.declare_quantization(config.memory.vector_index.declared())
 
 
+_COMMAND_CONTEXT: ContextVar[AppContext | None] = ContextVar("command_context", default=None)
+
+
+@contextmanager
+def command_context(context: AppContext) -> Iterator[AppContext]:
+    """The context a command loaded, handed to the flow it runs in this process: the flow's
+    :func:`load_context` of the same store and configuration is this one, so a command loads its
+    context once and prepares its store once."""
+    token = _COMMAND_CONTEXT.set(context)
+    try:
+        yield context
+    finally:
+        _COMMAND_CONTEXT.reset(token)
+
+
 def load_context(
     store: str | None = None, config: str | Path | None = None, store_secret: str | None = None
 ) -> AppContext:
     """The context of a command or a flow run; its ``store_url`` is the store's public URL,
     the password kept in the process (:mod:`mempipe.credentials`). ``MEMPIPE_STORE_SECRET``
-    stands for ``store_secret`` where no store is given (a worker's default store)."""
+    stands for ``store_secret`` where no store is given (a worker's default store). A flow run
+    a command started in this process gets the command's context (:func:`command_context`)."""
+    given = _COMMAND_CONTEXT.get()
+    asked = {"store": store, "config": str(config)}
+    if given is not None and not store_secret and given.flow_options() == asked:
+        return given
     settings = load_settings(store=store, config=config, store_secret=store_secret)
     secret = store_secret or (settings.store_secret if store is None else None)
     if secret:

@@ -38,7 +38,7 @@ def run_job(
     ``show(summary, incomplete)`` prints the human summary; ``ask(request, store_url)``, where
     given, asks the user before anything is changed (and aborts the command on a no);
     ``show_preview(preview)`` prints what a job that previews (``--preview``) found."""
-    from mempipe.bootstrap import reach_store
+    from mempipe.bootstrap import command_context, reach_store
     from mempipe.cli.flow_runs import reporting_to_prefect
     from mempipe.interrupts import stop_on_signals
     from mempipe.progress import show_on_terminal
@@ -54,11 +54,11 @@ def run_job(
         emit_plan(request.plan(context), as_json)  # a plan only reads: no run, no Prefect
         return
     if show_preview is not None and request.preview:
-        with stop_on_signals(), show_on_terminal():  # a preview writes nothing: no run either
+        with stop_on_signals(), show_on_terminal(), command_context(context):  # writes nothing
             preview, incomplete = run_flow(request.previewed, context=context)
         emit(preview, as_json, lambda: show_preview(preview), incomplete)
         return
-    with stop_on_signals(), reporting_to_prefect():
+    with stop_on_signals(), reporting_to_prefect(), command_context(context):
         if request.prepares():
             context.prepare_store(create=job.creates_store)
         with show_on_terminal():

@@ -57,14 +57,16 @@ def recorded_run(
     lock_wait_s: float = 60,
     creates_store: bool = False,
 ) -> Iterator[RecordedRun]:
-    """Prepare the context's store and record the run's start in it; ``alive``: a heartbeat
-    keeps the run's leases while the block runs; ``lock``: the block holds the store's lock of
-    that name, waiting up to ``lock_wait_s`` for another live run to let it go;
+    """Prepare the context's store (unless the command already did) and record the run's start
+    in it; ``alive``: a heartbeat keeps the run's leases while the block runs; ``lock``: the
+    block holds the store's lock of that name, waiting up to ``lock_wait_s`` for another live
+    run to let it go;
     ``creates_store``: a job that brings data in may create the store, any other refuses one
     that is not there."""
     store_url = context.store_url
     run = RecordedRun(store_url)
-    prepare_store(store_url, context.declarations, create=creates_store)
+    if not context.is_prepared(create=creates_store):
+        prepare_store(store_url, context.declarations, create=creates_store)
     record_run_start(store_url, run.run_id, flow, parameters)
     with ExitStack() as held:
         if alive or lock:

@@ -120,3 +120,28 @@ def test_promote_and_migrate_flows(prefect_server, store_url, fixtures, tmp_path
     report = migrate_flow(store=store_url, config=str(tmp_path / "none.yaml"))
     assert report.applied == []
     assert report.already_applied == [m.id for m in all_migrations()]
+
+
+def test_a_command_loads_its_context_once_and_prepares_its_store_once(
+    prefect_server, fixtures, tmp_path, monkeypatch
+) -> None:
+    from mempipe import bootstrap
+    from tests.helpers import invoke
+
+    calls = {"settings": 0, "prepare": 0}
+    load_settings, prepare_store = bootstrap.load_settings, bootstrap.prepare_store
+
+    def counted_settings(**given):
+        calls["settings"] += 1
+        return load_settings(**given)
+
+    def counted_prepare(*given, **named):
+        calls["prepare"] += 1
+        return prepare_store(*given, **named)
+
+    monkeypatch.setattr(bootstrap, "load_settings", counted_settings)
+    monkeypatch.setattr(bootstrap, "prepare_store", counted_prepare)
+    store = f"sqlite:///{tmp_path / 'once.db'}"
+    result = invoke("backfill", str(fixtures / "turns.jsonl"), "--store", store, cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert calls == {"settings": 1, "prepare": 1}, "the runner's context is the flow's"
