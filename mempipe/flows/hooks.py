@@ -34,9 +34,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def job_flow(name: str) -> Callable[[Callable[P, R]], Flow[P, R]]:
+def job_flow(name: str, description: str | None = None) -> Callable[[Callable[P, R]], Flow[P, R]]:
     """``@job_flow("backfill")``: the job's Prefect flow, its every failure said (the module's
-    notes)."""
+    notes); ``description`` where one body serves two flows (else its docstring)."""
 
     def decorate(body: Callable[P, R]) -> Flow[P, R]:
         signature = _resolved(body)
@@ -50,7 +50,7 @@ def job_flow(name: str) -> Callable[[Callable[P, R]], Flow[P, R]]:
                 return _failed(error_line(error), error, parameters)
 
         said.__signature__ = signature  # type: ignore[attr-defined]
-        return flow(name=name, on_crashed=[record_crashed_run])(said)
+        return flow(name=name, description=description, on_crashed=[record_crashed_run])(said)
 
     return decorate
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, ClassVar
 
-from prefect import Task, get_run_logger
+from prefect import get_run_logger
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
@@ -326,39 +326,16 @@ def chosen_collections(collections: list[str] | None) -> list[str]:
     return chosen
 
 
-@job_flow("reembed-finalize")
-def reembed_finalize_flow(
-    collections: list[CollectionName] | None = None,
-    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
-    store: str | None = None,
-    config: str | None = None,
-    store_secret: str | None = None,
-) -> list[str]:
-    """Drop the previous model's vectors: the move can no longer be rolled back."""
-    return _end_move(finalize_models, collections, lock_wait_s, store, config, store_secret)
-
-
-@job_flow("reembed-rollback")
-def reembed_rollback_flow(
-    collections: list[CollectionName] | None = None,
-    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
-    store: str | None = None,
-    config: str | None = None,
-    store_secret: str | None = None,
-) -> list[str]:
-    """Serve the previous model again; the newer vectors are dropped."""
-    return _end_move(rollback_models, collections, lock_wait_s, store, config, store_secret)
-
-
 def _end_move(
-    step: Task[[str, list[str]], list[str]],
-    collections: list[str] | None,
-    lock_wait_s: float,
-    store: str | None,
-    config: str | None,
-    store_secret: str | None,
+    collections: list[CollectionName] | None = None,
+    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
+    store: str | None = None,
+    config: str | None = None,
+    store_secret: str | None = None,
 ) -> list[str]:
-    """Finalize or roll back, holding the store's re-embed lock like a re-embed does."""
+    """Finalize or roll back (the flow's name says which), holding the store's re-embed lock
+    like a re-embed does."""
+    step = {"reembed-finalize": finalize_models, "reembed-rollback": rollback_models}
     context = load_context(store, config, store_secret)
     chosen = chosen_collections(collections)
     with recorded_run(
@@ -368,7 +345,7 @@ def _end_move(
         lock="reembed",
         lock_wait_s=lock_wait_s,
     ) as run:
-        done = step(context.store_url, chosen)
+        done = step[flow_run.flow_name](context.store_url, chosen)
         run.end({"collections": len(done)})
     return done
 
@@ -376,3 +353,11 @@ def _end_move(
 def _require_search(store_url: str) -> None:
     with unit_of_work(store_url, existing=True) as uow:
         uow.schema.require_search("reembed")
+
+
+reembed_finalize_flow = job_flow(
+    "reembed-finalize", "Drop the previous model's vectors: the move can no longer be rolled back."
+)(_end_move)
+reembed_rollback_flow = job_flow(
+    "reembed-rollback", "Serve the previous model again; the newer vectors are dropped."
+)(_end_move)

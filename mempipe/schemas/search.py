@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mempipe.domain.scope import Scope
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import MemoryType
 
@@ -32,6 +33,21 @@ class Near(BaseModel):
 
     vector: list[float]
     model_id: str
+
+
+class CandidateQuery(BaseModel):
+    """What reconciliation looks up before it decides: the active records of one type in
+    exactly one scope, by key, by nearest vector (the ``k`` nearest), and (``taught_by``) those
+    whose evidence holds that snapshot or source record."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_type: str
+    scope: Scope
+    key: str | None = None
+    near: Near | None = None
+    k: int
+    taught_by: str | None = None
 
 
 class ReadFilter(BaseModel):

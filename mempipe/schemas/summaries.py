@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +12,11 @@ from mempipe.schemas.reject import Reject
 
 Owner = tuple[str, str, str | None]
 """A user as the store keys one: org, project, user."""
+
+
+IdentityConflicts = Annotated[
+    int, Field(description="of the rejected, those carrying an id that differs from one named")
+]
 
 
 class UserCount(BaseModel):
@@ -89,9 +95,7 @@ class IngestSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
-    identity_conflicts: int = Field(
-        default=0, description="of the rejected, those carrying an id that differs from one named"
-    )
+    identity_conflicts: IdentityConflicts = 0
     skipped_empty: int = Field(default=0, description="messages with nothing a person saw")
     skipped_erased: int = Field(
         default=0, description="turns of an owner erased while the run went on: not written"
@@ -127,9 +131,7 @@ class BackfillSummary(BaseModel):
     turns_inserted: int = 0
     duplicates_skipped: int = 0
     rejected: int = 0
-    identity_conflicts: int = Field(
-        default=0, description="of the rejected, those carrying an id that differs from one named"
-    )
+    identity_conflicts: IdentityConflicts = 0
     skipped_empty: int = 0
     skipped_erased: int = 0
     failed_files: list[str] = Field(

@@ -15,7 +15,7 @@ from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.search import Near, ReadFilter
+from mempipe.schemas.search import CandidateQuery, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.work import ExtractionVersion
@@ -305,11 +305,18 @@ def test_memories_versions_reinforcement_and_scoped_candidates(backend, searchab
             "semantic", memory("x1", "home airport OSL", "home_airport", user="other"), None
         )
     mine = scope_of("o", "p", "u", None, Visibility.PRIVATE)
-    by_key = backend.memory_candidates("semantic", mine, "home_airport", None, 5)
+    by_key = backend.memory_candidates(
+        CandidateQuery(memory_type="semantic", scope=mine, key="home_airport", k=5)
+    )
     assert [c.memory_id for c in by_key] == ["m1"], "another user's record is out of scope"
     searchable()
     by_vector = backend.memory_candidates(
-        "semantic", mine, None, Near(vector=[0.9, 0.1, 0.0, 0.0], model_id=model), 5
+        CandidateQuery(
+            memory_type="semantic",
+            scope=mine,
+            near=Near(vector=[0.9, 0.1, 0.0, 0.0], model_id=model),
+            k=5,
+        )
     )
     assert [c.memory_id for c in by_vector] == ["m1"]
     assert by_vector[0].similarity > 0.9

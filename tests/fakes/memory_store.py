@@ -22,13 +22,12 @@ from mempipe.adapters.store.base import OneBatchAtATime
 from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
-from mempipe.domain.scope import Scope
 from mempipe.errors import MempipeError, StoreError, TransientError
 from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection, AuditTime
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord, MemoryStatus
 from mempipe.schemas.reject import Reject
-from mempipe.schemas.search import Near
+from mempipe.schemas.search import CandidateQuery
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import TurnWriteResult
@@ -278,35 +277,35 @@ class InMemoryStore(OneBatchAtATime):
     def _records(self, memory_type: str) -> dict[str, MemoryRecord]:
         return self.data.memories.setdefault(memory_type, {})
 
-    def memory_candidates(
-        self,
-        memory_type: str,
-        scope: Scope,
-        key: str | None,
-        near: Near | None,
-        k: int,
-        taught_by: str | None = None,
-    ) -> list[Candidate]:
-        key_field = KEY_FIELDS.get(memory_type)
+    def memory_candidates(self, asked: CandidateQuery) -> list[Candidate]:
+        key_field = KEY_FIELDS.get(asked.memory_type)
         in_scope = [
             r
-            for r in self._records(memory_type).values()
+            for r in self._records(asked.memory_type).values()
             if r.status is MemoryStatus.ACTIVE
             and (r.org_id, r.project_id, r.user_id, r.agent_id, r.visibility)
-            == (scope.org_id, scope.project_id, scope.user_id, scope.agent_id, scope.visibility)
+            == (
+                asked.scope.org_id,
+                asked.scope.project_id,
+                asked.scope.user_id,
+                asked.scope.agent_id,
+                asked.scope.visibility,
+            )
         ]
         found: dict[str, Candidate] = {}
         for r in in_scope:
             own_key = getattr(r, key_field) if key_field else None
-            if (key is not None and own_key == key) or (taught_by and taught_by in r.evidence):
+            if (asked.key is not None and own_key == asked.key) or (
+                asked.taught_by and asked.taught_by in r.evidence
+            ):
                 found[r.id] = Candidate(r.id, own_key, r.text, None, tuple(r.evidence))
-        if near is not None:
+        if asked.near is not None:
             scored = [
-                (_cosine(near.vector, self.data.vectors[(r.id, near.model_id)]), r)
+                (_cosine(asked.near.vector, self.data.vectors[(r.id, asked.near.model_id)]), r)
                 for r in in_scope
-                if (r.id, near.model_id) in self.data.vectors
+                if (r.id, asked.near.model_id) in self.data.vectors
             ]
-            for similarity, r in sorted(scored, key=lambda p: -p[0])[:k]:
+            for similarity, r in sorted(scored, key=lambda p: -p[0])[: asked.k]:
                 own_key = getattr(r, key_field) if key_field else None
                 found[r.id] = Candidate(r.id, own_key, r.text, similarity, tuple(r.evidence))
         return list(found.values())

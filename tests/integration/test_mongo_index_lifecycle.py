@@ -12,7 +12,7 @@ import pytest
 
 from mempipe.adapters.store.mongo.search_indexes import IndexNotQueryableError
 from mempipe.errors import StoreError
-from mempipe.schemas.search import Near, ReadFilter
+from mempipe.schemas.search import CandidateQuery, Near, ReadFilter
 from tests.fakes import atlas
 
 MODEL = "hashing-4"
@@ -114,10 +114,17 @@ def test_a_memory_written_a_moment_ago_is_a_reconciliation_candidate_despite_ind
     with mongo.write_transaction():
         mongo.add_memory("episodic", event, [1.0, 0.0, 0.0, 0.0])
     scope = scope_of("o", "p", "u", None, Visibility.PRIVATE)
-    found = mongo.memory_candidates("episodic", scope, None, near([1.0, 0.0, 0.0, 0.0]), 5)
+    found = mongo.memory_candidates(
+        CandidateQuery(memory_type="episodic", scope=scope, near=near([1.0, 0.0, 0.0, 0.0]), k=5)
+    )
     assert [(c.memory_id, round(c.similarity or 0, 6)) for c in found] == [("e1", 1.0)]
     elsewhere = scope_of("o", "p", "someone-else", None, Visibility.PRIVATE)
-    assert mongo.memory_candidates("episodic", elsewhere, None, near([1.0, 0, 0, 0]), 5) == []
+    assert (
+        mongo.memory_candidates(
+            CandidateQuery(memory_type="episodic", scope=elsewhere, near=near([1.0, 0, 0, 0]), k=5)
+        )
+        == []
+    )
 
 
 def test_a_text_index_without_stemming_or_speaker_names_is_drift_until_forced(mongo) -> None:

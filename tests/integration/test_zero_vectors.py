@@ -14,7 +14,7 @@ from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.vectors import vector_problem
 from mempipe.schemas.memory import SemanticMemory
-from mempipe.schemas.search import Near, ReadFilter, SearchMode
+from mempipe.schemas.search import CandidateQuery, Near, ReadFilter, SearchMode
 from mempipe.schemas.turn import Turn
 from mempipe.services.embedding import embed_texts
 from mempipe.services.reembed.fill import embed_collection
@@ -145,11 +145,8 @@ def test_memory_candidates_never_carry_a_null_similarity(store, bad) -> None:
         bad,
     )
     scope = scope_of("acme", "support", "maya", None, Visibility.PRIVATE)
+    near = Near(vector=EMBEDDER.embed(["x y"])[0], model_id=EMBEDDER.model_id)
     found = store.memory_candidates(
-        "semantic",
-        scope,
-        None,
-        Near(vector=EMBEDDER.embed(["x y"])[0], model_id=EMBEDDER.model_id),
-        5,
+        CandidateQuery(memory_type="semantic", scope=scope, near=near, k=5)
     )
     assert all(c.similarity is not None and math.isfinite(c.similarity) for c in found)

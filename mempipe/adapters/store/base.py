@@ -13,7 +13,6 @@ from pydantic import BaseModel
 
 from mempipe.domain.promotion import TurnStamp
 from mempipe.domain.reconcile import Candidate
-from mempipe.domain.scope import Scope
 from mempipe.migrations import Migration
 from mempipe.schemas.audit import EVERY_ROW, AuditRow, AuditSelection
 from mempipe.schemas.batch import ProviderBatch
@@ -25,7 +24,7 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
-from mempipe.schemas.search import Hit, Near, ReadFilter
+from mempipe.schemas.search import CandidateQuery, Hit, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
@@ -130,18 +129,7 @@ class Memories(Protocol):
 
     def ensure_vector_table(self, memory_type: str, model_id: str, dimensions: int) -> str: ...
 
-    def memory_candidates(
-        self,
-        memory_type: str,
-        scope: Scope,
-        key: str | None,
-        near: Near | None,
-        k: int,
-        taught_by: str | None = None,
-    ) -> list[Candidate]:
-        """Active records of the type in exactly this scope: by key, by nearest vector, and
-        (``taught_by``) those whose evidence holds that snapshot or source record."""
-        ...
+    def memory_candidates(self, asked: CandidateQuery) -> list[Candidate]: ...
 
     def add_memory(
         self, memory_type: str, record: MemoryRecord, vector: list[float] | None

@@ -44,7 +44,7 @@ from mempipe.schemas.extraction import Extracted, key_of, searchable_text
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.memory import MEMORY_MODELS, MemoryStatus, MemoryType
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.search import Near
+from mempipe.schemas.search import CandidateQuery, Near
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.work import ExtractionVersion, Stale, WorkItem
@@ -350,13 +350,9 @@ def prejudge(
             continue
         text = searchable_text(memory)
         scope = scope_for(memory_type, snapshot)
-        for candidate in uow.memories.memory_candidates(
-            memory_type.value,
-            scope,
-            None,
-            Near(vector=vector, model_id=context.embedder.model_id),
-            1,
-        ):
+        near = Near(vector=vector, model_id=context.embedder.model_id)
+        asked = CandidateQuery(memory_type=memory_type.value, scope=scope, near=near, k=1)
+        for candidate in uow.memories.memory_candidates(asked):
             if candidate.similarity is not None and band[0] <= candidate.similarity < band[1]:
                 try:
                     verdicts[(text, candidate.memory_id)] = context.retry.run(
@@ -399,12 +395,14 @@ def reconcile_one(
     near = Near(vector=vector, model_id=model_id) if vector is not None and model_id else None
     text, key = searchable_text(memory), key_of(memory)
     candidates = uow.memories.memory_candidates(
-        memory_type.value,
-        scope_for(memory_type, snapshot),
-        key,
-        near,
-        context.thresholds.candidates,
-        taught_by=snapshot.snapshot_id if one_memory else None,
+        CandidateQuery(
+            memory_type=memory_type.value,
+            scope=scope_for(memory_type, snapshot),
+            key=key,
+            near=near,
+            k=context.thresholds.candidates,
+            taught_by=snapshot.snapshot_id if one_memory else None,
+        )
     )
 
     def from_verdicts(new_text: str, candidate: Candidate) -> Verdict:

@@ -14,53 +14,53 @@ from mempipe.adapters.store.mongo import documents, pipelines
 from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.adapters.store.mongo.fence import withdraw_fenced
 from mempipe.domain.reconcile import Candidate
-from mempipe.domain.scope import Scope
 from mempipe.domain.vectors import cosine_scores, cosine_similarity
 from mempipe.errors import StoreError
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
-from mempipe.schemas.search import Near
+from mempipe.schemas.search import CandidateQuery, Near
 
 
 class MongoMemories(MongoParts):
     """Long-term memory records; written inside the caller's write transaction."""
 
-    def memory_candidates(
-        self,
-        memory_type: str,
-        scope: Scope,
-        key: str | None,
-        near: Near | None,
-        k: int,
-        taught_by: str | None = None,
-    ) -> list[Candidate]:
+    def memory_candidates(self, asked: CandidateQuery) -> list[Candidate]:
         """By exact key inside the transaction; by nearest vector through an exact
         ``$vectorSearch`` with the scope inside the stage; and, because a search index sees
         writes only after its sync delay (it is not transactional), the records of the scope
         written within ``sync_window_s`` are compared here directly, so two restatements a
         moment apart still meet."""
-        collection = self._collection(memory_type)
-        key_field = KEY_FIELDS.get(memory_type)
-        query = documents.scope_query(scope, memory_type)
+        collection = self._collection(asked.memory_type)
+        key_field = KEY_FIELDS.get(asked.memory_type)
+        query = documents.scope_query(asked.scope, asked.memory_type)
         found: dict[str, Candidate] = {}
         fields = {"id": 1, "text": 1, "evidence": 1, **({key_field: 1} if key_field else {})}
-        with self._errors(memory_type):
-            if key is not None and key_field is not None:
-                for d in collection.find({**query, key_field: key}, fields, session=self._session):
+        with self._errors(asked.memory_type):
+            if asked.key is not None and key_field is not None:
+                for d in collection.find(
+                    {**query, key_field: asked.key}, fields, session=self._session
+                ):
                     found[d["id"]] = _candidate(d, key_field, None)
-            if taught_by is not None:
-                taught = {**query, "evidence": taught_by}
+            if asked.taught_by is not None:
+                taught = {**query, "evidence": asked.taught_by}
                 for d in collection.find(taught, fields, session=self._session):
                     found.setdefault(d["id"], _candidate(d, key_field, None))
-            if near is not None and not self.capabilities.search:
-                entry = self._entry(memory_type, near.model_id)
-                for candidate in self._nearest_by_scan(collection, query, fields, entry, near, k):
+            if asked.near is not None and not self.capabilities.search:
+                entry = self._entry(asked.memory_type, asked.near.model_id)
+                for candidate in self._nearest_by_scan(
+                    collection, query, fields, entry, asked.near, asked.k
+                ):
                     found.setdefault(candidate.memory_id, candidate)
-            elif near is not None:
-                entry = self._entry(memory_type, near.model_id)
+            elif asked.near is not None:
+                entry = self._entry(asked.memory_type, asked.near.model_id)
                 stages = [
                     pipelines.vector_search_stage(
-                        entry["vector_table"], entry["path"], near.vector, k, query, exact=True
+                        entry["vector_table"],
+                        entry["path"],
+                        asked.near.vector,
+                        asked.k,
+                        query,
+                        exact=True,
                     ),
                     {"$project": {**fields, "score": {"$meta": "vectorSearchScore"}}},
                 ]
@@ -78,7 +78,7 @@ class MongoMemories(MongoParts):
                     session=self._session,
                 )
                 for d in recent:
-                    similarity = cosine_similarity(near.vector, d[entry["path"]])
+                    similarity = cosine_similarity(asked.near.vector, d[entry["path"]])
                     found.setdefault(d["id"], _candidate(d, key_field, similarity))
         return list(found.values())
 

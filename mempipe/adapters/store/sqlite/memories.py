@@ -11,10 +11,9 @@ import orjson
 from mempipe.adapters.store.sqlite import memory_sql, search_sql, sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
 from mempipe.domain.reconcile import Candidate
-from mempipe.domain.scope import Scope
 from mempipe.schemas.bundle import BUNDLE_MODELS
 from mempipe.schemas.memory import KEY_FIELDS, MemoryRecord
-from mempipe.schemas.search import Near, ReadFilter
+from mempipe.schemas.search import CandidateQuery, ReadFilter
 
 
 class SqliteMemories(SqliteParts):
@@ -22,47 +21,39 @@ class SqliteMemories(SqliteParts):
 
     insert_vector: Callable[[str, str, int, list[float]], bool]
 
-    def memory_candidates(
-        self,
-        memory_type: str,
-        scope: Scope,
-        key: str | None,
-        near: Near | None,
-        k: int,
-        taught_by: str | None = None,
-    ) -> list[Candidate]:
-        table = memory_sql.table(memory_type)
-        key_column = KEY_FIELDS.get(memory_type)
-        filters = ReadFilter(**scope.model_dump())
+    def memory_candidates(self, asked: CandidateQuery) -> list[Candidate]:
+        table = memory_sql.table(asked.memory_type)
+        key_column = KEY_FIELDS.get(asked.memory_type)
+        filters = ReadFilter(**asked.scope.model_dump())
         where, values = search_sql.read_where(filters, search_sql.MEMORY_FIELDS, "m")
-        if scope.agent_id is None:  # the memory's own scope: no agent is none, not any
+        if asked.scope.agent_id is None:  # the memory's own scope: no agent is none, not any
             where += " AND m.agent_id IS NULL"
         found: dict[str, Candidate] = {}
-        if key is not None and key_column is not None:
+        if asked.key is not None and key_column is not None:
             for memory_id, text, evidence in self._rows(
                 f"SELECT m.id, m.text, m.evidence FROM {table} m WHERE {where} "
                 f"AND m.status = 'active' AND m.{key_column} = ?",
-                (*values, key),
+                (*values, asked.key),
             ):
                 found[memory_id] = Candidate(
-                    memory_id, key, text, None, tuple(orjson.loads(evidence))
+                    memory_id, asked.key, text, None, tuple(orjson.loads(evidence))
                 )
-        if taught_by is not None:
+        if asked.taught_by is not None:
             key_select = f"m.{key_column}" if key_column else "NULL"
             for memory_id, text, evidence, found_key in self._rows(
                 f"SELECT m.id, m.text, m.evidence, {key_select} FROM {table} m WHERE {where} "
                 "AND m.status = 'active' AND EXISTS "
                 "(SELECT 1 FROM json_each(m.evidence) WHERE value = ?)",
-                (*values, taught_by),
+                (*values, asked.taught_by),
             ):
                 found.setdefault(
                     memory_id,
                     Candidate(memory_id, found_key, text, None, tuple(orjson.loads(evidence))),
                 )
-        if near is not None:
-            vec_table = memory_sql.vector_table(memory_type, near.model_id)
+        if asked.near is not None:
+            vec_table = memory_sql.vector_table(asked.memory_type, asked.near.model_id)
             constraints, filter_values = search_sql.vector_where(filters, search_sql.MEMORY_FIELDS)
-            if scope.agent_id is None:
+            if asked.scope.agent_id is None:
                 constraints += " AND agent_id = ''"
             key_select = f"m.{key_column}" if key_column else "NULL"
             for memory_id, text, evidence, found_key, distance in self._rows(
@@ -70,7 +61,7 @@ class SqliteMemories(SqliteParts):
                 f"(SELECT memory_rowid, distance FROM {vec_table} WHERE embedding MATCH ? "
                 f"AND k = ? AND status = 'active' AND {constraints}) v "
                 f"JOIN {table} m ON m.rowid = v.memory_rowid",
-                (blob(near.vector), k, *filter_values),
+                (blob(asked.near.vector), asked.k, *filter_values),
             ):
                 if distance is None:
                     continue

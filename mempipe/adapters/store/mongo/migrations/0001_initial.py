@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MEMORY_TABLES: dict[str, str] = {
-    "semantic": "label TEXT",
-    "episodic": "participants TEXT NOT NULL DEFAULT '[]', occurred_at TEXT",
-    "procedural": "name TEXT NOT NULL, steps TEXT NOT NULL DEFAULT '[]', when_to_use TEXT",
-    "taxonomic": "term TEXT NOT NULL, definition TEXT NOT NULL, domain TEXT",
-    "custom": "type_name TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '{}'",
-}
+MEMORY_COLLECTIONS = ("semantic", "episodic", "procedural", "taxonomic", "custom")
+SCOPE = ("org_id", "project_id", "user_id", "agent_id", "visibility")
 
 
 def apply(store: Any) -> None:
@@ -22,16 +17,6 @@ def apply(store: Any) -> None:
     db["snapshots"].create_index([*key, ("first_turn_seq", 1)], unique=True, name="snapshot_key")
     db["snapshots"].create_index([("order_at", 1), ("session_id", 1)], name="snapshots_order")
     db["failures"].create_index([("run_id", 1)], name="failures_run")
-    for memory_type in MEMORY_TABLES:
+    for memory_type in MEMORY_COLLECTIONS:
         db[memory_type].create_index([("id", 1)], unique=True, name="memory_id")
-        db[memory_type].create_index(
-            [
-                ("org_id", 1),
-                ("project_id", 1),
-                ("user_id", 1),
-                ("agent_id", 1),
-                ("visibility", 1),
-                ("status", 1),
-            ],
-            name="identity",
-        )
+        db[memory_type].create_index([(f, 1) for f in (*SCOPE, "status")], name="identity")

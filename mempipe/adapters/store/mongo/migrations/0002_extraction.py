@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 KEYED = {"semantic": "label", "procedural": "name", "taxonomic": "term"}
+SCOPE = ("org_id", "project_id", "user_id", "agent_id", "visibility")
 
 
 def apply(store: Any) -> None:
@@ -14,14 +15,7 @@ def apply(store: Any) -> None:
     for memory_type, key in KEYED.items():
         # One active record per key and scope (null and absent identity fields compare equal).
         db[memory_type].create_index(
-            [
-                ("org_id", 1),
-                ("project_id", 1),
-                ("user_id", 1),
-                ("agent_id", 1),
-                ("visibility", 1),
-                (key, 1),
-            ],
+            [(f, 1) for f in (*SCOPE, key)],
             unique=True,
             partialFilterExpression={"status": "active"},
             name="active_key",
