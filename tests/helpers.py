@@ -188,6 +188,15 @@ def read(db: Path, query: str) -> list[tuple]:
         conn.close()
 
 
+def vectors_of(db: Path, model: str) -> int:
+    tables = read(
+        db,
+        "SELECT vector_table FROM embedding_registry "
+        f"WHERE collection = 'stm' AND model_id = '{model}'",
+    )
+    return read(db, f"SELECT count(*) FROM {tables[0][0]}")[0][0] if tables else 0
+
+
 def memories(db: Path) -> set[tuple]:
     """Every version of every memory, with its links, count and evidence."""
     rows: set[tuple] = set()

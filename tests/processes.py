@@ -124,6 +124,13 @@ def spawn_python(code: str, *args: str, cwd: Path) -> subprocess.Popen:
     )
 
 
+def server_status(cwd: Path, env: dict[str, str]) -> dict:
+    """``mempipe server status --json``, as a command of its own reads the Prefect home."""
+    shown = run(["server", "status", "--json"], cwd, env)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
 def gone(pid: int) -> bool:
     """The process has ended: no such process, or a zombie its parent has not reaped yet."""
     try:

@@ -4,7 +4,6 @@ no Prefect API, reused by the next, seen and stopped with ``mempipe server``."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from tests.docs import page
 from tests.helpers import noisy_lines
 from tests.processes import gone, run, start
+from tests.processes import server_status as status
 
 pytestmark = pytest.mark.process("the session server, shared by commands in processes of their own")
 ROOT = Path(__file__).parents[2]
@@ -23,28 +23,10 @@ SAMPLE = ROOT / "examples" / "sample-archive"
 STARTED = "started mempipe's server"
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """No Prefect API, a Prefect home of the test's own."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    environment.pop("MEMPIPE_SERVER_MODE", None)
-    return {
-        **environment,
-        "PREFECT_HOME": str(tmp_path / "prefect"),
-        "MEMPIPE_SERVER_IDLE_SECONDS": "120",
-    }
-
-
 def backfill(store: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
     """A verbose backfill: one that starts the server says where it runs."""
     args = ["backfill", str(SAMPLE), "--user-id", "maya", "--store", f"sqlite:///{store}"]
     return start(["-v", *args, "--json"], cwd, env)
-
-
-def status(cwd: Path, env: dict[str, str]) -> dict:
-    shown = run(["server", "status", "--json"], cwd, env)
-    assert shown.returncode == 0, shown.stderr
-    return json.loads(shown.stdout)
 
 
 def flow_runs(api_url: str) -> list[dict]:
@@ -173,77 +155,3 @@ def test_a_command_that_succeeds_prints_nothing_on_stderr_with_a_temporary_serve
     commands = [f"backfill {SAMPLE} --user-id maya", "replay", "reembed --incremental"]
     quiet_on_stderr(commands, "quiet.db", tmp_path, env)
     assert status(tmp_path, env)["running"] is False, "no session server was started"
-
-
-def test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force(env, tmp_path) -> None:
-    """A server that commands are using is not stopped without --force. Another installation's
-    server on the same Prefect home (its record says so) is named and refused while a command
-    uses it, and replaced once none does. Its log opens cleanly and says when it started and
-    stopped."""
-    started = run(["server", "start", "--json"], tmp_path, env)
-    assert started.returncode == 0, started.stderr
-    server = json.loads(started.stdout)["server"]
-    assert server["installation"]["python"] == sys.executable
-    home = tmp_path / "prefect"
-    user = subprocess.Popen(["sleep", "120"])
-    (home / "mempipe-server.clients").mkdir(exist_ok=True)
-    (home / "mempipe-server.clients" / str(user.pid)).touch()
-    try:
-        busy = run(["server", "stop"], tmp_path, env)
-        assert busy.returncode == 1
-        assert "1 command(s) are using it" in busy.stderr
-        assert "--force" in busy.stderr
-        assert status(tmp_path, env)["running"] is True
-
-        record = json.loads((home / "mempipe-server.json").read_text())
-        record["installation"]["mempipe"] = "0.0.1"
-        (home / "mempipe-server.json").write_text(json.dumps(record))
-        refused = run(["backfill", str(SAMPLE), "--store", "sqlite:///other.db"], tmp_path, env)
-        assert refused.returncode == 1
-        assert "for another installation (mempipe 0.0.1" in refused.stderr
-        assert "PREFECT_HOME" in refused.stderr
-        assert not (tmp_path / "other.db").exists(), "refused before anything was written"
-    finally:
-        user.kill()
-        user.wait()
-
-    upgraded = run(["backfill", str(SAMPLE), "--store", "sqlite:///other.db"], tmp_path, env)
-    assert upgraded.returncode == 0, upgraded.stderr
-    assert gone(server["pid"]), "the other installation's idle server was replaced"
-    ours = status(tmp_path, env)["server"]
-    assert ours["installation"]["mempipe"] != "0.0.1"
-
-    # Each refusal's hint, followed as written while a command uses the server, gets past it.
-    for made_foreign in (True, False):
-        ours = (
-            status(tmp_path, env)["server"]
-            or json.loads(run(["server", "start", "--json"], tmp_path, env).stdout)["server"]
-        )
-        user = subprocess.Popen(["sleep", "120"])
-        (home / "mempipe-server.clients" / str(user.pid)).touch()
-        try:
-            if made_foreign:
-                record = json.loads((home / "mempipe-server.json").read_text())
-                record["installation"]["mempipe"] = "0.0.1"
-                (home / "mempipe-server.json").write_text(json.dumps(record))
-                refused = run(["replay", "--store", "sqlite:///other.db"], tmp_path, env)
-            else:
-                refused = run(["server", "stop"], tmp_path, env)
-            assert refused.returncode == 1
-            [said] = re.findall(r"`(mempipe [^`]*)`", refused.stderr)
-            assert said == "mempipe server stop --force"
-            forced = run([*said.split()[1:], "--json"], tmp_path, env)
-            assert forced.returncode == 0, forced.stderr
-            assert gone(ours["pid"])
-            again = run(["replay", "--store", "sqlite:///other.db"], tmp_path, env)
-            assert again.returncode == 0, again.stderr
-        finally:
-            user.kill()
-            user.wait()
-    forced = run(["server", "stop", "--force", "--json"], tmp_path, env)
-    assert forced.returncode == 0, forced.stderr
-    log = (home / "mempipe-server.log").read_text()
-    assert "Warning" not in log
-    assert "starting Prefect's API" in log
-    assert f"serving {ours['api_url']}" in log
-    assert "stopping: asked to" in log
