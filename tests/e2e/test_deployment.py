@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -74,7 +74,7 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     audit = tmp_path / "audit"
     report_dir = tmp_path / "report"
     common = {"store": store, "config": str(config)}
-    today = date.today().isoformat()
+    today = date.today()  # the report's window runs to tomorrow: a run may cross midnight
     with serving_worker(ops_env, tmp_path):
         runs = [
             run_deployment(
@@ -92,7 +92,12 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
             run_deployment("replay/replay", {"audit_dir": str(audit), **common}, ops_env, tmp_path),
             run_deployment(
                 "audit-report/audit-report",
-                {"since": today, "until": today, "out": str(report_dir), **common},
+                {
+                    "since": today.isoformat(),
+                    "until": (today + timedelta(days=1)).isoformat(),
+                    "out": str(report_dir),
+                    **common,
+                },
                 ops_env,
                 tmp_path,
             ),

@@ -26,9 +26,10 @@ MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 
 @pytest.mark.skipif(not DATA.exists(), reason="the LongMemEval dev set is not beside the checkout")
 @pytest.mark.process("the bench script as a session lent a GPU runs it")
-def test_the_gpu_script_moves_real_text_and_prints_its_rates(tmp_path) -> None:
+def test_the_gpu_script_moves_real_text_and_prints_its_rates(prefect_server, tmp_path) -> None:
     """Both local models in one run, as the GPU session runs them (one process: the script's
-    start and the store's fill are paid once)."""
+    start and the store's fill are paid once), against the session's Prefect server (a
+    temporary one of its own would cost as much as the moves)."""
     done = script(
         [
             str(ROOT / "bench" / "gpu_reembed.py"),
@@ -41,7 +42,7 @@ def test_the_gpu_script_moves_real_text_and_prints_its_rates(tmp_path) -> None:
             "--out",
             str(tmp_path),
         ],
-        environment(None, MEMPIPE_LOCAL_DEVICE="cpu"),
+        environment(prefect_server, MEMPIPE_LOCAL_DEVICE="cpu"),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = list(RATE.finditer(done.stdout))

@@ -60,7 +60,7 @@ HINTS: dict[str, list[str]] = {
         "tests/e2e/test_corrupt_store.py::test_a_backfill_into_a_damaged_store_is_refused_and_writes_nothing"
     ],
     "mempipe server stop --force": [
-        "tests/e2e/test_session_server.py::test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force"
+        "tests/e2e/test_server_installations.py::test_a_server_is_its_installations_and_is_stopped_in_use_only_with_force"
     ],
 }
 """Each hint an error can print (placeholders as ``{}``), and the tests that follow it."""
