@@ -17,6 +17,6 @@ def append_rejects(path: Path, rejects: Iterable[Reject]) -> int:
     lines = [reject.model_dump_json() + "\n" for reject in rejects]
     if lines:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as out:
-            out.writelines(lines)
+        with path.open("ab", buffering=0) as out:  # one write: workers of a run append at once
+            out.write("".join(lines).encode())
     return len(lines)

@@ -15,6 +15,7 @@ from mempipe.cli.options import (
     plan_option,
     rejects_dir_option,
     reports_errors,
+    scale_out_options,
     store_options,
 )
 from mempipe.cli.runner import run_job
@@ -74,6 +75,14 @@ if TYPE_CHECKING:
     help="Give the new turns vectors of the serving model in the same run (as reembed "
     "--incremental does), so search by meaning finds them at once.",
 )
+@click.option(
+    "--partitions",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Groups of files read at once (on threads, or one Dask worker each).",
+)
+@scale_out_options
 @click.option(
     "--allow-any-time",
     is_flag=True,

@@ -1,5 +1,5 @@
-"""How replay work is cut into partitions that can run side by side: an owner's work is never
-split (it runs in time order, in one partition)."""
+"""How work is cut into partitions that can run side by side: replay's by owner (an owner's work
+is never split: it runs in time order, in one partition), a backfill's by archive file."""
 
 from __future__ import annotations
 
@@ -44,10 +44,17 @@ def partition(items: list[WorkItem], buckets: int) -> list[list[WorkItem]]:
     return dealt
 
 
-def file_groups(files: list[tuple[str, int]], max_files: int, max_bytes: int) -> list[list[str]]:
+def file_groups(
+    files: list[tuple[str, int]], max_files: int, max_bytes: int, spread: int = 1
+) -> list[list[str]]:
     """Archive files, in the order given, cut into groups of at most ``max_files`` files and
     about ``max_bytes`` bytes (a file larger than that is a group of its own): each group is one
-    ingest task, so a directory of many small files is a few tasks, not one per file."""
+    ingest task, so a directory of many small files is a few tasks, not one per file. ``spread``:
+    the workers that read at once; the files are cut finer, into at least that many groups where
+    there are that many files, so that every worker has a share."""
+    if spread > 1 and files:
+        max_files = min(max_files, -(-len(files) // spread))
+        max_bytes = min(max_bytes, -(-sum(size for _, size in files) // spread))
     groups: list[list[str]] = []
     current: list[str] = []
     held = 0

@@ -1,6 +1,10 @@
 """Backfill: stream transcript archives into turns, then promote sessions into snapshots.
 
-Idempotent: running the same backfill again inserts nothing and counts the skips. A turn
+Idempotent: running the same backfill again inserts nothing and counts the skips. The files are
+read in this process, or cut into ``partitions`` groups of files read at once on threads or on
+Dask workers (``task_runner="dask"``: a local cluster of ``partitions`` processes, or the
+scheduler at ``dask_address``); the sessions are promoted once every file is in, so a session
+whose files two workers read is cut as one. A turn
 time before 1970 or more than ``future_margin`` after the run is a reject, unless
 ``allow_any_time``. ``embed``: the new turns get vectors of the serving model in the same
 run (the incremental re-embed of the turns, as a subflow)."""
@@ -26,6 +30,7 @@ from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals, stop_requested
 from mempipe.rejects import rejects_path
+from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.archive import FUTURE_MARGIN, ArchiveFormat, Reading, TimeWindow
 from mempipe.schemas.costs import CostConfig, RunPlan
 from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
@@ -64,6 +69,9 @@ class Backfill(Job[BackfillSummary]):
     future_margin: timedelta = FUTURE_MARGIN
     allow_any_time: bool = False
     embed: bool = False
+    partitions: Annotated[int, Field(ge=1, le=256)] = 1
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS
+    dask_address: str | None = None
 
     def check(self, context: AppContext) -> None:
         expand_paths(self.paths)
@@ -130,6 +138,9 @@ def backfill_flow(
     future_margin: timedelta = FUTURE_MARGIN,
     allow_any_time: bool = False,
     embed: bool = False,
+    partitions: Annotated[int, Field(ge=1, le=256)] = 1,
+    task_runner: TaskRunnerName = TaskRunnerName.THREADS,
+    dask_address: str | None = None,
 ) -> BackfillSummary:
     """Load the archives as turns, then promote their sessions (the module's notes)."""
     started = time.monotonic()
@@ -142,7 +153,8 @@ def backfill_flow(
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
         reading = Backfill.of_run().reading(defaults, run.run_id, rejects_file, times)
-        ingested = _ingest(context.store_url, paths, reading)
+        spread = Spread(task_runner=task_runner, workers=partitions, dask_address=dask_address)
+        ingested = _ingest(context.store_url, paths, reading, spread)
         summary, failed = _after_ingest(
             context, run.run_id, ingested, reading, promote_sessions, embed
         )
@@ -152,13 +164,18 @@ def backfill_flow(
     return concluded(summary, "backfill", failed)
 
 
-def _ingest(store_url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
-    """Every archive file the paths name, read in groups (one task each)."""
-    return [
-        summary
-        for group in resolve_archives(paths)
-        for summary in tasks.ingest_archives(store_url, group, reading)
-    ]
+def _ingest(
+    store_url: str, paths: list[str], reading: Reading, spread: Spread
+) -> list[IngestSummary]:
+    """Every archive file the paths name, read in groups (one task each): one after another in
+    this process, or spread over the workers."""
+    groups = resolve_archives(paths, spread.workers)
+    if spread.task_runner is TaskRunnerName.THREADS and spread.workers == 1:
+        done = [tasks.ingest_archives(store_url, group, reading) for group in groups]
+    else:
+        parts = [{"store_url": store_url, "paths": group, "reading": reading} for group in groups]
+        done = spread.run(tasks.ingest_archives, parts)
+    return [summary for summaries in done for summary in summaries]
 
 
 def _after_ingest(

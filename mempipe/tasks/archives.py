@@ -15,9 +15,10 @@ small files is a few tasks (each a Prefect task run and its state round trips), 
 
 
 @task(name="resolve-archives", cache_policy=NO_CACHE)
-def resolve_archives(paths: list[str]) -> list[list[str]]:
-    """The archive files the paths name, in groups: one ingest task each."""
+def resolve_archives(paths: list[str], spread: int = 1) -> list[list[str]]:
+    """The archive files the paths name, in groups: one ingest task each (at least ``spread``
+    groups where there are that many files, for that many workers)."""
     files = [(str(p), p.stat().st_size) for p in expand_paths(paths)]
-    groups = file_groups(files, GROUP_FILES, GROUP_BYTES)
+    groups = file_groups(files, GROUP_FILES, GROUP_BYTES, spread)
     get_run_logger().info("found %d archive file(s), read in %d task(s)", len(files), len(groups))
     return groups

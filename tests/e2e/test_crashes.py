@@ -1,8 +1,8 @@
 """Exactly once under crashes, signals and concurrency, proved with real processes: two replays
 at once, a replay killed with SIGKILL and resumed at once, a replay stopped by SIGTERM and by a
 Ctrl-C to its process group and run again, re-embeds killed and resumed, rolled back
-and finalized, a re-embed to an unreachable model, and no process left behind by a kill (the
-other jobs' signals: ``test_job_signals.py``).
+and finalized, and no process left behind by a kill (the other jobs' signals:
+``test_job_signals.py``).
 
 Each end state is compared with an uninterrupted run's over the same archive, in which every
 owner's home airport and city change month by month: applying an owner's months out of order
@@ -36,7 +36,6 @@ from tests.helpers import (
 )
 from tests.processes import (
     environment,
-    free_port,
     kill_when,
     left_behind,
     run,
@@ -206,34 +205,6 @@ def test_a_killed_reembed_can_be_rolled_back_or_resumed_and_finalized_within_a_m
         assert finalized.exit_code == 0, finalized.output
     assert time.monotonic() - killed_at < 120, "no lock of a dead run was waited out"
     assert read(db, "SELECT count(*) FROM leases") == [(0,)]
-
-
-def test_a_reembed_to_an_unreachable_model_changes_nothing_and_names_the_cause(
-    prefect_server, reference, tmp_path
-) -> None:
-    _, args = reembed_store(reference, tmp_path)
-    models_before = invoke("models", *args, "--json", cwd=tmp_path).stdout
-    query = ["search", "home airport", "--source", "stm", "--mode", "semantic", *args, "--json"]
-    search_before = invoke(*query, cwd=tmp_path).stdout
-
-    refused = invoke(
-        "reembed",
-        "--model",
-        "openai:text-embedding-3-small",
-        *args,
-        "--json",
-        cwd=tmp_path,
-        env={
-            "MEMPIPE_LLM_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
-            "OPENAI_API_KEY": "test",
-        },
-    )
-
-    assert refused.exit_code == 1
-    document = json.loads(refused.stdout)
-    assert "refused" in document["error"].lower(), document
-    assert invoke("models", *args, "--json", cwd=tmp_path).stdout == models_before
-    assert invoke(*query, cwd=tmp_path).stdout == search_before
 
 
 @pytest.mark.process("a command killed with SIGKILL, and its children")

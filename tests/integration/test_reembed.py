@@ -313,3 +313,35 @@ def test_a_gate_on_a_move_of_one_collection_searches_that_collection(
     summary = json.loads(moved.stdout)
     assert (summary["gate"]["old_recall"], summary["gate"]["new_recall"]) == (1.0, 1.0)
     assert summary["switched"] is True
+
+
+def test_a_reembed_to_an_unreachable_model_changes_nothing_and_names_the_cause(
+    fixtures, tmp_path, prefect_server
+) -> None:
+    """A provider model whose endpoint answers nothing: the move is refused before it starts,
+    the models served and what search finds are as they were."""
+    from tests.helpers import invoke
+    from tests.processes import free_port
+
+    args = ["--store", "sqlite:///m.db"]
+    invoke("backfill", str(fixtures / "turns.jsonl"), *args, cwd=tmp_path)
+    assert invoke("reembed", "--incremental", *args, cwd=tmp_path).exit_code == 0
+    models_before = invoke("models", *args, "--json", cwd=tmp_path).stdout
+    query = ["search", "recovery time", "--source", "stm", "--mode", "semantic", *args, "--json"]
+    search_before = invoke(*query, cwd=tmp_path).stdout
+    assert json.loads(search_before)["hits"], "search found the turns before"
+
+    refused = invoke(
+        *("reembed", "--model", "openai:text-embedding-3-small", *args, "--json"),
+        cwd=tmp_path,
+        env={
+            "MEMPIPE_LLM_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+            "OPENAI_API_KEY": "test",
+        },
+    )
+
+    assert refused.exit_code == 1
+    document = json.loads(refused.stdout)
+    assert "refused" in document["error"].lower(), document
+    assert invoke("models", *args, "--json", cwd=tmp_path).stdout == models_before
+    assert invoke(*query, cwd=tmp_path).stdout == search_before
