@@ -93,11 +93,11 @@ class Backfill(Job[BackfillSummary]):
                 None, context.store_url, texts, model, context.config.costs, load_llm_settings()
             )
 
-    def reading(
-        self, defaults: IdentityDefaults, run_id: str, rejects_file: Path, times: TimeWindow | None
-    ) -> Reading:
-        """How the run reads every file: this request's format, batch and columns, with what
-        the run settled (the identity, its id, its rejects file, the plausible times)."""
+    def reading(self, defaults: IdentityDefaults, run_id: str, rejects_file: Path) -> Reading:
+        """How the run reads every file: this request's format, batch, columns and plausible
+        times (from now), with what the run settled (the identity, its id, its rejects file)."""
+        now = datetime.now(UTC)
+        times = None if self.allow_any_time else TimeWindow.around(now, self.future_margin)
         return Reading(
             format=self.format,
             defaults=defaults,
@@ -106,6 +106,13 @@ class Backfill(Job[BackfillSummary]):
             batch_size=self.batch_size,
             columns=self.columns or {},
             times=times,
+        )
+
+    @property
+    def spread(self) -> Spread:
+        """Where the groups of files are read: this process, threads, or Dask workers."""
+        return Spread(
+            task_runner=self.task_runner, workers=self.partitions, dask_address=self.dask_address
         )
 
     def run(self, context: AppContext) -> BackfillSummary:
@@ -148,16 +155,13 @@ def backfill_flow(
     context = load_context(store, config, store_secret)
     defaults = context.identity_defaults(org_id, project_id, user_id, agent_id, identity)
     asked = {"paths": paths, "format": str(format), **defaults.recorded()}
-    times = None if allow_any_time else TimeWindow.around(datetime.now(UTC), future_margin)
     with recorded_run(context, "backfill", asked, creates_store=True) as run:
         rejects_file = rejects_path(rejects_dir, run.run_id)
         run.record_file(rejects_file, FileKind.REJECTS, defaults.user_id)
-        reading = Backfill.of_run().reading(defaults, run.run_id, rejects_file, times)
-        spread = Spread(task_runner=task_runner, workers=partitions, dask_address=dask_address)
-        ingested = _ingest(context.store_url, paths, reading, spread)
-        summary, failed = _after_ingest(
-            context, run.run_id, ingested, reading, promote_sessions, embed
-        )
+        request = Backfill.of_run()
+        reading = request.reading(defaults, run.run_id, rejects_file)
+        ingested = _ingest(context.store_url, paths, reading, request.spread)
+        summary, failed = _after_ingest(context, run.run_id, ingested, reading, request)
         summary.seconds = round(time.monotonic() - started, 3)
         run.end(run_counts(summary), failed)
     _publish(summary)
@@ -183,8 +187,7 @@ def _after_ingest(
     run_id: str,
     ingested: list[IngestSummary],
     reading: Reading,
-    promote: bool,
-    embed: bool,
+    request: Backfill,
 ) -> tuple[BackfillSummary, str | None]:
     """Promote the sessions and embed the new turns (unless stopped), and sum the run up with
     what it left undone: the files it could not read, the turns it could not embed."""
@@ -192,11 +195,11 @@ def _after_ingest(
     handlers = [t.value for t in memory.extraction.enabled]
     promotion = (
         promote_sessions(store_url, memory.promotion, handlers, run_id)
-        if promote and not stop_requested()
+        if request.promote_sessions and not stop_requested()
         else PromotionSummary()
     )
     embedded, not_embedded = (None, None)
-    if embed and not stop_requested():
+    if request.embed and not stop_requested():
         embedded, not_embedded = _embed_turns(store_url, str(context.settings.config))
     summary = summarize_backfill(run_id, store_url, ingested, promotion, reading.rejects_file, 0.0)
     if isinstance(embedded, ReembedSummary):
