@@ -23,18 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from processes import MempipeProcess, run_mempipe, session_server
-
-
-def write_files(folder: Path, count: int) -> None:
-    folder.mkdir(parents=True)
-    for n in range(count):
-        lines = [
-            {"session_id": f"s{n}", "turn_seq": 0, "role": "user", "content": f"note {n}: call"},
-            {"session_id": f"s{n}", "turn_seq": 1, "role": "assistant", "content": "will do"},
-        ]
-        if n % 10 == 0:
-            lines.append({"session_id": f"s{n}", "turn_seq": 2, "role": "robot", "content": "?"})
-        (folder / f"c{n:06d}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
+from tiny_files import write_files
 
 
 @contextmanager
@@ -70,7 +59,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         folder = work / "archive"
-        write_files(folder, options.files)
+        write_files(folder, options.files, rejects_every=10)
         print(f"files: {options.files:,} ({2 * options.files:,} turns, rejects in a tenth)")
         with session_server(work):
             for backend in options.backends.split(","):

@@ -27,13 +27,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from processes import run_mempipe, session_server
 
 
-def write_files(folder: Path, count: int) -> None:
+def write_files(folder: Path, count: int, rejects_every: int = 0) -> None:
+    """``count`` two-turn archives; with ``rejects_every``, every so many a third record that is
+    a reject."""
     folder.mkdir(parents=True)
     for n in range(count):
         lines = [
             {"session_id": f"s{n}", "turn_seq": 0, "role": "user", "content": f"note {n}: call"},
             {"session_id": f"s{n}", "turn_seq": 1, "role": "assistant", "content": "will do"},
         ]
+        if rejects_every and n % rejects_every == 0:
+            lines.append({"session_id": f"s{n}", "turn_seq": 2, "role": "robot", "content": "?"})
         (folder / f"c{n:06d}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
 
 

@@ -12,6 +12,7 @@ from mempipe.cli.options import (
     identity_options,
     json_option,
     pairs,
+    partitions_option,
     plan_option,
     rejects_dir_option,
     reports_errors,
@@ -75,13 +76,7 @@ if TYPE_CHECKING:
     help="Give the new turns vectors of the serving model in the same run (as reembed "
     "--incremental does), so search by meaning finds them at once.",
 )
-@click.option(
-    "--partitions",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Groups of files read at once (on threads, or one Dask worker each).",
-)
+@partitions_option("Groups of files read at once (on threads, or one Dask worker each).")
 @scale_out_options
 @click.option(
     "--allow-any-time",

@@ -8,6 +8,7 @@ import click
 
 from mempipe.cli.options import (
     json_option,
+    partitions_option,
     plan_option,
     reports_errors,
     scale_out_options,
@@ -69,13 +70,7 @@ if TYPE_CHECKING:
 @click.option(
     "--incremental", is_flag=True, default=False, help="Only embed what the serving model lacks."
 )
-@click.option(
-    "--partitions",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Record-id ranges per collection, embedded at once.",
-)
+@partitions_option("Record-id ranges per collection, embedded at once.")
 @via_option
 @plan_option
 @scale_out_options

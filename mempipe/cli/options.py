@@ -256,6 +256,13 @@ def counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{key} {value}" for key, value in counts.items() if key != "total")
 
 
+def partitions_option(help: str) -> Callable[[F], F]:
+    """``--partitions``: the parts a job's work is cut into, run at once (``help`` says what)."""
+    return click.option(
+        "--partitions", default=1, show_default=True, type=click.IntRange(1, 256), help=help
+    )
+
+
 def scale_out_options(command: F) -> F:
     """``--task-runner`` and ``--dask-address``: where a flow's partitions run."""
     command = click.option(
