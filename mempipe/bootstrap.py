@@ -37,13 +37,14 @@ DEFAULT_ORG = "default"
 DEFAULT_PROJECT = "default"
 
 
-@dataclass(frozen=True)
+@dataclass
 class AppContext:
     settings: Settings
     config: ProjectConfig
-    prepared: set[bool] = field(default_factory=set, compare=False, repr=False)
-    """The ``create`` modes this context's store was prepared with in this command: the runner
-    prepares it before the flow starts, and the flow's run record does not prepare it again."""
+    prepared: bool = field(default=False, compare=False, repr=False)
+    """This command prepared the store (the runner does, before the flow starts), so the flow's
+    run record does not prepare it again. Any preparation serves every later ask: the store is
+    there, migrated and declared, whether or not the job that prepared it may create one."""
 
     @property
     def store_url(self) -> str:
@@ -96,11 +97,7 @@ class AppContext:
         job writes. ``create``: for the jobs that bring data in; every other job refuses a
         store that is not there."""
         prepare_store(self.store_url, self.declarations, create=create)
-        self.prepared.add(create)
-
-    def is_prepared(self, *, create: bool = False) -> bool:
-        """Whether this command already prepared the store as a job that may ``create`` it."""
-        return True in self.prepared if create else bool(self.prepared)
+        self.prepared = True
 
     def identity_defaults(
         self,

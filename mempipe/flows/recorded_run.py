@@ -65,7 +65,7 @@ def recorded_run(
     that is not there."""
     store_url = context.store_url
     run = RecordedRun(store_url)
-    if not context.is_prepared(create=creates_store):
+    if not context.prepared:
         prepare_store(store_url, context.declarations, create=creates_store)
     record_run_start(store_url, run.run_id, flow, parameters)
     with ExitStack() as held:
