@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mempipe.schemas.work import WorkQuery
+
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("MEMPIPE_SERVER_MODE", "temporary")
@@ -118,7 +120,7 @@ def main() -> None:
             ),
             lambda: sum(len(t) for t in cl100k.encode_ordinary_batch(texts)),
         )
-        items = uow.work.extraction_work(SnapshotSelection(), handlers, force=True)
+        items = uow.work.extraction_work(WorkQuery(handlers=handlers, force=True))
         snapshot_ids = sorted({i.snapshot_id for i in items})
         contents = {s: uow.work.snapshot_content(s) for s in snapshot_ids}
         prompts = [

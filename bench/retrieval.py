@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.schemas.embedding import ModelRegistration
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
@@ -64,7 +65,11 @@ def load(store_path: Path, out: Path) -> None:
     matrix = cached_vectors(out, texts)
     row_of = {text: i for i, text in enumerate(texts)}
     embedder = embedder_for(MODEL)
-    store.register_model("stm", MODEL, embedder.dimensions, "serving")
+    store.register_model(
+        ModelRegistration(
+            collection="stm", model_id=MODEL, dimensions=embedder.dimensions, state="serving"
+        )
+    )
     rows = store._rows("SELECT id, content FROM turns ORDER BY id")
     for start in range(0, len(rows), 5000):
         batch = rows[start : start + 5000]

@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.schemas.embedding import ModelRegistration
 
 if TYPE_CHECKING:
     from mempipe.adapters.store import Store
@@ -114,7 +115,11 @@ def build(store_path: Path, out: Path, turns: int, per_user: int, model: str, sp
         print(f"embedded {len(texts):,} distinct texts in {time.perf_counter() - started:.0f} s")
         np.save(cache, matrix)
     row_of = {text: i for i, text in enumerate(texts)}
-    store.register_model("stm", model, embedder.dimensions, "serving")
+    store.register_model(
+        ModelRegistration(
+            collection="stm", model_id=model, dimensions=embedder.dimensions, state="serving"
+        )
+    )
     rows = store._rows("SELECT id, content FROM turns ORDER BY id")
     for start in range(0, len(rows), 5000):
         batch = rows[start : start + 5000]

@@ -27,8 +27,8 @@ from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import CustomMemory, SemanticMemory
 from mempipe.schemas.memory_import import MemoryFormat, MemoryImportRequest, MemoryImportSummary
 from mempipe.schemas.run import RunRecord
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.turn import SourceLocation, Turn
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.memory_import import import_memory_file
 from mempipe.services.promote import promote_sessions
 from mempipe.services.reembed.fill import embed_collection
@@ -136,7 +136,7 @@ def replay_context(**overrides) -> ReplayContext:
 
 
 def replay_all(store, ctx: ReplayContext, handlers=HANDLERS):
-    work = store.extraction_work(SnapshotSelection(), handlers, force=False)
+    work = store.extraction_work(WorkQuery(handlers=handlers))
     return [replay_one(UnitOfWork(store), item, ctx) for item in work]
 
 

@@ -34,7 +34,7 @@ from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import ReplayPreview, ReplaySettings, ReplaySummary
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale
+from mempipe.schemas.work import Stale, WorkQuery
 from mempipe.services.replay.extract import current_extraction
 from mempipe.services.replay.preview import batch_preview
 from mempipe.services.replay.summary import BucketOutcome, summarize_replay
@@ -193,9 +193,10 @@ def _preview(
     with unit_of_work(store_url, existing=True) as uow:
         from mempipe.services.replay.preview import preview
 
-        work = uow.work.extraction_work(
-            request.selection, handlers, force=request.force, stale=stale
+        query = WorkQuery(
+            handlers=handlers, selection=request.selection, force=request.force, stale=stale
         )
+        work = uow.work.extraction_work(query)
         context = extraction_context(settings, f"preview-{uuid.uuid4().hex[:12]}", uow, keep=True)
         return preview(uow, work, context, handlers, plans, page)
 
@@ -250,6 +251,12 @@ class Work(BaseModel):
     settings: ReplaySettings
     force: bool
     stale: Stale | None = None
+
+    @property
+    def query(self) -> WorkQuery:
+        return WorkQuery(
+            handlers=self.handlers, selection=self.selection, force=self.force, stale=self.stale
+        )
 
 
 def _work(
@@ -322,9 +329,7 @@ def _extract(
     selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
     if via == "batch":
         return replay_via_batch(store_url, selection, handlers, settings, run_id, force, work.stale)
-    buckets = select_extraction_work(
-        store_url, selection, handlers, force, spread.workers, work.stale
-    )
+    buckets = select_extraction_work(store_url, work.query, spread.workers)
     return spread.run(
         replay_bucket,
         [

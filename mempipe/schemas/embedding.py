@@ -67,17 +67,24 @@ class ModelState(StrEnum):
     PREVIOUS = "previous"
 
 
-class RegistryEntry(BaseModel):
+class ModelRegistration(BaseModel):
+    """A (collection, model) pair's vectors, as a store is asked to declare them."""
+
     model_config = ConfigDict(frozen=True)
 
     collection: str
     model_id: str
     dimensions: int
     state: ModelState
-    vector_table: str
     options: ModelOptions | None = Field(
         default=None, description="how the model was asked (a provider model's declared options)"
     )
+
+
+class RegistryEntry(ModelRegistration):
+    """A registration as the store keeps it, with the table (or field) its vectors are in."""
+
+    vector_table: str
 
 
 class ModelInfo(BaseModel):

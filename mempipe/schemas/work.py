@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempipe.schemas.selection import SnapshotSelection
 
 
 class ExtractionVersion(BaseModel):
@@ -25,6 +27,19 @@ class ExtractionVersion(BaseModel):
 Stale = dict[str, ExtractionVersion]
 """``replay --stale``: per handler, the extraction configured now; a done extraction that ran
 with another is work again."""
+
+
+class WorkQuery(BaseModel):
+    """What the work queue is asked for: (snapshot, handler) pairs of the selection that are
+    pending or retryable; every pair with ``force``; with ``stale``, also the done ones that ran
+    with another extraction than the one given."""
+
+    model_config = ConfigDict(frozen=True)
+
+    handlers: tuple[str, ...]
+    selection: SnapshotSelection = Field(default_factory=SnapshotSelection)
+    force: bool = False
+    stale: Stale | None = None
 
 
 class WorkItem(BaseModel):

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.bundle import BundleSelection, bundle_collection, store_collection
-from mempipe.schemas.embedding import ModelState, RegistryEntry
+from mempipe.schemas.embedding import ModelRegistration, ModelState, RegistryEntry
 
 
 def serving(uow: UnitOfWork) -> list[RegistryEntry]:
@@ -66,11 +66,13 @@ def reusable(target: UnitOfWork, collection: str, source: RegistryEntry) -> bool
     served = target.models.serving_model(store_collection(collection))
     if served is None:
         target.vectors.register_model(
-            store_collection(collection),
-            model_id,
-            source.dimensions,
-            ModelState.SERVING.value,
-            source.options,
+            ModelRegistration(
+                collection=store_collection(collection),
+                model_id=model_id,
+                dimensions=source.dimensions,
+                state=ModelState.SERVING,
+                options=source.options,
+            )
         )
         return True
     return served == model_id

@@ -17,7 +17,6 @@ from mempipe.bootstrap import spend_recorded
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
-from mempipe.schemas.embedding import ModelOptions
 from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.services.embedding import PROBE_TEXT, store_embedder
 from mempipe.services.evaluation import read_queries
@@ -29,6 +28,7 @@ from mempipe.services.reembed.fill import (
     cut_source,
     embed_collection,
     id_ranges,
+    registration,
     target_state,
 )
 from mempipe.services.reembed.provider_batch import embed_collection_via_batch, scope_of
@@ -92,13 +92,7 @@ def plan_embedding(
                 embedder = store_embedder(uow, serving[0])
         state = target_state(uow, collection, embedder.model_id, incremental=incremental)
         options = options_for(model, embedder.model_id)
-        uow.vectors.register_model(
-            collection,
-            embedder.model_id,
-            embedder.dimensions,
-            state,
-            None if options == ModelOptions() else options,
-        )
+        uow.vectors.register_model(registration(collection, embedder, state, options))
         cut_from = None if incremental else cut_source(uow, collection, embedder.model_id)
         ranges = id_ranges(uow.vectors.record_id_bounds(collection), 1 if cut_from else partitions)
         return EmbeddingPlan(

@@ -15,7 +15,7 @@ from mempipe.interrupts import interruptible_sleep, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import Stale, WorkItem, WorkQuery
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay.owner_work import replay_by_owner
 from mempipe.services.replay.provider_batch import (
@@ -35,17 +35,10 @@ extraction the same way, and 100,000 lines of it help nobody."""
 
 
 @task(name="select-extraction-work", cache_policy=NO_CACHE)
-def select_extraction_work(
-    store_url: str,
-    selection: SnapshotSelection,
-    handlers: list[str],
-    force: bool,
-    buckets: int,
-    stale: Stale | None = None,
-) -> list[list[WorkItem]]:
+def select_extraction_work(store_url: str, query: WorkQuery, buckets: int) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
     with unit_of_work(store_url) as uow:
-        items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
+        items = uow.work.extraction_work(query)
         parts = partition(items, buckets)
         get_run_logger().info("%d extractions in %d partition(s)", len(items), len(parts))
         return parts
@@ -154,7 +147,9 @@ def replay_via_batch(
             covered = {key for batch in adopted for key in batch.items}
             items = [
                 item
-                for item in uow.work.extraction_work(selection, handlers, force=force, stale=stale)
+                for item in uow.work.extraction_work(
+                    WorkQuery(handlers=handlers, selection=selection, force=force, stale=stale)
+                )
                 if extraction_key(item.handler, item.snapshot_id) not in covered
             ]
             submitted = work.submit(extraction_requests(uow, items, live))

@@ -12,13 +12,14 @@ from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.run import RunRecord, RunStatus
 from mempipe.schemas.search import CandidateQuery, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
-from mempipe.schemas.work import ExtractionVersion
+from mempipe.schemas.work import ExtractionVersion, WorkQuery
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(hours=1)
@@ -40,7 +41,7 @@ def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
     assert backend.count_unpromoted_turns() == 0
     stats = backend.stats()
     assert (stats.turns, stats.sessions) == (6, 2)
-    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = backend.extraction_work(WorkQuery(handlers=["semantic"]))
     seen = {
         item.user_id: {line.content for line in backend.snapshot_content(item.snapshot_id).turns}
         for item in work
@@ -53,7 +54,7 @@ def test_two_users_may_reuse_a_session_id_and_are_never_merged(backend) -> None:
 def test_snapshot_times_are_when_the_conversation_happened(backend) -> None:
     backend.add_turns([turn(seq) for seq in range(4)], "r")
     promote(backend)
-    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = backend.extraction_work(WorkQuery(handlers=["semantic"]))
     ids = [item.snapshot_id for item in work]
     times = backend.snapshot_times([*ids, "no-such-snapshot"])
     assert sorted(times.values()) == [T0, T0 + timedelta(minutes=2)], "each one's first turn"
@@ -173,7 +174,7 @@ def test_provider_batches_are_found_open_by_scope_until_they_end(backend) -> Non
 def test_extraction_work_states_and_failures(backend) -> None:
     backend.add_turns([turn(0), turn(1), turn(2)], "r")
     promote(backend, handlers=("semantic",))
-    work = backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+    work = backend.extraction_work(WorkQuery(handlers=["semantic", "taxonomic"]))
     assert len(work) == 4, "a handler enabled later gets pending states too"
     first = work[0]
     content = backend.snapshot_content(first.snapshot_id)
@@ -198,25 +199,24 @@ def test_extraction_work_states_and_failures(backend) -> None:
             at=T0,
         )
     )
+    assert len(backend.extraction_work(WorkQuery(handlers=["semantic", "taxonomic"]))) == 3
     assert (
-        len(backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False))
-        == 3
-    )
-    assert (
-        len(backend.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=True))
-        == 4
+        len(backend.extraction_work(WorkQuery(handlers=["semantic", "taxonomic"], force=True))) == 4
     )
     assert backend.failure_counts() == {"environmental": 0, "content": 1}
     narrowed = SnapshotSelection(snapshot_ids=[first.snapshot_id])
-    assert {w.snapshot_id for w in backend.extraction_work(narrowed, ["semantic"], force=True)} == {
-        first.snapshot_id
-    }
+    assert {
+        w.snapshot_id
+        for w in backend.extraction_work(
+            WorkQuery(handlers=["semantic"], selection=narrowed, force=True)
+        )
+    } == {first.snapshot_id}
 
 
 def test_stale_work_is_what_ran_with_another_extractor_or_prompt(backend) -> None:
     backend.add_turns([turn(n) for n in range(6)], "r")
     promote(backend, handlers=("semantic",))
-    first, second, third = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    first, second, third = backend.extraction_work(WorkQuery(handlers=["semantic"]))
     for item, prompt in ((first, "labels@aaa"), (second, "labels@bbb")):
         backend.set_extraction_state(
             item.snapshot_id,
@@ -230,7 +230,7 @@ def test_stale_work_is_what_ran_with_another_extractor_or_prompt(backend) -> Non
         )
 
     def work(stale=None) -> set[str]:
-        found = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False, stale=stale)
+        found = backend.extraction_work(WorkQuery(handlers=["semantic"], stale=stale))
         return {w.snapshot_id for w in found}
 
     assert work() == {third.snapshot_id}, "done is done without --stale"
@@ -423,7 +423,11 @@ def _one_embedded_memory(backend) -> None:
 @pytest.mark.repositories("models", "vectors")
 def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
     _one_embedded_memory(backend)
-    backend.register_model("semantic", "hashing-8", 8, "building")
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id="hashing-8", dimensions=8, state="building"
+        )
+    )
     missing = backend.records_missing_vectors("semantic", "hashing-8", 0, 10)
     assert len(missing) == 1
     assert backend.set_vectors("semantic", "hashing-8", [(missing[0][0], [1.0] + [0.0] * 7)]) == 1
@@ -453,7 +457,11 @@ def test_no_move_drops_the_serving_model(backend) -> None:
     """The blue/green rules are one domain plan on both backends: after a finalize there is
     nothing to roll back to, and a rollback then leaves the serving model and its vectors."""
     _one_embedded_memory(backend)
-    backend.register_model("semantic", "hashing-8", 8, "building")
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id="hashing-8", dimensions=8, state="building"
+        )
+    )
     backend.set_vectors(
         "semantic", "hashing-8", [(backend.record_id_bounds("semantic")[0], [1.0] * 8)]
     )
@@ -467,7 +475,11 @@ def test_no_move_drops_the_serving_model(backend) -> None:
 @pytest.mark.repositories("models", "vectors")
 def test_a_rollback_of_a_move_that_never_switched_drops_only_the_building_vectors(backend) -> None:
     _one_embedded_memory(backend)
-    backend.register_model("semantic", "hashing-8", 8, "building")
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id="hashing-8", dimensions=8, state="building"
+        )
+    )
     assert backend.rollback_models(["semantic"]) == ["semantic"]
     assert _states(backend) == {"hashing-4": "serving"}
     assert backend.vector_counts("semantic", "hashing-4") == (1, 1)

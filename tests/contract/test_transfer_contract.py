@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.run import RunRecord, RunStatus
 from tests.stores import memory, promote, turn
@@ -200,9 +201,23 @@ def test_a_models_options_are_recorded_with_it_and_travel_with_its_vectors(backe
         dimensions_parameter="output_dimension",
     )
     model = "openai:voyage-3.5:8"
-    backend.register_model("semantic", model, 8, "serving", asked)
-    backend.register_model("semantic", model, 8, "serving", ModelOptions())
-    backend.register_model("stm", "hashing-8", 8, "serving")
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id=model, dimensions=8, state="serving", options=asked
+        )
+    )
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic",
+            model_id=model,
+            dimensions=8,
+            state="serving",
+            options=ModelOptions(),
+        )
+    )
+    backend.register_model(
+        ModelRegistration(collection="stm", model_id="hashing-8", dimensions=8, state="serving")
+    )
     recorded = {e.model_id: e.options for e in backend.registry()}
     assert recorded == {model: asked, "hashing-8": None}
 

@@ -33,7 +33,7 @@ from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus, Snapshot
 from mempipe.schemas.summaries import TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
 from mempipe.schemas.turn import Turn
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import WorkItem, WorkQuery
 
 RUNNABLE = (ExtractionStatus.PENDING, ExtractionStatus.FAILED_RETRYABLE)
 
@@ -203,25 +203,18 @@ class InMemoryStore(OneBatchAtATime):
     def _time(snapshot: Snapshot) -> datetime:
         return snapshot.started_at or datetime.min.replace(tzinfo=UTC)
 
-    def extraction_work(
-        self,
-        selection: SnapshotSelection,
-        handlers: Sequence[str],
-        *,
-        force: bool,
-        stale: Stale | None = None,
-    ) -> list[WorkItem]:
+    def extraction_work(self, query: WorkQuery) -> list[WorkItem]:
         items = []
-        for s in self._selected(selection):
-            for handler in sorted(handlers):
+        for s in self._selected(query.selection):
+            for handler in sorted(query.handlers):
                 state = self.data.states.setdefault(
                     (s.snapshot_id, handler), ExtractionState(handler=handler)
                 )
-                current = (stale or {}).get(handler)
+                current = (query.stale or {}).get(handler)
                 again = current is not None and current.stale(
                     state.status, state.extractor, state.prompt_version
                 )
-                if force or again or state.status in RUNNABLE:
+                if query.force or again or state.status in RUNNABLE:
                     items.append(
                         WorkItem(
                             snapshot_id=s.snapshot_id,

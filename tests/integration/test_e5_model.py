@@ -15,6 +15,7 @@ from mempipe.adapters.embedding import embedder_for
 from mempipe.adapters.embedding.e5 import LocalE5
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.evaluation import EvalQuery, QueryFile
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.search import ReadFilter, SearchMode
@@ -78,7 +79,14 @@ def e5_store(store):
         for record in records:
             store.add_memory("semantic", record, None)
     uow = UnitOfWork(store)
-    uow.vectors.register_model("semantic", model.model_id, model.dimensions, "serving")
+    uow.vectors.register_model(
+        ModelRegistration(
+            collection="semantic",
+            model_id=model.model_id,
+            dimensions=model.dimensions,
+            state="serving",
+        )
+    )
     embed_collection(uow, "semantic", model, run_id="r", batch_size=4, state="serving")
     return store
 

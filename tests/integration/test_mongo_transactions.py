@@ -16,6 +16,7 @@ from mempipe.adapters.store.mongo.client import MongoStore
 from mempipe.adapters.store.mongo.factory import open_mongo_store
 from mempipe.domain.promotion import cut_snapshots
 from mempipe.schemas.config import PromotionLimits
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.turn import SourceLocation, Turn
 from tests.fakes import atlas, transactions
 
@@ -99,8 +100,12 @@ UNEMBEDDABLE = {7, 1_000, 1_999}
 
 def loaded(store: MongoStore) -> str:
     """2,000 semantic records served by OLD, each but three with a NEW vector beside it."""
-    store.register_model("semantic", OLD, 4, "serving")
-    store.register_model("semantic", NEW, 8, "building")
+    store.register_model(
+        ModelRegistration(collection="semantic", model_id=OLD, dimensions=4, state="serving")
+    )
+    store.register_model(
+        ModelRegistration(collection="semantic", model_id=NEW, dimensions=8, state="building")
+    )
     new_path = store._entry("semantic", NEW)["path"]
     old_path = store._entry("semantic", OLD)["path"]
     # mongomock checks unique indexes by scanning: without them the inserts take a moment.

@@ -18,7 +18,7 @@ from mempipe.errors import ConfigError
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import Prompt
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.replay.extract import replay_one
 from tests.fakes.openai_server import Answer, fake_openai, memories
 from tests.helpers import AIRPORT_SNAPSHOT
@@ -138,7 +138,7 @@ def test_a_prompt_that_reads_another_value_for_a_key_updates_what_the_old_one_ta
     from tests.stores import load, replay_context
 
     load(store, tmp_path)
-    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)[:1]
+    work = store.extraction_work(WorkQuery(handlers=["semantic"]))[:1]
 
     def airport(code: str):
         return lambda body: memories({"text": f"User's home airport is {code}.", "label": "home"})

@@ -12,6 +12,7 @@ import pytest
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.errors import StoreError
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.evaluation import EvalQuery, QueryFile
 from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord
@@ -157,7 +158,11 @@ def test_writes_and_queries_of_another_model_or_dimension_are_refused(big) -> No
     with pytest.raises(StoreError, match=r"indexed with hashing-64 \(64 dimensions\).*hashing-128"):
         big.ensure_vector_table("semantic", NEW.model_id, NEW.dimensions)
     with pytest.raises(StoreError, match="registered with 64 dimensions, not 32"):
-        big.register_model("semantic", OLD.model_id, 32, "building")
+        big.register_model(
+            ModelRegistration(
+                collection="semantic", model_id=OLD.model_id, dimensions=32, state="building"
+            )
+        )
 
 
 def test_the_recall_gate_compares_old_and_new_on_labelled_queries(big) -> None:

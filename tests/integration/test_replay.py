@@ -13,7 +13,7 @@ from mempipe.adapters.llm.openai_compat import OpenAIExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import ContentError, FailureKind, RetryPolicy
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.replay.extract import replay_batch, replay_one
 from tests.fakes.openai_server import error, fake_openai
 from tests.stores import HANDLERS, load, replay_all, replay_context
@@ -67,8 +67,8 @@ def test_replaying_again_redoes_nothing_and_force_counts_the_same_snapshot_once(
     load(store, tmp_path)
     replay_all(store, replay_context())
     before = (memories(store), audit(store))
-    assert store.extraction_work(SnapshotSelection(), HANDLERS, force=False) == []
-    forced = store.extraction_work(SnapshotSelection(), HANDLERS, force=True)
+    assert store.extraction_work(WorkQuery(handlers=HANDLERS)) == []
+    forced = store.extraction_work(WorkQuery(handlers=HANDLERS, force=True))
     for item in forced:
         replay_one(UnitOfWork(store), item, replay_context(run_id="again"))
     assert (memories(store), audit(store)) == before
@@ -128,7 +128,7 @@ def test_a_fact_restated_in_one_batch_is_embedded_once_and_still_reinforced(
 ) -> None:
     load(store, tmp_path)
     embedder = Recording(64)
-    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = store.extraction_work(WorkQuery(handlers=["semantic"]))
     results = replay_batch(UnitOfWork(store), work, replay_context(embedder=embedder))
     seat = "User prefers a window seat on long flights."
     assert embedder.texts.count(seat) == 1
@@ -208,7 +208,7 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
     with fake_openai() as (fake, url):
         extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))
         ctx = replay_context(extractor=extractor, retry=policy, sleep=lambda s: None)
-        work = store.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+        work = store.extraction_work(WorkQuery(handlers=["semantic", "taxonomic"]))
         outage = next(w for w in work if w.handler == "semantic")
         too_long = next(w for w in work if w.handler == "taxonomic")
         fake.script = [error(503, "overloaded")]
@@ -237,7 +237,7 @@ def test_failed_extractions_are_recorded_by_class_and_only_retryable_ones_come_b
         ("extract:semantic", "environmental", "server", 2, outage.snapshot_id),
         ("extract:taxonomic", "content", "context_too_long", 1, too_long.snapshot_id),
     ]
-    again = store.extraction_work(SnapshotSelection(), ["semantic", "taxonomic"], force=False)
+    again = store.extraction_work(WorkQuery(handlers=["semantic", "taxonomic"]))
     keys = {(w.snapshot_id, w.handler) for w in again}
     assert (outage.snapshot_id, "semantic") in keys
     assert (too_long.snapshot_id, "taxonomic") not in keys
@@ -249,7 +249,7 @@ def test_the_llm_extractor_writes_the_snapshot_summary(store, tmp_path) -> None:
     from tests.fakes.openai_server import memories as answer
 
     load(store, tmp_path)
-    item = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)[0]
+    item = store.extraction_work(WorkQuery(handlers=["semantic"]))[0]
     with fake_openai() as (fake, url):
         fake.script = [completion("Maya introduced herself and her home airport."), answer()]
         extractor = OpenAIExtractor(LLMSettings(base_url=url, model="m", api_key="k"))

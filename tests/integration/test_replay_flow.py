@@ -18,7 +18,7 @@ from mempipe.flows.backfill import backfill_flow
 from mempipe.flows.replay import replay_flow
 from mempipe.flows.report import audit_report_flow
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.replay.owner_work import owner_lease
 from mempipe.services.report.audit import scan_audit
 
@@ -91,7 +91,7 @@ def test_a_disabled_type_is_not_extracted(prefect_server, store_url, tmp_path) -
 
 def the_owner(store) -> str:
     """The lease of the sample's one owner."""
-    work = store.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = store.extraction_work(WorkQuery(handlers=["semantic"]))
     assert len({item.partition for item in work}) == 1
     return owner_lease(work[0].partition)
 

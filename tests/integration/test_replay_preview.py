@@ -25,8 +25,7 @@ from mempipe.schemas.bundle import BUNDLE_MODELS, BundleSelection
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import OfflineRule, Prompt
 from mempipe.schemas.replay import LLMSettings
-from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import ExtractionVersion
+from mempipe.schemas.work import ExtractionVersion, WorkQuery
 from mempipe.services.replay.extract import ReplayContext, current_extraction, replay_batch
 from mempipe.services.replay.preview import _batches, rehearse
 from tests.fakes.openai_server import Answer, fake_openai, memories
@@ -93,7 +92,7 @@ def context(url: str, prompt: str, run_id: str, kept: Path, *, keep: bool) -> Re
 def test_the_preview_is_exact_and_writes_nothing(backend, tmp_path) -> None:
     load(backend, tmp_path)
     uow, kept = UnitOfWork(backend), tmp_path / "kept"
-    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = backend.extraction_work(WorkQuery(handlers=["semantic"]))
     with fake_openai() as (fake, url):
         fake.responder = by_prompt
         for batch in _batches(work):
@@ -103,7 +102,7 @@ def test_the_preview_is_exact_and_writes_nothing(backend, tmp_path) -> None:
                 extractor="openai:m", prompt_version=Prompt(text=NEW).version
             )
         }
-        again = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False, stale=stale)
+        again = backend.extraction_work(WorkQuery(handlers=["semantic"], stale=stale))
         assert again, "every extraction ran with the old prompt: all stale"
 
         before = everything(backend)
@@ -168,13 +167,13 @@ def test_an_offline_rule_change_is_previewed_and_replayed_exactly(backend, tmp_p
             run_id=run_id, extractor=OfflineExtractor([rule]), embedder=HashingEmbedder(64)
         )
 
-    work = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False)
+    work = backend.extraction_work(WorkQuery(handlers=["semantic"]))
     for batch in _batches(work):
         replay_batch(uow, batch, ctx(RULE_A, "a"))
     second = ctx(RULE_B, "preview")
     assert second.extractor.name != ctx(RULE_A, "a").extractor.name, "a new rules version"
     stale = current_extraction(second.extractor, second.llm, ["semantic"])
-    again = backend.extraction_work(SnapshotSelection(), ["semantic"], force=False, stale=stale)
+    again = backend.extraction_work(WorkQuery(handlers=["semantic"], stale=stale))
     assert len(again) == len(work)
 
     before = everything(backend)

@@ -18,6 +18,7 @@ from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.replay import ReplaySettings
 from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkQuery
 from mempipe.tasks.replay import replay_bucket, select_extraction_work
 from tests.helpers import audit_actions
 
@@ -84,7 +85,7 @@ def duplicated_partitions(url: str, run_id: str) -> None:
     """Every partition of a replay submitted twice at once, as a retried or duplicated task
     would run it."""
     settings = ReplaySettings(embedding_model="hashing-128")
-    parts = select_extraction_work(url, SnapshotSelection(), HANDLERS, False, 2)
+    parts = select_extraction_work(url, WorkQuery(handlers=HANDLERS), 2)
     twice = [
         {
             "store_url": url,

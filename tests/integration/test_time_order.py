@@ -10,7 +10,7 @@ from pathlib import Path
 from mempipe.adapters.embedding.hashing import HashingEmbedder
 from mempipe.adapters.llm.offline import OfflineExtractor
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.schemas.selection import SnapshotSelection
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.replay.extract import ReplayContext, replay_one
 from tests.helpers import MONTHS, airport, write_archive
 from tests.stores import load
@@ -38,7 +38,7 @@ def month_files(tmp_path: Path) -> list[Path]:
 
 def replay_pending(store) -> None:
     context = ReplayContext(run_id="r", extractor=OfflineExtractor(), embedder=HashingEmbedder(64))
-    for item in store.extraction_work(SnapshotSelection(), ["semantic"], force=False):
+    for item in store.extraction_work(WorkQuery(handlers=["semantic"])):
         assert replay_one(UnitOfWork(store), item, context).status == "done"
 
 

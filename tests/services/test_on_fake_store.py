@@ -25,9 +25,9 @@ from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.failure import FailureClass
 from mempipe.schemas.identity import IdentityDefaults
 from mempipe.schemas.memory import MemoryType
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
+from mempipe.schemas.work import WorkQuery
 from mempipe.services.promote import promote_sessions
 from mempipe.services.replay.extract import ExtractionSummary, ReplayContext, replay_batch
 from mempipe.services.report.audit import scan_audit, write_audit
@@ -63,7 +63,7 @@ def context(run_id: str = "run") -> ReplayContext:
 
 
 def replay(store, run_id: str = "run") -> list[ExtractionSummary]:
-    work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+    work = store.extraction_work(WorkQuery(handlers=HANDLERS))
     return replay_batch(UnitOfWork(store), work, context(run_id))
 
 
@@ -77,8 +77,8 @@ def test_the_fake_reconciles_exactly_as_sqlite_does(tmp_path: Path) -> None:
     real = loaded(open_store(f"sqlite:///{tmp_path / 'real.db'}", migrate=True), tmp_path)
     try:
         assert fake.count_unpromoted_turns() == real.count_unpromoted_turns() == 0
-        fake_work = fake.extraction_work(SnapshotSelection(), HANDLERS, force=False)
-        real_work = real.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+        fake_work = fake.extraction_work(WorkQuery(handlers=HANDLERS))
+        real_work = real.extraction_work(WorkQuery(handlers=HANDLERS))
         assert fake_work == real_work
         assert [r.status for r in replay(fake)] == [r.status for r in replay(real)]
         assert outcome(fake) == outcome(real)
@@ -140,7 +140,7 @@ class Refusing(OfflineExtractor):
 
 def test_a_batch_whose_every_extraction_failed_takes_no_write_lock(tmp_path: Path) -> None:
     store = loaded(InMemoryStore(), tmp_path)
-    work = store.extraction_work(SnapshotSelection(), HANDLERS, force=False)
+    work = store.extraction_work(WorkQuery(handlers=HANDLERS))
 
     results = replay_batch(
         UnitOfWork(store), work, context().model_copy(update={"extractor": Refusing()})

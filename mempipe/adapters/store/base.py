@@ -19,18 +19,17 @@ from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection, StoredUser
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
-from mempipe.schemas.embedding import ModelOptions, RegistryEntry
+from mempipe.schemas.embedding import ModelRegistration, RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.schemas.search import CandidateQuery, Hit, Near, ReadFilter
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
 from mempipe.schemas.summaries import StoreStats, TurnWriteResult
 from mempipe.schemas.transcript import SnapshotContent
 from mempipe.schemas.turn import Turn
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import WorkItem, WorkQuery
 
 C = TypeVar("C")
 
@@ -97,16 +96,8 @@ class WorkQueue(Protocol):
     """Snapshots as extraction work: what is runnable, what a snapshot holds, each
     (snapshot, handler)'s state."""
 
-    def extraction_work(
-        self,
-        selection: SnapshotSelection,
-        handlers: Sequence[str],
-        *,
-        force: bool,
-        stale: Stale | None = None,
-    ) -> list[WorkItem]:
-        """(snapshot, handler) pairs to run: pending or retryable ones, or all with ``force``;
-        with ``stale``, also the done ones that ran with another extraction than the given."""
+    def extraction_work(self, query: WorkQuery) -> list[WorkItem]:
+        """The pairs the query asks for, in the order they run (by the snapshot's time)."""
         ...
 
     def snapshot_content(self, snapshot_id: str) -> SnapshotContent: ...
@@ -162,14 +153,7 @@ class AuditLog(Protocol):
 class Vectors(Protocol):
     """Vectors beside the records, one set per (collection, model)."""
 
-    def register_model(
-        self,
-        collection: str,
-        model_id: str,
-        dimensions: int,
-        state: str,
-        options: ModelOptions | None = None,
-    ) -> str:
+    def register_model(self, registration: ModelRegistration) -> str:
         """Create (or find) the vector table of (collection, model), in ``state`` if new, with
         the options the model is asked with (recorded once, with the model)."""
         ...

@@ -27,7 +27,7 @@ from mempipe.errors import MempipeError
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.bundle import BundleSelection, bundle_collection
-from mempipe.schemas.embedding import ModelState
+from mempipe.schemas.embedding import ModelOptions, ModelRegistration, ModelState
 from mempipe.schemas.evaluation import QueryFile
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.reembed import CollectionReport, GateReport
@@ -94,6 +94,32 @@ def cut_collection(
             return written
 
 
+def registration(
+    collection: str, embedder: Embedder, state: str, options: ModelOptions | None = None
+) -> ModelRegistration:
+    """The embedder's model for the collection; ``options`` only where they differ from the
+    defaults, so a model asked plainly records none."""
+    return ModelRegistration(
+        collection=collection,
+        model_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+        state=state,
+        options=None if options == ModelOptions() else options,
+    )
+
+
+def registered(
+    uow: UnitOfWork, collection: str, embedder: Embedder, state: str
+) -> CollectionReport:
+    """The collection's report as its move starts: the model registered for it (in ``state`` if
+    new), and how many of its records already have a vector of it."""
+    uow.vectors.register_model(registration(collection, embedder, state))
+    records, vectors = uow.vectors.vector_counts(collection, embedder.model_id)
+    return CollectionReport(
+        collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
+    )
+
+
 def embed_collection(
     uow: UnitOfWork,
     collection: str,
@@ -112,17 +138,13 @@ def embed_collection(
     promise (a rollback since may have dropped the vectors before it), so a run that ends has
     left no record without a vector that could be embedded, unless the provider failed: those
     are counted as ``failed`` and leave the collection incomplete."""
-    uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
-    records, vectors = uow.vectors.vector_counts(collection, embedder.model_id)
-    report = CollectionReport(
-        collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
-    )
+    report = registered(uow, collection, embedder, state)
     start, until = id_range
     checkpoint = f"embed:{collection}:{embedder.model_id}:{start}-{until or 'end'}"
     resumed = uow.runs.resume_point("reembed", checkpoint, run_id)
     report.resumed_after = resumed
     filler = _Filler(uow, collection, embedder, run_id, batch_size, retry or RetryPolicy(), sleep)
-    with track(f"embed {collection}", records - vectors, "records") as progress:
+    with track(f"embed {collection}", report.records - report.vectors, "records") as progress:
         filler.fill((max(start, resumed or 0), until), report, progress, checkpoint)
         if resumed is not None and resumed > start:
             filler.fill((start, resumed), report, progress, checkpoint=None)

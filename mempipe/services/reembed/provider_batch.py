@@ -22,7 +22,7 @@ from mempipe.schemas.batch import BatchRequest, ProviderBatch
 from mempipe.schemas.provider import BatchInfo
 from mempipe.schemas.reembed import CollectionReport
 from mempipe.services.provider_batches import BatchWork
-from mempipe.services.reembed.fill import record_embedding_failures
+from mempipe.services.reembed.fill import record_embedding_failures, registered
 
 WRITE_EVERY = 2048
 """Vectors written per store transaction while a batch's output is read."""
@@ -40,11 +40,7 @@ def embed_collection_via_batch(
     *,
     state: str,
 ) -> CollectionReport:
-    uow.vectors.register_model(collection, embedder.model_id, embedder.dimensions, state)
-    records, vectors = uow.vectors.vector_counts(collection, embedder.model_id)
-    report = CollectionReport(
-        collection=collection, model_id=embedder.model_id, records=records, vectors=vectors
-    )
+    report = registered(uow, collection, embedder, state)
     adopted = work.adopt()
     report.batches_adopted = len(adopted)
     _apply_all(uow, work, collection, embedder, adopted, report)

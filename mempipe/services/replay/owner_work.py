@@ -22,7 +22,7 @@ from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.interrupts import StopRequested, stop_requested
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import Stale, WorkItem, WorkQuery
 from mempipe.services.replay.extract import ReplayContext, replay_batch
 from mempipe.services.replay.summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
@@ -52,7 +52,9 @@ def owner_work(
         narrowed = narrowed.model_copy(update={"user_id": user})
     return [
         item
-        for item in uow.work.extraction_work(narrowed, handlers, force=force, stale=stale)
+        for item in uow.work.extraction_work(
+            WorkQuery(handlers=handlers, selection=narrowed, force=force, stale=stale)
+        )
         if item.partition == owner
     ]
 

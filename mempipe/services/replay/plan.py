@@ -15,7 +15,7 @@ from mempipe.schemas.costs import CostConfig, PlanLine, RunPlan, Via
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale
+from mempipe.schemas.work import Stale, WorkQuery
 from mempipe.services.replay.extract import snapshot_pages
 from mempipe.services.run_plans import Tally, chat_tokens, run_plan
 
@@ -36,7 +36,9 @@ def replay_plan(
 ) -> RunPlan:
     """One chat request per selected extraction, built as the extractor builds it; one summary
     request per snapshot still summarized by rule (with an extractor that summarizes)."""
-    items = uow.work.extraction_work(selection, handlers, force=force, stale=stale)
+    items = uow.work.extraction_work(
+        WorkQuery(handlers=handlers, selection=selection, force=force, stale=stale)
+    )
     provider = extractor != "offline"
     counter = chat_counter(llm.model)
     sizes: list[tuple[int, int]] | None = [] if via == "batch" else None

@@ -41,7 +41,7 @@ from mempipe.schemas.replay import (
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent
-from mempipe.schemas.work import WorkItem
+from mempipe.schemas.work import WorkItem, WorkQuery
 from mempipe.services.replay.extract import (
     ExtractionSummary,
     ReplayContext,
@@ -96,7 +96,12 @@ def sample_snapshots(
     """``size`` of the selected snapshots, drawn with ``seed`` from all of them in id order:
     the same draw while the snapshots are the same."""
     snapshot_ids = sorted(
-        {i.snapshot_id for i in uow.work.extraction_work(selection, handlers, force=True)}
+        {
+            i.snapshot_id
+            for i in uow.work.extraction_work(
+                WorkQuery(handlers=handlers, selection=selection, force=True)
+            )
+        }
     )
     return sorted(random.Random(seed).sample(snapshot_ids, min(size, len(snapshot_ids))))
 

@@ -15,7 +15,7 @@ from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.errors import StoreError
-from mempipe.schemas.embedding import ModelOptions
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.search import STM
 
 EMBEDDED_FIELDS = dict.fromkeys(("text", "content", "name"), 1)
@@ -42,63 +42,63 @@ class MongoVectors(MongoParts):
                 f"dimensions); refusing vectors of {model_id} ({dimensions} dimensions): change "
                 f"models with `mempipe reembed --model {model_id}`"
             )
-        name = (
-            self.register_model(memory_type, model_id, dimensions, "serving")
-            if not serving
-            else serving["vector_table"]
+        first = ModelRegistration(
+            collection=memory_type, model_id=model_id, dimensions=dimensions, state="serving"
         )
+        name = self.register_model(first) if not serving else serving["vector_table"]
         if (memory_type, name) not in self._queryable and self.capabilities.search:
             # Reconciliation searches this index at once: one just created is still building.
             self.search_indexes.wait_queryable(self._collection(memory_type), name)
             self._queryable.add((memory_type, name))
         return name
 
-    def register_model(
-        self,
-        collection: str,
-        model_id: str,
-        dimensions: int,
-        state: str,
-        options: ModelOptions | None = None,
-    ) -> str:
+    def register_model(self, registration: ModelRegistration) -> str:
         """Register (collection, model) with its own vector field and create its vector search
         index beside the others (not waited for here: writes do not need it; the switch does)."""
         registry = self.db[REGISTRY]
         with self._errors("registry"):
-            registered = registry.find_one({"_id": f"{collection}:{model_id}"})
-            first = registry.count_documents({"collection": collection}) == 0
-        if registered and registered["dimensions"] != dimensions:
+            registered = registry.find_one(
+                {"_id": f"{registration.collection}:{registration.model_id}"}
+            )
+            first = registry.count_documents({"collection": registration.collection}) == 0
+        if registered and registered["dimensions"] != registration.dimensions:
             raise StoreError(
-                f"{collection}: model {model_id} is registered with {registered['dimensions']} "
-                f"dimensions, not {dimensions}"
+                f"{registration.collection}: model {registration.model_id} is registered with "
+                f"{registered['dimensions']} dimensions, not {registration.dimensions}"
             )
         if registered:
             return registered["vector_table"]
-        name = pipelines.vector_index_name(model_id)
-        path = pipelines.vector_path(model_id, first)
+        name = pipelines.vector_index_name(registration.model_id)
+        path = pipelines.vector_path(registration.model_id, first)
         if self.capabilities.search:  # else pending: `rebuild-indexes` creates it later
             self.search_indexes.ensure(
-                self._collection(collection),
+                self._collection(registration.collection),
                 name,
                 "vectorSearch",
                 pipelines.vector_index_definition(
-                    collection, path, dimensions, self.partition_keys, self.quantization[collection]
+                    registration.collection,
+                    path,
+                    registration.dimensions,
+                    self.partition_keys,
+                    self.quantization[registration.collection],
                 ),
             )
         # Workers of one run may register the same model at once: one document wins.
         with self._errors("registry"), suppress(DuplicateKeyError):
             registry.insert_one(
                 {
-                    "_id": f"{collection}:{model_id}",
-                    "collection": collection,
-                    "model_id": model_id,
-                    "dimensions": dimensions,
+                    "_id": f"{registration.collection}:{registration.model_id}",
+                    "collection": registration.collection,
+                    "model_id": registration.model_id,
+                    "dimensions": registration.dimensions,
                     "vector_table": name,
                     "path": path,
-                    "state": state,
+                    "state": registration.state.value,
                     "created_at": now(),
-                    "serving_since": now() if state == "serving" else None,
-                    "options": None if options is None else options.model_dump(),
+                    "serving_since": now() if registration.state.value == "serving" else None,
+                    "options": None
+                    if registration.options is None
+                    else registration.options.model_dump(),
                 }
             )
         return name

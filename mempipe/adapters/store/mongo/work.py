@@ -10,10 +10,9 @@ from typing import Any
 from mempipe.adapters.store.mongo import documents
 from mempipe.adapters.store.mongo.base import MongoParts, now
 from mempipe.errors import StoreError
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import Stale, WorkItem, WorkQuery
 
 RUNNABLE = [ExtractionStatus.PENDING.value, ExtractionStatus.FAILED_RETRYABLE.value]
 WORK_ORDER = [("order_at", 1), ("session_id", 1), ("first_turn_seq", 1)]
@@ -32,22 +31,15 @@ def is_work(state: dict[str, Any], handler: str, stale: Stale | None) -> bool:
 class MongoWorkQueue(MongoParts):
     """Snapshots as extraction work."""
 
-    def extraction_work(
-        self,
-        selection: SnapshotSelection,
-        handlers: Sequence[str],
-        *,
-        force: bool,
-        stale: Stale | None = None,
-    ) -> list[WorkItem]:
-        if not handlers:
+    def extraction_work(self, query: WorkQuery) -> list[WorkItem]:
+        if not query.handlers:
             return []
-        query = documents.selection_query(selection)
+        match = documents.selection_query(query.selection)
         snapshots = self.db["snapshots"]
         with self._errors("snapshots"):
-            for handler in handlers:
+            for handler in query.handlers:
                 snapshots.update_many(
-                    {**query, f"extraction.{handler}": {"$exists": False}},
+                    {**match, f"extraction.{handler}": {"$exists": False}},
                     {
                         "$set": {
                             f"extraction.{handler}": self._state(ExtractionState(handler=handler))
@@ -56,12 +48,12 @@ class MongoWorkQueue(MongoParts):
                 )
             wanted = [
                 {f"extraction.{h}": {"$exists": True}}
-                if force or (stale and h in stale)
+                if query.force or (query.stale and h in query.stale)
                 else {f"extraction.{h}.status": {"$in": RUNNABLE}}
-                for h in handlers
+                for h in query.handlers
             ]
             cursor = snapshots.find(
-                {"$and": [query, {"$or": wanted}]},
+                {"$and": [match, {"$or": wanted}]},
                 {"org_id": 1, "project_id": 1, "user_id": 1, "extraction": 1},
             ).sort(WORK_ORDER)
             return [
@@ -74,8 +66,9 @@ class MongoWorkQueue(MongoParts):
                     user_id=d.get("user_id"),
                 )
                 for d in cursor
-                for h in sorted(handlers)
-                if h in d["extraction"] and (force or is_work(d["extraction"][h], h, stale))
+                for h in sorted(query.handlers)
+                if h in d["extraction"]
+                and (query.force or is_work(d["extraction"][h], h, query.stale))
             ]
 
     @staticmethod

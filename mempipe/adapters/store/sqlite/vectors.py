@@ -10,7 +10,7 @@ import orjson
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
 from mempipe.errors import StoreError
-from mempipe.schemas.embedding import ModelOptions
+from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.indexes import Quantization
 
 
@@ -35,33 +35,32 @@ class SqliteVectors(SqliteParts):
                 f"`mempipe reembed --model {model_id}`"
             )
         if not serving:
-            self.register_model(memory_type, model_id, dimensions, "serving")
+            first = ModelRegistration(
+                collection=memory_type, model_id=model_id, dimensions=dimensions, state="serving"
+            )
+            self.register_model(first)
         return memory_sql.vector_table(memory_type, model_id)
 
-    def register_model(
-        self,
-        collection: str,
-        model_id: str,
-        dimensions: int,
-        state: str,
-        options: ModelOptions | None = None,
-    ) -> str:
-        name = memory_sql.vector_table(collection, model_id)
+    def register_model(self, registration: ModelRegistration) -> str:
+        name = memory_sql.vector_table(registration.collection, registration.model_id)
         registered = self._rows(
             "SELECT dimensions FROM embedding_registry WHERE collection = ? AND model_id = ?",
-            (collection, model_id),
+            (registration.collection, registration.model_id),
         )
-        if registered and registered[0][0] != dimensions:
+        if registered and registered[0][0] != registration.dimensions:
             raise StoreError(
-                f"{collection}: model {model_id} is registered with {registered[0][0]} "
-                f"dimensions, not {dimensions}"
+                f"{registration.collection}: model {registration.model_id} is registered with "
+                f"{registered[0][0]} dimensions, not {registration.dimensions}"
             )
         if not registered:
             with self._writing():
-                columns = memory_sql.declared_filters(collection, self.partition_keys)
+                columns = memory_sql.declared_filters(registration.collection, self.partition_keys)
                 self._conn.execute(
                     memory_sql.vector_table_ddl(
-                        name, dimensions, columns, self.quantization[collection]
+                        name,
+                        registration.dimensions,
+                        columns,
+                        self.quantization[registration.collection],
                     )
                 )
                 # Workers of one run may register the same model at once: one row wins.
@@ -70,13 +69,15 @@ class SqliteVectors(SqliteParts):
                     "vector_table, state, created_at, options) VALUES (?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (collection, model_id) DO NOTHING",
                     (
-                        collection,
-                        model_id,
-                        dimensions,
+                        registration.collection,
+                        registration.model_id,
+                        registration.dimensions,
                         name,
-                        state,
+                        registration.state.value,
                         now_text(),
-                        None if options is None else options.model_dump_json(),
+                        None
+                        if registration.options is None
+                        else registration.options.model_dump_json(),
                     ),
                 )
         return name

@@ -9,10 +9,9 @@ from datetime import datetime
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
 from mempipe.errors import StoreError
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState
 from mempipe.schemas.transcript import SnapshotContent, TurnLine
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import Stale, WorkItem, WorkQuery
 
 RUNNABLE = "e.status IN ('pending', 'failed_retryable')"
 
@@ -40,35 +39,28 @@ def _states(force: bool, stale: Stale | None) -> tuple[str, list[str]]:
 class SqliteWorkQueue(SqliteParts):
     """Snapshots as extraction work."""
 
-    def extraction_work(
-        self,
-        selection: SnapshotSelection,
-        handlers: Sequence[str],
-        *,
-        force: bool,
-        stale: Stale | None = None,
-    ) -> list[WorkItem]:
-        if not handlers:
+    def extraction_work(self, query: WorkQuery) -> list[WorkItem]:
+        if not query.handlers:
             return []
-        where, values = sql.selection_where(selection)
+        where, values = sql.selection_where(query.selection)
         now = now_text()
         with self._writing():
-            for handler in handlers:
+            for handler in query.handlers:
                 self._conn.execute(
                     "INSERT INTO snapshot_extractions (snapshot_id, handler, status, "
                     f"attempts, updated_at) SELECT s.id, ?, 'pending', 0, ? FROM snapshots s "
                     f"WHERE {where} ON CONFLICT DO NOTHING",
                     (handler, now, *values),
                 )
-        states, versions = _states(force, stale)
-        marks = ", ".join("?" for _ in handlers)
+        states, versions = _states(query.force, query.stale)
+        marks = ", ".join("?" for _ in query.handlers)
         rows = self._rows(
             "SELECT s.id, e.handler, e.attempts, s.org_id, s.project_id, s.user_id "
             "FROM snapshots s JOIN snapshot_extractions e "
             f"ON e.snapshot_id = s.id WHERE {where} AND e.handler IN ({marks}) {states} "
             "ORDER BY coalesce(s.started_at, s.created_at), s.session_id, s.first_turn_seq, "
             "e.handler",
-            (*values, *handlers, *versions),
+            (*values, *query.handlers, *versions),
         )
         return [
             WorkItem(
