@@ -4,19 +4,11 @@ is the speaker's name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from mempipe.archives.drafts import Draft, reject
-from mempipe.archives.formats import JsonFormat
-from mempipe.archives.formats.conversation import (
-    identity_of,
-    message_source,
-    record_source,
-    session_id_of,
-)
-from mempipe.archives.json_records import JsonRecord
-from mempipe.schemas.archive import ArchiveFormat, FormatKind
+from mempipe.archives.formats.conversation import ConversationFormat, Message
+from mempipe.schemas.archive import ArchiveFormat
 from mempipe.schemas.reject import Reject
 
 
@@ -41,52 +33,36 @@ def tool_uses(message: dict[str, Any]) -> list[dict[str, Any]] | None:
     return uses or None
 
 
-class ClaudeExport(JsonFormat):
+class ClaudeExport(ConversationFormat):
     format = ArchiveFormat.CLAUDE
-    kind = FormatKind.TURNS
+    messages_key = "chat_messages"
+    id_keys = ("uuid", "id")
 
     @staticmethod
     def recognises(record: dict[str, Any]) -> bool:
         return "chat_messages" in record
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, record: JsonRecord) -> Iterator[Draft | Reject]:
-        conversation = record.value
-        if not isinstance(conversation, dict) or not isinstance(
-            conversation.get("chat_messages"), list
-        ):
-            source = record_source(self.path, record)
-            yield reject(source, 'expected {"uuid", "chat_messages": [...]}', record)
-            return
-        shared: dict[str, Any] = {
-            **identity_of(conversation),
-            "session_id": session_id_of(conversation, "uuid", "id"),
-        }
+    def shared(self, conversation: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
         account = conversation.get("account")
-        if isinstance(account, dict) and account.get("uuid") and "user_id" not in shared:
-            shared["user_id"] = account["uuid"]
-        for position, message in enumerate(conversation["chat_messages"]):
-            source = message_source(self.path, record, position)
-            if not isinstance(message, dict):
-                yield reject(source, "expected a message object", message)
-                continue
-            text, calls = blocks_text(message), tool_uses(message)
-            if text == "" and not calls:
-                yield reject(source, "empty message: no text and no tool use", message)
-                continue
-            yield Draft(
-                {
-                    **shared,
-                    "turn_seq": position,
-                    "role": message.get("sender"),
-                    "name": message.get("sender_name"),
-                    "content": text,
-                    "created_at": message.get("created_at"),
-                    "message_id": message.get("uuid"),
-                    "tool_calls": calls,
-                },
-                source,
-                message,
-            )
+        if isinstance(account, dict) and account.get("uuid") and "user_id" not in fields:
+            return {**fields, "user_id": account["uuid"]}
+        return fields
+
+    def turn(self, message: Message) -> Draft | Reject:
+        raw = message.raw
+        text, calls = blocks_text(raw), tool_uses(raw)
+        if text == "" and not calls:
+            return reject(message.source, "empty message: no text and no tool use", raw)
+        return Draft(
+            {
+                **message.fields,
+                "role": raw.get("sender"),
+                "name": raw.get("sender_name"),
+                "content": text,
+                "created_at": raw.get("created_at"),
+                "message_id": raw.get("uuid"),
+                "tool_calls": calls,
+            },
+            message.source,
+            raw,
+        )
