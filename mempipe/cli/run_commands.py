@@ -152,8 +152,9 @@ def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None
 @json_option
 @reports_errors
 def cancel_run(**options: Any) -> None:
-    """Cancel RUN's open provider batches (``--via batch``). The run, or the next one with the
-    same command, applies what they finished; their other requests are left for a rerun."""
+    """Cancel RUN's open provider batches (``--via batch``); RUN submits no more. The run, or
+    the next one with the same command, applies what they finished; their other requests are
+    left for a rerun."""
     from mempipe.services.provider_batches import cancel_run
 
     run_query(cancel_run, options, _show_cancelled, read_only=False, existing=True)

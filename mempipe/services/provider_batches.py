@@ -38,6 +38,10 @@ ENDED = {
 }
 """The Batch API's final states, and what a batch is recorded as once its lines are applied."""
 
+CANCEL_ASKED = "batches cancelled"
+"""The checkpoint ``runs cancel`` sets on the run it cancels: the run submits nothing after it,
+whichever process it runs in, and cancels a batch it created while the cancel was listing."""
+
 
 class BatchClient(Protocol):
     """What :class:`~mempipe.adapters.llm.batches.OpenAIBatches` offers."""
@@ -105,7 +109,7 @@ class BatchWork:
             )
             self.uow.batches.record_batch(batch)
             submitted.append(self._created(batch))
-            if stop_requested():
+            if self._cancel_asked(submitted[-1]) or stop_requested():
                 break
         return submitted
 
@@ -167,6 +171,18 @@ class BatchWork:
         for file_id in (batch.input_file_id, info.output_file_id, info.error_file_id):
             if file_id:
                 self._call(lambda f=file_id: self.client.delete_file(f))
+
+    def _cancel_asked(self, batch: ProviderBatch) -> bool:
+        """Whether ``runs cancel`` was asked for this run; if so, the batch just created is
+        cancelled too (a cancel lists only the batches created before it)."""
+        run = self.uow.runs.get_run(self.run_id)
+        if run is None or not run.checkpoints.get(CANCEL_ASKED):
+            return False
+        assert batch.batch_id is not None
+        info = self._call(lambda: self.client.retrieve(batch.batch_id))
+        if info.status in BATCH_RUNNING and info.status != "cancelling":
+            self._call(lambda: self.client.cancel(batch.batch_id))
+        return True
 
     def _created(self, batch: ProviderBatch) -> ProviderBatch:
         """The batch with its provider id: found by its file where a killed run created it
@@ -237,5 +253,6 @@ class Cancelled(BaseModel):
 
 def cancel_run(uow: UnitOfWork, run_id: str) -> Cancelled:
     recorded(uow, run_id)
+    uow.runs.set_checkpoint(run_id, CANCEL_ASKED, True)
     done = cancel_batches(uow.batches.run_batches(run_id), OpenAIBatches(load_llm_settings()))
     return Cancelled(store=uow.url, run_id=run_id, cancelled=done)
