@@ -6,6 +6,7 @@ import compileall
 import os
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from mempipe.schemas.identity import IdentityDefaults
 from tests import processes
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SHARED_SERVER = "MEMPIPE_TEST_PREFECT_API_URL"
+"""Where the xdist controller's Prefect test server listens, for its workers to share."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,6 +32,45 @@ def pytest_configure(config: pytest.Config) -> None:
     compile every module it imports again, 0.34 CPU-s of a 4.3 s replay."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(Path(mempipe.__file__).parent, quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under xdist the controller starts one Prefect test server before its workers, and they
+    share it (:func:`prefect_server`): a server's start is 12 CPU-s, once instead of once a
+    worker. Closed when the session ends."""
+    config = session.config
+    workers = getattr(config.option, "numprocesses", None)
+    if workers and not hasattr(config, "workerinput") and not config.option.collectonly:
+        from prefect.settings import PREFECT_API_URL
+
+        stack = ExitStack()
+        stack.enter_context(_test_server())
+        os.environ[SHARED_SERVER] = str(PREFECT_API_URL.value())
+        config.stash[_server_key] = stack
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stack = session.config.stash.get(_server_key, None)
+    if stack is not None:
+        stack.close()
+
+
+_server_key = pytest.StashKey[ExitStack]()
+
+
+@contextmanager
+def _test_server() -> Iterator[None]:
+    """A real, temporary Prefect server (Prefect's test harness) that records no task runs from
+    their events (the task-run recorder, 55 % of its CPU per command measured on 3.9): no test
+    reads a task run back, and flow runs, states, logs, events, artifacts and concurrency limits
+    are served as ever."""
+    from prefect.settings import PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED as RECORDER
+    from prefect.settings import temporary_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    with temporary_settings({RECORDER: False}), prefect_test_harness(server_startup_timeout=120):
+        yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -83,25 +125,19 @@ def defaults() -> IdentityDefaults:
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[str]:
-    """A real, temporary Prefect server for the whole session; yields its API URL. The runs in
-    this process do not ship their logs to it (a third of an in-process command's cost, and no
-    test reads them but those that ask, :func:`logs_to_api`); processes started from here do.
-    The server records no task runs from their events (the task-run recorder, 55 % of its CPU
-    per command measured on 3.9): no test reads a task run back, and flow runs, states, logs,
-    events, artifacts and concurrency limits are served as ever."""
-    from prefect.settings import (
-        PREFECT_API_URL,
-        PREFECT_LOGGING_TO_API_ENABLED,
-        PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED,
-        temporary_settings,
-    )
-    from prefect.testing.utilities import prefect_test_harness
+    """A real, temporary Prefect server for the whole session (the xdist controller's, shared by
+    its workers; else one of this process's own); yields its API URL. The runs in this process
+    do not ship their logs to it (a third of an in-process command's cost, and no test reads
+    them but those that ask, :func:`logs_to_api`); processes started from here do."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
 
-    with (
-        temporary_settings({PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED: False}),
-        prefect_test_harness(server_startup_timeout=120),
-        temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: False}),
-    ):
+    with ExitStack() as stack:
+        shared = os.environ.get(SHARED_SERVER)
+        if shared:
+            stack.enter_context(temporary_settings({PREFECT_API_URL: shared}))
+        else:
+            stack.enter_context(_test_server())
+        stack.enter_context(temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: False}))
         yield str(PREFECT_API_URL.value())
 
 
