@@ -24,6 +24,8 @@ from tests import processes
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED_SERVER = "MEMPIPE_TEST_PREFECT_API_URL"
 """Where the xdist controller's Prefect test server listens, for its workers to share."""
+SHARED_DATABASE = "MEMPIPE_TEST_PREFECT_DATABASE_URL"
+"""Its database, for the tests that read what Prefect holds."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,11 +44,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     workers = getattr(config.option, "numprocesses", None)
     if workers and not hasattr(config, "workerinput") and not config.option.collectonly:
-        from prefect.settings import PREFECT_API_URL
+        from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL
 
         stack = ExitStack()
         stack.enter_context(_test_server())
         os.environ[SHARED_SERVER] = str(PREFECT_API_URL.value())
+        os.environ[SHARED_DATABASE] = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
         config.stash[_server_key] = stack
 
 
@@ -129,12 +132,22 @@ def prefect_server() -> Iterator[str]:
     its workers; else one of this process's own); yields its API URL. The runs in this process
     do not ship their logs to it (a third of an in-process command's cost, and no test reads
     them but those that ask, :func:`logs_to_api`); processes started from here do."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_LOGGING_TO_API_ENABLED,
+        PREFECT_SERVER_DATABASE_CONNECTION_URL,
+        temporary_settings,
+    )
 
     with ExitStack() as stack:
         shared = os.environ.get(SHARED_SERVER)
         if shared:
-            stack.enter_context(temporary_settings({PREFECT_API_URL: shared}))
+            database = os.environ[SHARED_DATABASE]
+            stack.enter_context(
+                temporary_settings(
+                    {PREFECT_API_URL: shared, PREFECT_SERVER_DATABASE_CONNECTION_URL: database}
+                )
+            )
         else:
             stack.enter_context(_test_server())
         stack.enter_context(temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: False}))
