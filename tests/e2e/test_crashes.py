@@ -232,7 +232,7 @@ def test_a_command_killed_with_sigkill_leaves_the_session_server_to_the_commands
     go, the server stays for the next command (the dead command's mark does not keep it), and
     it stops itself once nothing has used it for its idle time."""
     db, args = fresh_store(reference, tmp_path)
-    idle = 20
+    idle = 40  # the kill, the checks and the rerun's start all within it, on a loaded machine
     env = environment(
         None, PREFECT_HOME=str(tmp_path / "prefect"), MEMPIPE_SERVER_IDLE_SECONDS=str(idle)
     )
