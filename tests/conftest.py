@@ -132,6 +132,7 @@ def prefect_server() -> Iterator[str]:
     its workers; else one of this process's own); yields its API URL. The runs in this process
     do not ship their logs to it (a third of an in-process command's cost, and no test reads
     them but those that ask, :func:`logs_to_api`); processes started from here do."""
+    from prefect.context import _temporary_global_settings_context, get_settings_context
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_LOGGING_TO_API_ENABLED,
@@ -148,6 +149,9 @@ def prefect_server() -> Iterator[str]:
                     {PREFECT_API_URL: shared, PREFECT_SERVER_DATABASE_CONNECTION_URL: database}
                 )
             )
+            # as the harness does: threads whose context was copied before (Prefect's global
+            # event loop, which acquires concurrency slots) see the shared server too
+            stack.enter_context(_temporary_global_settings_context(get_settings_context()))
         else:
             stack.enter_context(_test_server())
         stack.enter_context(temporary_settings({PREFECT_LOGGING_TO_API_ENABLED: False}))
