@@ -244,19 +244,10 @@ def replay_flow(
 
 
 class Work(BaseModel):
-    """What a replay extracts: the selection, its handlers, how, and whether done ones again."""
+    """What a replay extracts (the selection, its handlers, whether done ones again) and how."""
 
-    selection: SnapshotSelection
-    handlers: list[str]
+    query: WorkQuery
     settings: ReplaySettings
-    force: bool
-    stale: Stale | None = None
-
-    @property
-    def query(self) -> WorkQuery:
-        return WorkQuery(
-            handlers=self.handlers, selection=self.selection, force=self.force, stale=self.stale
-        )
 
 
 def _work(
@@ -271,13 +262,13 @@ def _work(
     """The work with its settings (refused before any run is recorded where they cannot serve)
     and, with ``--stale``, the extraction a done one must have run with."""
     settings = _settings(context, extractor, via, handlers)
-    return Work(
-        selection=selection,
+    query = WorkQuery(
         handlers=handlers,
-        settings=settings,
+        selection=selection,
         force=force,
         stale=_stale(settings, handlers, stale, force),
     )
+    return Work(query=query, settings=settings)
 
 
 def _settings(context: AppContext, extractor: str, via: Via, handlers: list[str]) -> ReplaySettings:
@@ -326,10 +317,10 @@ def _extract(
     store_url: str, run_id: str, work: Work, via: Via, spread: Spread
 ) -> list[BucketOutcome]:
     """The selected extractions, live (in partitions, at once) or through the Batch API."""
-    selection, handlers, settings, force = work.selection, work.handlers, work.settings, work.force
+    query, settings = work.query, work.settings
     if via == "batch":
-        return replay_via_batch(store_url, selection, handlers, settings, run_id, force, work.stale)
-    buckets = select_extraction_work(store_url, work.query, spread.workers)
+        return replay_via_batch(store_url, query, settings, run_id)
+    buckets = select_extraction_work(store_url, query, spread.workers)
     return spread.run(
         replay_bucket,
         [
@@ -338,11 +329,11 @@ def _extract(
                 "items": bucket,
                 "settings": settings,
                 "run_id": run_id,
-                "force": force,
-                "selection": selection,
-                "handlers": handlers,
+                "force": query.force,
+                "selection": query.selection,
+                "handlers": list(query.handlers),
                 "part": f"{number}/{len(buckets)}",
-                "stale": work.stale,
+                "stale": query.stale,
             }
             for number, bucket in enumerate(buckets, start=1)
         ],

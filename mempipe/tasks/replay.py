@@ -112,13 +112,7 @@ def replay_bucket(
 
 @task(name="replay-via-batch", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
 def replay_via_batch(
-    store_url: str,
-    selection: SnapshotSelection,
-    handlers: list[str],
-    settings: ReplaySettings,
-    run_id: str,
-    force: bool,
-    stale: Stale | None = None,
+    store_url: str, query: WorkQuery, settings: ReplaySettings, run_id: str
 ) -> list[BucketOutcome]:
     """The open batches an earlier run of the same scope left first, then the selected work
     they did not cover, through the provider's Batch API (a preview's kept answers serve a
@@ -135,21 +129,20 @@ def replay_via_batch(
             OpenAIBatches(settings.llm),
             run_id=run_id,
             job="replay",
-            scope=replay_scope(settings.llm.model, force, stale),
+            scope=replay_scope(settings.llm.model, query.force, query.stale),
             endpoint=CHAT_ENDPOINT,
             limits=load_batch_limits(),
             retry=settings.retry,
             sleep=interruptible_sleep,
         )
         adopted = work.adopt()
+        force, stale = query.force, query.stale
         outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force, stale=stale)
         if not stop_requested():
             covered = {key for batch in adopted for key in batch.items}
             items = [
                 item
-                for item in uow.work.extraction_work(
-                    WorkQuery(handlers=handlers, selection=selection, force=force, stale=stale)
-                )
+                for item in uow.work.extraction_work(query)
                 if extraction_key(item.handler, item.snapshot_id) not in covered
             ]
             submitted = work.submit(extraction_requests(uow, items, live))

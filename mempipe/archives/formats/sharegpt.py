@@ -20,7 +20,7 @@ class ShareGPT(ConversationFormat):
     def messages(self, conversation: dict[str, Any]) -> list[Any]:
         messages = super().messages(conversation)
         if isinstance(conversation.get("system"), str) and conversation["system"].strip():
-            messages.insert(0, {"from": "system", "value": conversation["system"]})
+            return [{"from": "system", "value": conversation["system"]}, *messages]
         return messages
 
     def turn(self, message: Message) -> Draft | Reject:

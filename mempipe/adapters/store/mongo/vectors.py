@@ -15,7 +15,7 @@ from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.errors import StoreError
-from mempipe.schemas.embedding import ModelRegistration
+from mempipe.schemas.embedding import ModelRegistration, ModelState
 from mempipe.schemas.search import STM
 
 EMBEDDED_FIELDS = dict.fromkeys(("text", "content", "name"), 1)
@@ -42,10 +42,17 @@ class MongoVectors(MongoParts):
                 f"dimensions); refusing vectors of {model_id} ({dimensions} dimensions): change "
                 f"models with `mempipe reembed --model {model_id}`"
             )
-        first = ModelRegistration(
-            collection=memory_type, model_id=model_id, dimensions=dimensions, state="serving"
-        )
-        name = self.register_model(first) if not serving else serving["vector_table"]
+        if serving:
+            name = serving["vector_table"]
+        else:
+            name = self.register_model(
+                ModelRegistration(
+                    collection=memory_type,
+                    model_id=model_id,
+                    dimensions=dimensions,
+                    state="serving",
+                )
+            )
         if (memory_type, name) not in self._queryable and self.capabilities.search:
             # Reconciliation searches this index at once: one just created is still building.
             self.search_indexes.wait_queryable(self._collection(memory_type), name)
@@ -95,7 +102,7 @@ class MongoVectors(MongoParts):
                     "path": path,
                     "state": registration.state.value,
                     "created_at": now(),
-                    "serving_since": now() if registration.state.value == "serving" else None,
+                    "serving_since": now() if registration.state is ModelState.SERVING else None,
                     "options": None
                     if registration.options is None
                     else registration.options.model_dump(),
