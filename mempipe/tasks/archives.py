@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.archives import expand_paths
 from mempipe.domain.partitioning import file_groups
+from mempipe.tasks.policies import step
 
 GROUP_FILES = 2000
 GROUP_BYTES = 64 * 1024 * 1024
@@ -14,7 +14,7 @@ GROUP_BYTES = 64 * 1024 * 1024
 small files is a few tasks (each a Prefect task run and its state round trips), not one a file."""
 
 
-@task(name="resolve-archives", cache_policy=NO_CACHE)
+@step("resolve-archives")
 def resolve_archives(paths: list[str], spread: int = 1) -> list[list[str]]:
     """The archive files the paths name, in groups: one ingest task each (at least ``spread``
     groups where there are that many files, for that many workers)."""

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.archive import IngestRequest, Reading
 from mempipe.schemas.summaries import IngestSummary
 from mempipe.services.backfill.ingest import ingest_files
-from mempipe.tasks.policies import retry_if_transient
+from mempipe.tasks.policies import step
 
 LOGGED_FILES = 20
 """A group of more files logs one line for the group, and one for each file with rejects or
 that could not be read to the end."""
 
 
-@task(
-    name="ingest-archives",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[2, 10],
-    retry_condition_fn=retry_if_transient,
-)
+@step("ingest-archives", retry_after=(2, 10))
 def ingest_archives(store_url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
     """Idempotent: a retried or repeated ingest of the same files inserts nothing new."""
     with unit_of_work(store_url) as uow:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
     CopySummary,
 )
 from mempipe.services import copy as copying
+from mempipe.tasks.policies import step
 
 
-@task(name="copy-records", cache_policy=NO_CACHE)
+@step("copy-records")
 def copy_records(
     source_url: str,
     target_url: str,

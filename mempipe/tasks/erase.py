@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
@@ -13,9 +12,10 @@ from mempipe.schemas.bundle import (
     EraseSummary,
 )
 from mempipe.services import erase as erasing
+from mempipe.tasks.policies import step
 
 
-@task(name="erase-user", cache_policy=NO_CACHE)
+@step("erase-user")
 def erase_user(
     store_url: str,
     selection: BundleSelection,

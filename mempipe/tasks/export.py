@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.bundle import (
@@ -13,9 +12,10 @@ from mempipe.schemas.bundle import (
     ExportSummary,
 )
 from mempipe.services.export import export_bundle
+from mempipe.tasks.policies import step
 
 
-@task(name="write-bundle", cache_policy=NO_CACHE)
+@step("write-bundle")
 def write_bundle(
     store_url: str, out: str, selection: BundleSelection, with_vectors: bool
 ) -> ExportSummary:

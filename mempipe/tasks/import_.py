@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import spend_recorded
@@ -15,15 +14,16 @@ from mempipe.schemas.replay import ReplaySettings
 from mempipe.services import memory_import
 from mempipe.services.bundle_import import checked_bundle, import_bundle
 from mempipe.tasks.extraction import extraction_context
+from mempipe.tasks.policies import step
 
 
-@task(name="check-bundle", cache_policy=NO_CACHE)
+@step("check-bundle")
 def check_bundle(path: str) -> Manifest:
     """The whole bundle held against its manifest before anything of the store is touched."""
     return checked_bundle(Path(path))
 
 
-@task(name="read-bundle", cache_policy=NO_CACHE)
+@step("read-bundle")
 def read_bundle(
     store_url: str, path: str, checked: Manifest, run_id: str, rejects_file: str
 ) -> BundleImportSummary:
@@ -38,7 +38,7 @@ def read_bundle(
         return summary
 
 
-@task(name="import-memory-file", cache_policy=NO_CACHE)
+@step("import-memory-file")
 def import_memory_file(
     store_url: str, path: str, reading: MemoryReading, settings: ReplaySettings, run_id: str
 ) -> MemoryImportSummary:

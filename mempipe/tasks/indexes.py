@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.indexes import IndexState, IndexStatus
+from mempipe.tasks.policies import step
 
 
-@task(name="repair-indexes", cache_policy=NO_CACHE)
+@step("repair-indexes")
 def repair_indexes(store_url: str, force: bool) -> list[IndexStatus]:
     with unit_of_work(store_url) as uow:
         statuses = uow.indexes.rebuild_indexes(force)

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.config import PromotionLimits
 from mempipe.schemas.summaries import PromotionSummary
 from mempipe.services import promote
-from mempipe.tasks.policies import retry_if_transient
+from mempipe.tasks.policies import step
 
 
-@task(
-    name="promote-sessions",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[2, 10],
-    retry_condition_fn=retry_if_transient,
-)
+@step("promote-sessions", retry_after=(2, 10))
 def promote_sessions(
     store_url: str, limits: PromotionLimits, handlers: list[str], run_id: str
 ) -> PromotionSummary:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from pydantic import BaseModel
 
 from mempipe.adapters.embedding import embedder_for
@@ -33,7 +32,7 @@ from mempipe.services.reembed.fill import (
 )
 from mempipe.services.reembed.provider_batch import embed_collection_via_batch, scope_of
 from mempipe.settings import load_batch_limits, load_llm_settings
-from mempipe.tasks.policies import retry_if_transient
+from mempipe.tasks.policies import step
 
 
 class EmbeddingPlan(BaseModel):
@@ -55,7 +54,7 @@ PROBE_RETRY = RetryPolicy(max_attempts=2, max_seconds=20)
 """A model that does not answer a one-text probe fails the run at once, before any change."""
 
 
-@task(name="probe-model", cache_policy=NO_CACHE)
+@step("probe-model")
 def probe_model(model: str) -> int:
     """Embed one text with ``model`` (as a document, and as a query where the model has two
     sides) before anything is registered: an unknown model, a refused connection, rejected
@@ -73,7 +72,7 @@ def probe_model(model: str) -> int:
     return embedder.dimensions
 
 
-@task(name="plan-embedding", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@step("plan-embedding")
 def plan_embedding(
     store_url: str,
     collection: str,
@@ -106,20 +105,14 @@ def plan_embedding(
         )
 
 
-@task(name="find-cuts", cache_policy=NO_CACHE)
+@step("find-cuts")
 def find_cuts(store_url: str, collections: list[str], model_id: str) -> dict[str, str | None]:
     """Each collection's serving model where ``model_id``'s vectors can be cut from it."""
     with unit_of_work(store_url, read_only=True) as uow:
         return {c: cut_source(uow, c, model_id) for c in collections}
 
 
-@task(
-    name="embed-range",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[5, 30],
-    retry_condition_fn=retry_if_transient,
-)
+@step("embed-range", retry_after=(5, 30))
 def embed_range(
     store_url: str, plan: EmbeddingPlan, id_range: IdRange, batch_size: int, run_id: str
 ) -> CollectionReport:
@@ -145,13 +138,7 @@ def embed_range(
         return report.model_copy(update={"embedded_now": report.embedded_now + cut})
 
 
-@task(
-    name="embed-via-batch",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[5, 30],
-    retry_condition_fn=retry_if_transient,
-)
+@step("embed-via-batch", retry_after=(5, 30))
 def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> CollectionReport:
     """The collection's missing vectors through the provider's Batch API: the batches an
     earlier run left open first, then what is still missing. Idempotent like a live range."""
@@ -180,7 +167,7 @@ def embed_via_batch(store_url: str, plan: EmbeddingPlan, run_id: str) -> Collect
         return report
 
 
-@task(name="count-vectors", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@step("count-vectors")
 def count_vectors(
     store_url: str, plan: EmbeddingPlan, parts: list[CollectionReport]
 ) -> CollectionReport:
@@ -218,7 +205,7 @@ def count_vectors(
         return report
 
 
-@task(name="recall-gate", cache_policy=NO_CACHE)
+@step("recall-gate")
 def recall_gate(
     store_url: str, queries_path: str, source: str, model: str, min_ratio: float
 ) -> GateReport | None:
@@ -231,20 +218,20 @@ def recall_gate(
         )
 
 
-@task(name="switch-models", cache_policy=NO_CACHE)
+@step("switch-models")
 def switch_models(store_url: str, collections: list[str], model: str) -> None:
     with unit_of_work(store_url) as uow:
         uow.models.switch_models(collections, model)
         get_run_logger().info("switched %s to %s", ", ".join(collections), model)
 
 
-@task(name="finalize-models", cache_policy=NO_CACHE)
+@step("finalize-models")
 def finalize_models(store_url: str, collections: list[str]) -> list[str]:
     with unit_of_work(store_url) as uow:
         return uow.models.finalize_models(collections)
 
 
-@task(name="rollback-models", cache_policy=NO_CACHE)
+@step("rollback-models")
 def rollback_models(store_url: str, collections: list[str]) -> list[str]:
     with unit_of_work(store_url) as uow:
         return uow.models.rollback_models(collections)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.llm.batches import OpenAIBatches
 from mempipe.adapters.llm.openai_compat import CHAT_ENDPOINT, OpenAIExtractor
@@ -27,14 +26,14 @@ from mempipe.services.replay.provider_batch import (
 from mempipe.services.replay.summary import BucketOutcome
 from mempipe.settings import load_batch_limits
 from mempipe.tasks.extraction import extraction_context
-from mempipe.tasks.policies import retry_if_transient
+from mempipe.tasks.policies import step
 
 FAILURES_LOGGED = 10
 """A bucket logs its first failures one by one, then their count: a dead provider fails every
 extraction the same way, and 100,000 lines of it help nobody."""
 
 
-@task(name="select-extraction-work", cache_policy=NO_CACHE)
+@step("select-extraction-work")
 def select_extraction_work(store_url: str, query: WorkQuery, buckets: int) -> list[list[WorkItem]]:
     """The work partitioned into at most ``buckets`` lists (see :func:`partition`)."""
     with unit_of_work(store_url) as uow:
@@ -44,13 +43,7 @@ def select_extraction_work(store_url: str, query: WorkQuery, buckets: int) -> li
         return parts
 
 
-@task(
-    name="replay-bucket",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[5, 30],
-    retry_condition_fn=retry_if_transient,
-)
+@step("replay-bucket", retry_after=(5, 30))
 def replay_bucket(
     store_url: str,
     items: list[WorkItem],
@@ -110,7 +103,7 @@ def replay_bucket(
         return outcome
 
 
-@task(name="replay-via-batch", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@step("replay-via-batch")
 def replay_via_batch(
     store_url: str, query: WorkQuery, settings: ReplaySettings, run_id: str
 ) -> list[BucketOutcome]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.audit import AuditSelection, AuditTime
@@ -25,9 +24,10 @@ from mempipe.services.report.audit import (
 )
 from mempipe.services.report.page import PageFigures, gather, spend_by_day, write_page
 from mempipe.services.written_files import record_written
+from mempipe.tasks.policies import step
 
 
-@task(name="summarize-audit", cache_policy=NO_CACHE)
+@step("summarize-audit")
 def summarize_audit(
     store_url: str,
     out_dir: str,
@@ -57,7 +57,7 @@ def summarize_audit(
         )
 
 
-@task(name="render-report-page", cache_policy=NO_CACHE)
+@step("render-report-page")
 def render_report_page(
     store_url: str,
     files: list[str],
@@ -78,7 +78,7 @@ def render_report_page(
         return str(write_page(data, Path(path))), data
 
 
-@task(name="export-audit", cache_policy=NO_CACHE)
+@step("export-audit")
 def export_audit(
     store_url: str,
     out_dir: str,
@@ -106,7 +106,7 @@ def export_audit(
         return [str(f) for f in files]
 
 
-@task(name="export-earlier-audit", cache_policy=NO_CACHE)
+@step("export-earlier-audit")
 def export_earlier_audit(store_url: str, out_dir: str, current: str) -> list[str]:
     """The audit of earlier runs that never reached Parquet (killed ones), exported once."""
     with unit_of_work(store_url) as uow:

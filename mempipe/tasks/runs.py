@@ -7,8 +7,7 @@ import signal
 from datetime import UTC, datetime
 from typing import Any
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from mempipe import bootstrap
 from mempipe.adapters.store.unit_of_work import unit_of_work
@@ -21,10 +20,10 @@ from mempipe.schemas.run import FileKind, RunRecord
 from mempipe.services import runs as run_service
 from mempipe.services.runs import RecoveredRun
 from mempipe.services.written_files import record_written
-from mempipe.tasks.policies import retry_if_transient
+from mempipe.tasks.policies import step
 
 
-@task(name="prepare-store", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient)
+@step("prepare-store", retry_after=(0, 0))
 def prepare_store(
     store_url: str, declarations: ProjectConfig | None = None, *, create: bool = False
 ) -> None:
@@ -33,9 +32,7 @@ def prepare_store(
     bootstrap.prepare_store(store_url, declarations, create=create)
 
 
-@task(
-    name="record-run-start", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
-)
+@step("record-run-start", retry_after=(0, 0))
 def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[str, Any]) -> None:
     with unit_of_work(store_url) as uow:
         now = datetime.now(UTC)
@@ -51,9 +48,7 @@ def record_run_start(store_url: str, run_id: str, flow: str, parameters: dict[st
         )
 
 
-@task(
-    name="record-run-end", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_if_transient
-)
+@step("record-run-end", retry_after=(0, 0))
 def record_run_end(
     store_url: str, run_id: str, counts: dict[str, int], error: str | None = None
 ) -> None:
@@ -69,7 +64,7 @@ def record_run_end(
         record_spend(uow)
 
 
-@task(name="recover-dead-runs", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@step("recover-dead-runs")
 def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
     with unit_of_work(store_url) as uow:
         recovered = run_service.recover_dead_runs(uow)
@@ -85,7 +80,7 @@ def recover_dead_runs(store_url: str) -> list[RecoveredRun]:
         return recovered
 
 
-@task(name="record-written-file", cache_policy=NO_CACHE, retry_condition_fn=retry_if_transient)
+@step("record-written-file")
 def record_written_file(
     store_url: str, path: str, kind: FileKind, run_id: str | None, user_id: str | None = None
 ) -> None:

@@ -271,7 +271,7 @@ def _decorated(layer: str, decorator: str) -> list[tuple[str, str]]:
 def test_flows_and_tasks_are_named_one_way() -> None:
     """A flow function is its Prefect name plus ``_flow``; a task function is its Prefect
     name; no task shares a flow's name (the Prefect UI would show two things as one)."""
-    flows, tasks = _decorated("flows", "job_flow"), _decorated("tasks", "task")
+    flows, tasks = _decorated("flows", "job_flow"), _decorated("tasks", "step")
     assert flows
     assert tasks
     assert [(n, f) for n, f in flows if f != n.replace("-", "_") + "_flow"] == []
