@@ -19,6 +19,7 @@ import pytest
 from mempipe.adapters.store import open_store
 from mempipe.services.report.audit import scan_audit
 from tests.docs import page
+from tests.fakes.openai_server import embeddings, fake_openai
 from tests.helpers import extraction_counts, read, write_archive, write_config
 from tests.processes import PREFECT, prefect, run, run_deployment, serving_worker, shell
 
@@ -140,10 +141,11 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
     assert " added" in summary[3]
 
 
-USERS = 400
-"""9,600 extractions: several seconds of replay, more than a cancel takes to arrive (the
-``prefect`` command's start and the worker's next poll); it is sent once the first is done
-(measured: the run had done 2,376 when the cancel reached it)."""
+USERS = 40
+"""960 extractions, each embedding through a provider that answers in 0.2 s while the cancel
+is on its way: the cancel (the ``prefect`` command's start and the worker's next poll) reaches
+a run that is still going however busy the machine is."""
+SLOW_MODEL = "openai:fake-embed:32"
 
 
 def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_rerun_completes(
@@ -152,40 +154,44 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
     """The worker's cancel is a SIGTERM to the run's process: the replay stops after the work
     in flight, as it does for a scheduler's SIGTERM."""
     write_archive(tmp_path / "archive.jsonl", USERS)
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, model=SLOW_MODEL)
     db = tmp_path / "ops.db"
     args = ["--store", f"sqlite:///{db}", "--config", str(config)]
-    loaded = run(["backfill", "archive.jsonl", *args], tmp_path, ops_env, timeout=300)
-    assert loaded.returncode == 0, loaded.stderr
-    with serving_worker(ops_env, tmp_path):
-        started = prefect(
-            "deployment",
-            "run",
-            "replay/replay",
-            "--param",
-            f"store=sqlite:///{db}",
-            "--param",
-            f"config={config}",
-            "--param",
-            "concurrency=1",
-            env=ops_env,
-        )
-        flow_run = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout)
-        assert flow_run, started.stdout
-        deadline = time.monotonic() + 240
-        while not (db.exists() and extraction_counts(db)["done"] >= 1):
-            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.2)
-        prefect("flow-run", "cancel", flow_run[1], env=ops_env)
-        deadline = time.monotonic() + 60
-        while read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("running",)]:
-            assert time.monotonic() < deadline, "the cancelled run never ended"
-            time.sleep(0.2)
-    [(status, counts)] = read(db, "SELECT status, counts FROM runs WHERE flow = 'replay'")
-    assert status == "interrupted"
-    assert json.loads(counts)["done"] == extraction_counts(db)["done"] < USERS * 6 * 4
-    assert read(db, "SELECT count(*) FROM leases") == [(0,)]
-    rerun = run(["replay", *args], tmp_path, ops_env, timeout=300)
+    with fake_openai() as (fake, url):
+        fake.responder = lambda body: embeddings(body, 32, delay=0.2)
+        env = {**ops_env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
+        loaded = run(["backfill", "archive.jsonl", *args], tmp_path, env, timeout=300)
+        assert loaded.returncode == 0, loaded.stderr
+        with serving_worker(env, tmp_path):
+            started = prefect(
+                "deployment",
+                "run",
+                "replay/replay",
+                "--param",
+                f"store=sqlite:///{db}",
+                "--param",
+                f"config={config}",
+                "--param",
+                "concurrency=1",
+                env=env,
+            )
+            flow_run = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout)
+            assert flow_run, started.stdout
+            deadline = time.monotonic() + 240
+            while not (db.exists() and extraction_counts(db)["done"] >= 1):
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.2)
+            prefect("flow-run", "cancel", flow_run[1], env=env)
+            deadline = time.monotonic() + 60
+            while read(db, "SELECT status FROM runs WHERE flow = 'replay'") == [("running",)]:
+                assert time.monotonic() < deadline, "the cancelled run never ended"
+                time.sleep(0.2)
+        [(status, counts)] = read(db, "SELECT status, counts FROM runs WHERE flow = 'replay'")
+        assert status == "interrupted"
+        assert json.loads(counts)["done"] == extraction_counts(db)["done"] < USERS * 6 * 4
+        assert read(db, "SELECT count(*) FROM leases") == [(0,)]
+        fake.responder = lambda body: embeddings(body, 32)
+        rerun = run(["replay", *args], tmp_path, env, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert extraction_counts(db) == {"done": USERS * 6 * 4}
 
