@@ -142,9 +142,10 @@ def test_deploy_run_backfill_replay_and_report_through_a_worker(
 
 
 USERS = 40
-"""960 extractions, each embedding through a provider that answers in 0.2 s while the cancel
-is on its way: the cancel (the ``prefect`` command's start and the worker's next poll) reaches
-a run that is still going however busy the machine is."""
+"""960 extractions, whose memories the replay embeds in 14 requests to a provider that answers
+each in 3 s while the cancel is on its way: the cancel (the ``prefect`` command's start and the
+worker's next poll, about 10 s) reaches a run that is still going however busy the machine is;
+offline and unhindered, 9,600 extractions could end before it."""
 SLOW_MODEL = "openai:fake-embed:32"
 
 
@@ -158,7 +159,7 @@ def test_a_deployment_run_cancelled_from_prefect_is_recorded_interrupted_and_a_r
     db = tmp_path / "ops.db"
     args = ["--store", f"sqlite:///{db}", "--config", str(config)]
     with fake_openai() as (fake, url):
-        fake.responder = lambda body: embeddings(body, 32, delay=0.2)
+        fake.responder = lambda body: embeddings(body, 32, delay=3.0)
         env = {**ops_env, "MEMPIPE_LLM_BASE_URL": url, "OPENAI_API_KEY": "test"}
         loaded = run(["backfill", "archive.jsonl", *args], tmp_path, env, timeout=300)
         assert loaded.returncode == 0, loaded.stderr
