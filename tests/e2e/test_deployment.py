@@ -11,13 +11,11 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
 from mempipe.adapters.store import open_store
-from mempipe.services.report.audit import scan_audit
 from tests.docs import page
 from tests.fakes.openai_server import embeddings, fake_openai
 from tests.helpers import extraction_counts, read, write_archive, write_config
@@ -45,100 +43,6 @@ def deployed(ops_env: dict[str, str]) -> str:
     assert shutil.which(PREFECT)
     prefect("work-pool", "create", "mempipe-local", "--type", "process", env=ops_env)
     return prefect("--no-prompt", "deploy", "--all", env=ops_env).stdout
-
-
-def test_deploy_run_backfill_replay_and_report_through_a_worker(
-    ops_env, deployed, fixtures, tmp_path
-) -> None:
-    for name in (
-        "backfill/backfill",
-        "replay/replay",
-        "replay/replay-dask",
-        "audit-report/audit-report-daily",
-        "reembed/reembed-nightly",
-        "reembed/reembed-migration",
-        "rebuild-indexes/rebuild-indexes",
-    ):
-        assert name in deployed
-    schedules = prefect("deployment", "inspect", "reembed/reembed-nightly", env=ops_env).stdout
-    assert "0 2 * * *" in schedules
-
-    bad = run_deployment("replay/replay", {"concurrency": 0}, ops_env, tmp_path)
-    assert bad.returncode != 0
-    refused = " ".join((bad.stdout + bad.stderr).split())
-    assert "Validation failed for field 'concurrency'" in refused, refused
-    assert "0 is less than the minimum of 1" in refused, "refused before any run starts"
-
-    store = f"sqlite:///{tmp_path / 'ops.db'}"
-    config = tmp_path / "project-config.yaml"
-    config.write_text("memory:\n  embedding:\n    model: hashing-128\n")
-    audit = tmp_path / "audit"
-    report_dir = tmp_path / "report"
-    common = {"store": store, "config": str(config)}
-    today = date.today()  # the report's window runs to tomorrow: a run may cross midnight
-    with serving_worker(ops_env, tmp_path):
-        runs = [
-            run_deployment(
-                "backfill/backfill",
-                {
-                    "paths": [str(fixtures)],
-                    "org_id": "acme",
-                    "user_id": "maya",
-                    "identity": "record",  # the fixtures' own users kept, the rest maya's
-                    **common,
-                },
-                ops_env,
-                tmp_path,
-            ),
-            run_deployment("replay/replay", {"audit_dir": str(audit), **common}, ops_env, tmp_path),
-            run_deployment(
-                "audit-report/audit-report",
-                {
-                    "since": today.isoformat(),
-                    "until": (today + timedelta(days=1)).isoformat(),
-                    "out": str(report_dir),
-                    **common,
-                },
-                ops_env,
-                tmp_path,
-            ),
-            run_deployment(  # to a real two-sided model, searched on its query side after
-                "reembed/reembed-migration",
-                {"model": "multilingual-e5-small", **common},
-                ops_env,
-                tmp_path,
-            ),
-        ]
-    for done in runs:
-        output = done.stdout + done.stderr
-        assert done.returncode == 0, output + (tmp_path / "worker.log").read_text()
-        assert "Completed" in output
-
-    opened = open_store(store, migrate=True)
-    stats = opened.stats()
-    orgs = opened._conn.execute("SELECT DISTINCT org_id FROM turns").fetchall()
-    audited = len(list(opened.audit_rows()))
-    registry = opened.registry()
-    opened.close()
-    assert (stats.turns, stats.sessions, stats.unpromoted_turns) == (34, 12, 0)
-    assert stats.runs == {"completed": 4}, "backfill, replay, the report and the move"
-    assert {e.model_id for e in registry if e.state == "serving"} == {"multilingual-e5-small"}
-    assert orgs == [("acme",)]
-    assert stats.snapshots["done"] == stats.snapshots["total"] > 0
-    assert audited > 0
-    assert sum(stats.memories[t]["active"] for t in stats.memories) > 0
-    assert scan_audit(audit).collect().height == audited
-    assert scan_audit(report_dir).collect().height == audited
-
-    [replay_run] = set(re.findall(r"UUID: ([0-9a-f-]{36})", runs[1].stdout))
-    shown = show_run(replay_run, store, ops_env, tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    summary = shown.stdout.splitlines()
-    assert summary[0] == f"run {replay_run}: replay completed", "the deployment's run, by its id"
-    assert f"audit_dir: {audit}" in summary[2], "where the audit went"
-    assert "handlers: semantic, episodic, procedural, taxonomic" in summary[2], "words, not repr"
-    assert summary[3].startswith("counts: ")
-    assert " added" in summary[3]
 
 
 USERS = 40
@@ -324,15 +228,40 @@ def test_every_failure_of_a_deployment_run_says_why_where_ops_look(
     assert "no-such-folder' does not exist" in shown_run.stdout
 
 
-def test_the_deployments_pages_run_example_runs_as_written(ops_env, deployed, tmp_path) -> None:
+def test_the_deployments_pages_run_block_runs_as_written_through_a_worker(
+    ops_env, deployed, tmp_path
+) -> None:
     """The page's Run block, each command as the page writes it, from a folder holding the
-    repository's examples, against a server and a worker set up as its Deploy block says."""
+    repository's examples, against a server and a worker set up as its Deploy block says; then
+    a move to a real two-sided model on the same store. The store holds what the runs did,
+    and ``mempipe runs show`` finds a deployment's run by the id Prefect printed."""
+    for name in (
+        "backfill/backfill",
+        "replay/replay",
+        "replay/replay-dask",
+        "audit-report/audit-report-daily",
+        "reembed/reembed-nightly",
+        "reembed/reembed-migration",
+        "rebuild-indexes/rebuild-indexes",
+    ):
+        assert name in deployed
+    schedules = prefect("deployment", "inspect", "reembed/reembed-nightly", env=ops_env).stdout
+    assert "0 2 * * *" in schedules
+
+    bad = run_deployment("replay/replay", {"concurrency": 0}, ops_env, tmp_path)
+    assert bad.returncode != 0
+    refused = " ".join((bad.stdout + bad.stderr).split())
+    assert "Validation failed for field 'concurrency'" in refused, refused
+    assert "0 is less than the minimum of 1" in refused, "refused before any run starts"
+
     [block] = re.findall(r"## Run\n.*?```bash\n(.*?)```", page("operations/deployments.md"), re.S)
     commands = [c for c in block.replace("\\\n", " ").splitlines() if c.strip()]
     assert commands[0].startswith("mkdir -p"), "the page makes and fills the folder it loads"
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {**ops_env, "MEMPIPE_STORE": f"sqlite:///{tmp_path / 'data' / 'memory.db'}"}
+    store = f"sqlite:///{tmp_path / 'data' / 'memory.db'}"
+    env = {**ops_env, "MEMPIPE_STORE": store}
     (tmp_path / "data").mkdir()
+    printed = []
     with serving_worker(env, tmp_path):
         for command in commands:
             done = shell(
@@ -340,11 +269,40 @@ def test_the_deployments_pages_run_example_runs_as_written(ops_env, deployed, tm
                 tmp_path,
                 {**env, "PATH": f"{Path(PREFECT).parent}:{env['PATH']}"},
             )
-            printed = done.stdout + done.stderr
-            assert done.returncode == 0, f"{command}:\n{printed}"
+            printed.append(done.stdout + done.stderr)
+            assert done.returncode == 0, f"{command}:\n{printed[-1]}"
             if "--watch" in command:
-                assert "finished successfully in 'Completed'" in printed, printed
-    opened = open_store(env["MEMPIPE_STORE"], migrate=True)
-    turns = opened.stats().turns
+                assert "finished successfully in 'Completed'" in printed[-1], printed[-1]
+        moved = run_deployment(  # to a real two-sided model, searched on its query side after
+            "reembed/reembed-migration", {"model": "multilingual-e5-small"}, env, tmp_path
+        )
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert "Completed" in moved.stdout + moved.stderr
+
+    opened = open_store(store, migrate=True)
+    stats = opened.stats()
+    orgs = opened._conn.execute("SELECT DISTINCT org_id FROM turns").fetchall()
+    audited = len(list(opened.audit_rows()))
+    registry = opened.registry()
     opened.close()
-    assert turns == 20, "the sample's turns went in"
+    assert stats.turns == 20, "the sample's turns went in"
+    assert stats.unpromoted_turns == 0
+    assert stats.runs == {"completed": 4}, "backfill, replay, the report and the move"
+    assert {e.model_id for e in registry if e.state == "serving"} == {"multilingual-e5-small"}
+    assert orgs == [("acme",)]
+    assert stats.snapshots["done"] == stats.snapshots["total"] > 0
+    assert audited > 0
+    assert sum(stats.memories[t]["active"] for t in stats.memories) > 0
+
+    [replay] = [
+        text for command, text in zip(commands, printed, strict=True) if "replay/" in command
+    ]
+    [replay_run] = set(re.findall(r"UUID: ([0-9a-f-]{36})", replay))
+    shown = show_run(replay_run, store, ops_env, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    summary = shown.stdout.splitlines()
+    assert summary[0] == f"run {replay_run}: replay completed", "the deployment's run, by its id"
+    assert f"audit_dir: {tmp_path / 'data' / 'audit'}" in summary[2], "where the audit went"
+    assert "handlers: semantic, episodic, procedural, taxonomic" in summary[2], "words, not repr"
+    assert summary[3].startswith("counts: ")
+    assert " added" in summary[3]
