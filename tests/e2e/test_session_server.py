@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs import page
-from tests.helpers import noisy_lines
+from tests.helpers import invoke, noisy_lines
 from tests.processes import gone, run, start
 from tests.processes import server_status as status
 
@@ -146,12 +146,17 @@ def quiet_on_stderr(commands: list[str], store: str, cwd: Path, env: dict[str, s
 
 
 def test_a_command_that_succeeds_prints_nothing_on_stderr_with_a_temporary_server(
-    env, tmp_path
+    prefect_server, env, tmp_path
 ) -> None:
-    """As with the session's server (the test above), each command starting and stopping
-    Prefect's temporary server of its own."""
+    """As with the session's server (the test above), the command starting and stopping
+    Prefect's temporary server of its own. That server's noise is its stop, whichever the
+    command: the replay, with the most tasks and events in flight as it ends, runs in a process
+    of its own; the store it reads is filled in this one."""
     env = {**env, "MEMPIPE_SERVER_MODE": "temporary"}
     write_config(tmp_path)
-    commands = [f"backfill {SAMPLE} --user-id maya", "replay", "reembed --incremental"]
-    quiet_on_stderr(commands, "quiet.db", tmp_path, env)
+    filled = invoke(
+        "backfill", str(SAMPLE), "--user-id", "maya", "--store", "sqlite:///quiet.db", cwd=tmp_path
+    )
+    assert filled.exit_code == 0, filled.stderr
+    quiet_on_stderr(["replay"], "quiet.db", tmp_path, env)
     assert status(tmp_path, env)["running"] is False, "no session server was started"
