@@ -67,6 +67,7 @@ class ArchiveReader:
                 yield item
         finally:
             self._done = True
+            self._stream = None  # its 64 KiB buffers: a group holds thousands of read files
 
     def _items(self) -> Iterator[Draft | Reject | Skipped]:
         name = str(self.path)

@@ -200,6 +200,49 @@ def test_a_json_array_export_streams_in_memory_that_does_not_grow_with_its_size(
     assert large_peak < 1.3 * small_peak, (small_peak, large_peak)
 
 
+def peak_per_file(store_url: str, folder: Path, files: int, defaults, tmp_path: Path) -> int:
+    """The traced peak while one ingest task reads ``files`` two-turn files as one group."""
+    from mempipe.adapters.store import open_store
+    from mempipe.schemas.archive import IngestRequest
+    from mempipe.services.backfill.ingest import ingest_files
+
+    folder.mkdir()
+    for n in range(files):
+        turns = [
+            {"session_id": f"s{n}", "turn_seq": i, "role": "user", "content": "hi"} for i in (0, 1)
+        ]
+        (folder / f"c{n:04d}.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    requests = [
+        IngestRequest(
+            path=path, defaults=defaults, run_id="r", rejects_file=tmp_path / "rejects.jsonl"
+        )
+        for path in sorted(folder.iterdir())
+    ]
+    store = open_store(store_url, migrate=True)
+    tracemalloc.start()
+    summaries = ingest_files(UnitOfWork(store), requests)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    store.close()
+    assert sum(s.turns_inserted for s in summaries) == 2 * files
+    return peak
+
+
+def test_a_group_of_tiny_files_holds_a_few_kilobytes_a_file_read_not_its_buffers(
+    defaults, tmp_path
+) -> None:
+    """Each file's reading buffers (64 KiB each) go once it is read: a group of 2,000 files held
+    them all until its end (150 MB). A first group pays for what a process reads once."""
+    peak_per_file(f"sqlite:///{tmp_path / 'first.db'}", tmp_path / "first", 20, defaults, tmp_path)
+    few = peak_per_file(
+        f"sqlite:///{tmp_path / 'few.db'}", tmp_path / "few", 100, defaults, tmp_path
+    )
+    many = peak_per_file(
+        f"sqlite:///{tmp_path / 'many.db'}", tmp_path / "many", 500, defaults, tmp_path
+    )
+    assert (many - few) / 400 < 24 * 1024, f"{(many - few) / 400:.0f} bytes a file (was 77 KB)"
+
+
 def test_a_directory_of_mixed_archives_is_read_file_by_file(store, fixtures, tmp_path) -> None:
     from mempipe.archives import expand_paths
 
