@@ -1,8 +1,8 @@
 """The fast plans find what the plain ones find: a user's turns or memories ranked by mempipe's
-own bm25 (document counts from the index vocabulary, the walk limited to the spans of ids the
-user's rows lie in, the user's rows ranked from their text, or from the postings the
-connection holds) give the same hits, in the same order, with the same scores, as FTS5's
-``bm25()`` over the whole index."""
+own bm25 (document counts from the index vocabulary, the walk limited to the user's id span,
+the user's rows ranked from their text, or from the postings the connection holds) give the
+same hits, in the same order, with the same scores, as FTS5's ``bm25()`` over the whole
+index."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def plain(
 
 @pytest.fixture(params=["span", "rows", "held"])
 def fast_plans(request, monkeypatch) -> list[str]:
-    """Which fast plan runs: the match walked inside the user's spans, the user's rows ranked
+    """Which fast plan runs: the match walked inside the user's span, the user's rows ranked
     from their own text (the postings priced out of reach), or (everything priced at nothing,
     so that a search's first asking pays for the next) the postings held. Lists each use."""
     used: list[str] = []
@@ -75,7 +75,7 @@ def fast_plans(request, monkeypatch) -> list[str]:
     if request.param == "span":
         monkeypatch.setattr(scoped_bm25, "ROW_COST", 10**9)
     if request.param == "rows":
-        monkeypatch.setattr(scoped_bm25, "SPAN_COST", float("inf"))
+        monkeypatch.setattr(scoped_bm25, "MAX_SPAN", -1)
     if request.param == "held":
         monkeypatch.setattr(held_postings, "DOCUMENT_SECONDS", 0.0)
         monkeypatch.setattr(held_postings, "POSTING_SECONDS", 0.0)

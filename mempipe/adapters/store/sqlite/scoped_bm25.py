@@ -4,10 +4,10 @@ FTS5's own ``bm25()`` counts, for every query term and on every query, the docum
 contain it by walking the term's whole doclist (``xQueryPhrase``): over 100,000 long turns that
 walk is most of a text search's time, however few turns the user has. Here the counts come
 from the index's vocabulary (``fts5vocab``, one b-tree seek per term), the walk is limited to
-the spans of rowids the user's rows lie in, and the score is FTS5's formula term for term and
-operation for operation (``fts5_aux.c``: k1 = 1.2, b = 0.75, idf floored at 1e-6), so the
-ranking is the one ``bm25()`` gives. Where that cannot be guaranteed (a query word that the
-tokenizer splits, a scope spread over the whole table) the caller keeps ``bm25()``.
+the user's rowid span, and the score is FTS5's formula term for term and operation for
+operation (``fts5_aux.c``: k1 = 1.2, b = 0.75, idf floored at 1e-6), so the ranking is the one
+``bm25()`` gives. Where that cannot be guaranteed (a query word that the tokenizer splits, a
+scope spread over the whole table) the caller keeps ``bm25()``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 
 import apsw
-import numpy as np
 
 from mempipe.adapters.store.sqlite.held import database_version, vocabulary
 from mempipe.adapters.store.sqlite.memory_sql import TOKENIZER_ARGS
@@ -25,15 +24,15 @@ K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6
 FUNCTION = "mempipe_bm25"
+MAX_SPAN = 50_000
+"""Widest rowid span whose match is walked; a scope spread wider is ranked from its own rows."""
 MAX_ROWS = 5_000
 """Most rows ranked from their own text; a larger scope is cheaper for FTS5's own ranking."""
-ROW_COST = 2.3
-"""What ranking one row from its text costs (reading it, tokenizing it, counting), in matches
-walked (each scored by the ranking function in Python): 58 µs against 25 µs for LongMemEval's
-turns of about 1,000 characters."""
-SPAN_COST = 10
-"""What starting one walk costs (FTS5 seeking every query word's segments to a rowid), in
-matches walked: 250 µs, for 100,000 LongMemEval turns in 12 segments (90 µs in one)."""
+ROW_COST = 5
+"""What ranking one row from its text costs, in matches walked inside a span (each scored by
+the ranking function in Python): 58 µs against 10.4 µs for LongMemEval's turns of about 1,000
+characters. A user's sessions spread over a copy of the set (39,524 turns) walk 9,300 matches
+(97 ms) where ranking the user's 182 rows takes 10.5 ms."""
 
 
 def idfs(rows: int, counts: Sequence[int]) -> list[float]:
@@ -58,23 +57,13 @@ def index_size(conn: apsw.Connection, fts_table: str) -> tuple[int, int]:
     return rows, sum(per_column)
 
 
-def walked_spans(rowids: np.ndarray, rows: int, counts: Sequence[int]) -> list[tuple[int, int]]:
-    """The scope's rowids (ascending) as the spans to walk the match in: its runs of
-    consecutive rowids, two neighbours joined where walking the gap between them (its share of
-    each term's documents) costs less than starting another walk."""
-    if not len(rowids):
-        return []
-    density = sum(counts) / max(rows, 1)
-    breaks = np.nonzero((np.diff(rowids) - 1) * density >= SPAN_COST)[0]
-    starts = [0, *(breaks + 1)]
-    ends = [*breaks, len(rowids) - 1]
-    return [(int(rowids[a]), int(rowids[b])) for a, b in zip(starts, ends, strict=True)]
-
-
-def walk_cost(spans: Sequence[tuple[int, int]], rows: int, counts: Sequence[int]) -> float:
-    """What walking the match inside ``spans`` costs, in matches walked."""
-    walked = sum(high - low + 1 for low, high in spans)
-    return len(spans) * SPAN_COST + walked * sum(counts) / max(rows, 1)
+def span_walk_is_cheaper(rows: int, counts: Sequence[int], span: int, count: int) -> bool:
+    """Whether walking the match inside a rowid span of ``span`` ids costs less than ranking
+    the scope's ``count`` rows from their text: the span holds its share of each term's
+    documents."""
+    if span > MAX_SPAN:
+        return False
+    return count > MAX_ROWS or sum(counts) * span <= count * ROW_COST * max(rows, 1)
 
 
 def varints(block: bytes) -> list[int]:

@@ -129,13 +129,11 @@ class SqliteSearch(SqliteParts):
     ) -> list[Hit] | None:
         """One user's rows ranked as ``bm25()`` ranks them, without its walk over every
         document of every query word (:mod:`scoped_bm25`): from the postings this connection
-        holds, else by walking the match inside the spans of rowids the user's rows lie in or
-        by ranking the user's own rows from their text, whichever costs less. None where none
-        is exact or cheaper."""
+        holds, else by walking the match inside the user's rowid span or by ranking the user's
+        own rows from their text, whichever costs less. None where none is exact or cheaper."""
         scope = search_sql.scoped_text(source, filters)
-        sql = search_sql.scope_rowids_sql(scope)
-        rowids = np.fromiter((row[0] for row in self._rows(sql, scope.values)), np.int64)
-        if not len(rowids):
+        low, high, count = self._rows(search_sql.span_sql(scope), scope.values)[0]
+        if not count:
             return []
         terms = self._terms(query)
         if terms is None:
@@ -144,24 +142,18 @@ class SqliteSearch(SqliteParts):
             self._postings = held_postings.HeldPostings(self._conn)
         started = time.perf_counter()
         if self._postings.ready(scope.fts, terms):
+            sql = search_sql.scope_rowids_sql(scope)
+            rowids = np.fromiter((row[0] for row in self._rows(sql, scope.values)), np.int64)
             held = self._postings.within(scope.fts, terms, rowids)
             if held is not None:
                 rows = self._rows_in_scope(scope, [rowid for rowid, _ in held[:k]])
                 return [_hit(source, (*rows[rowid], -rank)) for rowid, rank in held[:k]]
         counts = self._ranking.document_counts(scope.fts, terms)
         indexed, _ = scoped_bm25.index_size(self._conn, scope.fts)
-        spans = scoped_bm25.walked_spans(rowids, indexed, counts)
-        walk = scoped_bm25.walk_cost(spans, indexed, counts)
-        if walk <= len(rowids) * scoped_bm25.ROW_COST or (
-            len(rowids) > scoped_bm25.MAX_ROWS and walk <= sum(counts)
-        ):
+        if scoped_bm25.span_walk_is_cheaper(indexed, counts, high - low, count):
             sql = search_sql.scoped_search_sql(scope, len(counts))
-            ranked = [
-                row
-                for low, high in spans
-                for row in self._rows(sql, (*counts, match, low, high, *scope.values))
-            ]
-        elif len(rowids) <= scoped_bm25.MAX_ROWS:
+            ranked = self._rows(sql, (*counts, match, low, high, *scope.values))
+        elif count <= scoped_bm25.MAX_ROWS:
             rows = self._rows(search_sql.scope_rows_sql(scope), scope.values)
             scores = self._ranking.rank_texts(scope.fts, terms, counts, [r[10] for r in rows])
             ranked = [(*r[:10], s, r[11]) for r, s in zip(rows, scores, strict=True) if s]

@@ -139,6 +139,12 @@ def scoped_rows_sql(scope: ScopedText) -> str:
     )
 
 
+def span_sql(scope: ScopedText) -> str:
+    """The lowest and highest rowid, and the number, of the rows in scope (an index range scan
+    when the scope names a user)."""
+    return f"SELECT min(r.rowid), max(r.rowid), count(*) FROM {scope.rows} WHERE {scope.where}"
+
+
 def scope_rowids_sql(scope: ScopedText) -> str:
     """The rowids of the rows in scope, ascending (an index range scan for one user)."""
     return f"SELECT r.rowid FROM {scope.rows} WHERE {scope.where} ORDER BY r.rowid"
