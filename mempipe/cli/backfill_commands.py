@@ -10,14 +10,12 @@ from mempipe.archives.registry import format_names
 from mempipe.cli.options import (
     duration,
     identity_options,
-    json_option,
     pairs,
     partitions_option,
     plan_option,
     rejects_dir_option,
-    reports_errors,
     scale_out_options,
-    store_options,
+    store_command,
 )
 from mempipe.cli.runner import run_job
 from mempipe.schemas.summaries import users_line
@@ -85,9 +83,7 @@ if TYPE_CHECKING:
     help="Take turn times before 1970 or past the future margin as they are.",
 )
 @plan_option
-@store_options
-@json_option
-@reports_errors
+@store_command
 def backfill(**options: Any) -> None:
     """Load transcript archives (files, directories, globs) as turns, then promote sessions
     into snapshots. Bad records go to a rejects file; re-running adds nothing."""
@@ -135,9 +131,7 @@ def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
 
 
 @click.command(short_help="Cut unpromoted turns into session snapshots.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def promote(**options: Any) -> None:
     """Cut every session's unpromoted turns into snapshots, by the configured limits."""
     from mempipe.flows.promote import Promote

@@ -12,6 +12,7 @@ from mempipe.cli.options import (
     plan_option,
     reports_errors,
     scale_out_options,
+    store_command,
     store_options,
     via_option,
 )
@@ -117,9 +118,7 @@ def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
 
 @reembed.command("finalize", short_help="Drop the vectors of the model switched away from.")
 @click.option("--collections", default=None, metavar="LIST", help="Default: all.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def reembed_finalize(**options: Any) -> None:
     """Drop the vectors of the models a re-embed switched away from."""
     from mempipe.flows.reembed import Finalize
@@ -129,9 +128,7 @@ def reembed_finalize(**options: Any) -> None:
 
 @reembed.command("rollback", short_help="Serve the previous model's vectors again.")
 @click.option("--collections", default=None, metavar="LIST", help="Default: all.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def reembed_rollback(**options: Any) -> None:
     """Serve the previous model's vectors again, dropping the newer ones."""
     from mempipe.flows.reembed import Rollback
@@ -149,9 +146,7 @@ def _names(done: Collections) -> str:
 
 @click.command("rebuild-indexes", short_help="Compare indexes with their declarations; build.")
 @click.option("--force", is_flag=True, default=False, help="Rebuild the indexes that drifted.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def rebuild_indexes_command(**options: Any) -> None:
     """Compare each collection's declared vector and text index (dimension, metric, filter
     fields including the declared partition keys) with what exists; create what is absent;

@@ -11,11 +11,9 @@ from mempipe.adapters.llm.registry import extractor_names
 from mempipe.cli.options import (
     audit_dir_option,
     counts_text,
-    json_option,
     plan_option,
-    reports_errors,
     scale_out_options,
-    store_options,
+    store_command,
     via_option,
 )
 from mempipe.cli.runner import run_job
@@ -91,9 +89,7 @@ if TYPE_CHECKING:
 )
 @via_option
 @plan_option
-@store_options
-@json_option
-@reports_errors
+@store_command
 def replay(**options: Any) -> None:
     """Replay snapshot extraction: every selected handler on every selected snapshot,
     reconciled (ADD / UPDATE / REINFORCE) and audited. Resumable."""
@@ -217,9 +213,7 @@ def _show_replay(summary: ReplaySummary, incomplete: bool) -> None:
     default=None,
     help="Also write one self-contained page of charts (opens offline in any browser).",
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def report(**options: Any) -> None:
     """Write the audit (one row per ADD / UPDATE / REINFORCE) as Parquet partitioned by day,
     and summarise it by memory type and action, with failures by class."""

@@ -74,6 +74,12 @@ def json_option(command: F) -> F:
     )(command)
 
 
+def store_command(command: F) -> F:
+    """A command over a store: its ``--store`` options, ``--json``, and one failure contract
+    (:func:`reports_errors`)."""
+    return store_options(json_option(reports_errors(command)))
+
+
 def audit_dir_option(command: F) -> F:
     return click.option(
         "--audit-dir", default="audit", show_default=True, help="Parquet audit folder."

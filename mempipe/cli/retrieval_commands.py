@@ -11,10 +11,8 @@ import click
 
 from mempipe.cli.options import (
     identity_filters,
-    json_option,
     pairs,
-    reports_errors,
-    store_options,
+    store_command,
 )
 from mempipe.cli.runner import run_query
 from mempipe.schemas.evaluation import EvalResult, Scores
@@ -66,9 +64,7 @@ def searched(command: F) -> F:
 @click.option(
     "--top-k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to print."
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def search(**options: Any) -> None:
     """Search turns or long-term memories; every identity option given is ANDed into the
     query, and one left out leaves that dimension open."""
@@ -89,9 +85,7 @@ def _show_hits(result: SearchResult) -> None:
 
 
 @click.command(short_help="The embedding models, and which serves what.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def models(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """The embedding models mempipe can use, and which one serves each collection."""
     from mempipe.adapters.store.unit_of_work import unit_of_work
@@ -143,9 +137,7 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
 @click.option(
     "--strict", is_flag=True, default=False, help="Refuse query fields eval does not use."
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def evaluate_queries(**options: Any) -> None:
     """Recall@k and MRR of labelled queries (JSONL: {"query", "relevant_ids", filters...});
     fields it does not use are ignored and counted."""

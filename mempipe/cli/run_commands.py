@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mempipe.cli.options import counted, emit, json_option, reports_errors, store_options
+from mempipe.cli.options import (
+    counted,
+    emit,
+    json_option,
+    reports_errors,
+    store_command,
+    store_options,
+)
 from mempipe.cli.runner import run_query
 from mempipe.schemas.run import RunStatus
 
@@ -62,9 +69,7 @@ def _show_runs(result: RunList) -> None:
 
 @runs.command("show", short_help="One run's outcome as the store recorded it.")
 @click.argument("run_id", metavar="RUN")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def show_run(**options: Any) -> None:
     """One run's outcome as the store recorded it: flow, status, parameters, counts, error, and
     the files it wrote (the audit, rejects). RUN is the run id a command prints, which is also
@@ -148,9 +153,7 @@ def _show_prefect_record(run_id: str, missing: Exception, as_json: bool) -> None
 
 @runs.command("cancel", short_help="Cancel a run's open provider batches.")
 @click.argument("run_id", metavar="RUN")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def cancel_run(**options: Any) -> None:
     """Cancel RUN's open provider batches (``--via batch``); RUN submits no more. The run, or
     the next one with the same command, applies what they finished; their other requests are
@@ -177,9 +180,7 @@ def _plain(value: object) -> str:
 
 
 @click.command(short_help="Close runs that died and free their locks.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def recover(**options: Any) -> None:
     """Close runs that died (their process is gone, or silent past the heartbeat limit): mark
     them failed and free their claims and locks now. Live runs are never touched."""

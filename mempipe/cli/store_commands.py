@@ -11,6 +11,7 @@ from mempipe.cli.options import (
     emit,
     json_option,
     reports_errors,
+    store_command,
     store_options,
 )
 from mempipe.cli.runner import run_query
@@ -20,9 +21,7 @@ if TYPE_CHECKING:
 
 
 @click.command(short_help="Create an empty store, every migration applied.")
-@store_options
-@json_option
-@reports_errors
+@store_command
 def init(store: str | None, config: str | None, store_secret: str | None, as_json: bool) -> None:
     """Create an empty store: every migration applied, the project's declarations recorded.
     A store that is there already is only brought up to date. Every other command that works
@@ -87,9 +86,7 @@ def _show_migrated(report: MigrationReport, pending: bool) -> None:
     help="Run the store's full integrity check first (SQLite's integrity_check); "
     "exit 1 naming what it finds.",
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def stats(**options: Any) -> None:
     """Counts of turns, sessions, snapshots by state, memories by type, failures and runs."""
     from mempipe.services.store import stats

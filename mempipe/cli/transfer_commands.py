@@ -16,11 +16,9 @@ from mempipe.cli.options import (
     counted,
     identity_filters,
     identity_options,
-    json_option,
     rejects_dir_option,
     renamed,
-    reports_errors,
-    store_options,
+    store_command,
 )
 from mempipe.cli.runner import run_job, run_query
 from mempipe.schemas.bundle import (
@@ -58,9 +56,7 @@ OLD_FORMATS = {"mempipe": "bundle"}
     default=False,
     help="The serving model's vectors too, one file a collection.",
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def export(**options: Any) -> None:
     """Write a bundle: one Parquet file per collection (turns, snapshots, every memory type
     with every version, audit, failures, runs) and manifest.json with counts and digests."""
@@ -110,9 +106,7 @@ def _show_export(summary: ExportSummary, incomplete: bool) -> None:
 )
 @audit_dir_option
 @rejects_dir_option
-@store_options
-@json_option
-@reports_errors
+@store_command
 def import_command(**options: Any) -> None:
     """Import a mempipe bundle verbatim, or the long-term memories of another system (mem0,
     LangGraph, mempipe's memory JSONL: files, directories, globs, gzip / zstd), reconciled
@@ -199,9 +193,7 @@ def _bundle_lines(summary: BundleImportSummary) -> None:
     help="An audit folder to redact whole, besides the files the store recorded as its own "
     "(it must exist).",
 )
-@store_options
-@json_option
-@reports_errors
+@store_command
 def erase(**options: Any) -> None:
     """Erase one user's data (a data request): turns, snapshots, private memories in every
     version with their vectors and text-index entries; the user's audit text redacted. Org-wide
@@ -236,9 +228,7 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
 
 @click.command("users", short_help="List the store's users, and those erased.")
 @identity_filters
-@store_options
-@json_option
-@reports_errors
+@store_command
 def users(**options: Any) -> None:
     """List the store's users (org, project, user) with their turns, memories, and first and
     last record times, and the users erased from it: how to check a data request's id."""
@@ -308,9 +298,7 @@ def _scope_text(owner: BundleSelection) -> str:
     help="Records read from the source and written to the target per batch (one checkpoint).",
 )
 @rejects_dir_option
-@store_options
-@json_option
-@reports_errors
+@store_command
 def copy(**options: Any) -> None:
     """Copy every record of the store (--store) into another (--to), batch by batch; a copy
     that was killed goes on where it stopped; verified by counts and digests at the end."""
