@@ -11,10 +11,7 @@ import click
 from mempipe.cli.options import (
     counted,
     emit,
-    json_option,
-    reports_errors,
     store_command,
-    store_options,
 )
 from mempipe.cli.runner import run_query
 from mempipe.schemas.run import RunStatus
@@ -25,8 +22,7 @@ if TYPE_CHECKING:
 
 
 @click.group(invoke_without_command=True, short_help="Recent runs, newest first, and their locks.")
-@store_options
-@json_option
+@store_command
 @click.option("--running", is_flag=True, default=False, help="Only runs recorded as running.")
 @click.option(
     "--limit",
@@ -36,7 +32,6 @@ if TYPE_CHECKING:
     help="The newest this many runs.",
 )
 @click.pass_context
-@reports_errors
 def runs(ctx: click.Context, **options: Any) -> None:
     """Recent runs, newest first: flow, status, host and pid, start time, the locks each holds,
     and whether a run recorded as running is in fact dead (free it with `mempipe recover`);

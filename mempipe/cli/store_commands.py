@@ -9,10 +9,7 @@ import click
 from mempipe.cli.options import (
     counts_text,
     emit,
-    json_option,
-    reports_errors,
     store_command,
-    store_options,
 )
 from mempipe.cli.runner import run_query
 
@@ -53,12 +50,10 @@ def _show_init(report: MigrationReport) -> None:
 
 
 @click.command(short_help="Apply an existing store's pending migrations.")
-@store_options
-@json_option
+@store_command
 @click.option(
     "--pending", is_flag=True, default=False, help="Only list what is not applied; change nothing."
 )
-@reports_errors
 def migrate(**options: Any) -> None:
     """Apply an existing store's pending migrations (idempotent). A store that is not there is
     refused; `mempipe init` creates one."""
