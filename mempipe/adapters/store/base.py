@@ -32,6 +32,9 @@ from mempipe.schemas.turn import Turn
 from mempipe.schemas.work import WorkItem, WorkQuery
 
 C = TypeVar("C")
+TurnBatches = Iterable[tuple[Sequence[Turn], C]]
+"""Batches of turns, each with what its caller keeps beside it, handed back with its result."""
+TurnResults = Iterator[tuple[TurnWriteResult, C]]
 
 
 class Turns(Protocol):
@@ -42,11 +45,8 @@ class Turns(Protocol):
         ...
 
     def add_turn_batches(
-        self,
-        batches: Iterable[tuple[Sequence[Turn], C]],
-        run_id: str | None,
-        shared_up_to: int = 0,
-    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        self, batches: TurnBatches[C], run_id: str | None, shared_up_to: int = 0
+    ) -> TurnResults[C]:
         """:meth:`add_turns` of each batch, in order, each result with what came beside its
         batch. A backend may write one batch while the caller makes the next (SQLite does),
         and may commit consecutive batches together while they hold at most ``shared_up_to``
@@ -77,11 +77,8 @@ class OneBatchAtATime:
     batch written in turn."""
 
     def add_turn_batches(
-        self: Turns,
-        batches: Iterable[tuple[Sequence[Turn], C]],
-        run_id: str | None,
-        shared_up_to: int = 0,
-    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        self: Turns, batches: TurnBatches[C], run_id: str | None, shared_up_to: int = 0
+    ) -> TurnResults[C]:
         for turns, context in batches:
             yield self.add_turns(turns, run_id), context
 

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from mempipe.adapters.store.base import TurnBatches, TurnResults
 from mempipe.adapters.store.rejects import conflict_reject
 from mempipe.adapters.store.sqlite import sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, now_text
@@ -28,11 +29,8 @@ class SqliteTurns(SqliteParts):
         return self._write_turns(self._encode_turns(turns, run_id))
 
     def add_turn_batches(
-        self,
-        batches: Iterable[tuple[Sequence[Turn], C]],
-        run_id: str | None,
-        shared_up_to: int = 0,
-    ) -> Iterator[tuple[TurnWriteResult, C]]:
+        self, batches: TurnBatches[C], run_id: str | None, shared_up_to: int = 0
+    ) -> TurnResults[C]:
         """Consecutive batches holding at most ``shared_up_to`` turns in all are encoded and
         committed as one group (each batch still counted on its own, inside a savepoint of the
         group's transaction); a group's results come back once it is committed."""
