@@ -163,3 +163,36 @@ def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_s
     assert limit.slot_decay_per_second == pytest.approx(18 * tokens / 60)
     assert 2 * tokens - refilled > tokens, "the check below tells one attempt from two"
     assert limit.active_slots >= 2 * tokens - refilled, "both attempts paid for their tokens"
+
+
+def test_a_budget_another_process_made_first_is_taken_as_it_is(prefect_server, monkeypatch) -> None:
+    """Two commands start at once with the same budget: the one that read "not there" before the
+    other made it creates it second, which the server refuses (409: its name is unique, and the
+    server logs the constraint's traceback). The budget is there, so the command goes on with
+    it."""
+    from prefect import get_client
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectNotFound
+
+    from mempipe.adapters.llm.ratelimit import budget_figures, ensure_budget_limit
+
+    name = f"mempipe-race-{time.time_ns()}"
+    size, decay = budget_figures(600)
+    with get_client(sync_client=True) as client:
+        made = GlobalConcurrencyLimitCreate(name=name, limit=size, slot_decay_per_second=decay)
+        client.create_global_concurrency_limit(made)
+    read = SyncPrefectClient.read_global_concurrency_limit_by_name
+    reads: list[str] = []
+
+    def read_before_the_other_made_it(self, limit_name: str):
+        reads.append(limit_name)
+        if len(reads) == 1:
+            raise ObjectNotFound(http_exc=Exception("not there yet"))
+        return read(self, limit_name)
+
+    monkeypatch.setattr(
+        SyncPrefectClient, "read_global_concurrency_limit_by_name", read_before_the_other_made_it
+    )
+    assert ensure_budget_limit(name, 600) == size
+    assert len(reads) >= 2, "the create raced and the budget was read again"
