@@ -118,15 +118,15 @@ def test_a_rate_limit_slot_that_does_not_come_within_the_call_timeout_is_a_rate_
     with fake_openai() as (fake, url):
         fake.script = [memories(AIRPORT_FACT)]
         settings = LLMSettings(
-            base_url=url, model="m", api_key="k", rate_limit="llm-full", timeout_seconds=5
-        )  # the first slot comes at once, even from a busy test server; the second never
+            base_url=url, model="m", api_key="k", rate_limit="llm-full", timeout_seconds=15
+        )  # the first slot within 15 s from a test server four workers share; the second never
         extractor = OpenAIExtractor(settings)
         extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
         started = time.monotonic()
         with pytest.raises(EnvironmentalError, match="no slot of Prefect rate limit") as caught:
             extractor.extract(AIRPORT_SNAPSHOT, MemoryType.SEMANTIC)
     assert caught.value.kind is FailureKind.RATE_LIMIT
-    assert time.monotonic() - started < 15, "no wait without end"
+    assert time.monotonic() - started < 45, "no wait without end"
     assert len(fake.requests) == 1
 
 
