@@ -329,11 +329,8 @@ def _extract(
                 "items": bucket,
                 "settings": settings,
                 "run_id": run_id,
-                "force": query.force,
-                "selection": query.selection,
-                "handlers": list(query.handlers),
+                "query": query,
                 "part": f"{number}/{len(buckets)}",
-                "stale": query.stale,
             }
             for number, bucket in enumerate(buckets, start=1)
         ],

@@ -13,8 +13,7 @@ from mempipe.errors import ConfigError
 from mempipe.interrupts import interruptible_sleep, stop_requested
 from mempipe.progress import track
 from mempipe.schemas.replay import ReplaySettings
-from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale, WorkItem, WorkQuery
+from mempipe.schemas.work import WorkItem, WorkQuery
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay.owner_work import replay_by_owner
 from mempipe.services.replay.provider_batch import (
@@ -49,11 +48,8 @@ def replay_bucket(
     items: list[WorkItem],
     settings: ReplaySettings,
     run_id: str,
-    force: bool,
-    selection: SnapshotSelection,
-    handlers: list[str],
+    query: WorkQuery,
     part: str = "1/1",
-    stale: Stale | None = None,
 ) -> BucketOutcome:
     """Replays the partition owner by owner (:mod:`mempipe.services.replay.owner_work`): when it
     returns, every owner it was given has been replayed, by this run or another. ``part``:
@@ -64,16 +60,7 @@ def replay_bucket(
             context = extraction_context(settings, run_id, uow).model_copy(
                 update={"summarized": []}
             )
-            outcome = replay_by_owner(
-                uow,
-                items,
-                context,
-                selection,
-                handlers,
-                force=force,
-                stale=stale,
-                progress=bar.update,
-            )
+            outcome = replay_by_owner(uow, items, context, query, progress=bar.update)
         outcome.selected, outcome.summarized = len(items), len(context.summarized or ())
         results, elsewhere = outcome.results, outcome.done_elsewhere
         failed = [r for r in results if r.failure_class is not None]
@@ -129,8 +116,9 @@ def replay_via_batch(
             sleep=interruptible_sleep,
         )
         adopted = work.adopt()
-        force, stale = query.force, query.stale
-        outcomes = apply_replay_batches(uow, work, adopted, live, context, force=force, stale=stale)
+        outcomes = apply_replay_batches(
+            uow, work, adopted, live, context, force=query.force, stale=query.stale
+        )
         if not stop_requested():
             covered = {key for batch in adopted for key in batch.items}
             items = [
@@ -140,7 +128,7 @@ def replay_via_batch(
             ]
             submitted = work.submit(extraction_requests(uow, items, live))
             outcomes += apply_replay_batches(
-                uow, work, submitted, live, context, force=force, stale=stale
+                uow, work, submitted, live, context, force=query.force, stale=query.stale
             )
         get_run_logger().info(
             "%d batch(es) applied (%d adopted from an earlier run)", len(outcomes), len(adopted)

@@ -17,7 +17,6 @@ from mempipe.flows.replay import replay_flow
 from mempipe.scaleout import TaskRunnerName, run_partitions
 from mempipe.schemas.bundle import BundleSelection
 from mempipe.schemas.replay import ReplaySettings
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.work import WorkQuery
 from mempipe.tasks.replay import replay_bucket, select_extraction_work
 from tests.helpers import audit_actions
@@ -92,9 +91,7 @@ def duplicated_partitions(url: str, run_id: str) -> None:
             "items": p,
             "settings": settings,
             "run_id": run_id,
-            "force": False,
-            "selection": SnapshotSelection(),
-            "handlers": HANDLERS,
+            "query": WorkQuery(handlers=HANDLERS),
         }
         for p in parts
         for _ in range(2)

@@ -21,8 +21,7 @@ from mempipe.adapters.store.writer_epoch import writer_epoch
 from mempipe.domain.liveness import LEASE
 from mempipe.domain.partitioning import Owner, owners_of
 from mempipe.interrupts import StopRequested, stop_requested
-from mempipe.schemas.selection import SnapshotSelection
-from mempipe.schemas.work import Stale, WorkItem, WorkQuery
+from mempipe.schemas.work import WorkItem, WorkQuery
 from mempipe.services.replay.extract import ReplayContext, replay_batch
 from mempipe.services.replay.summary import BucketOutcome
 from mempipe.services.runs import recover_dead_runs
@@ -37,37 +36,22 @@ def owner_lease(owner: Owner) -> str:
     return "replay-owner:" + orjson.dumps(list(owner)).decode()
 
 
-def owner_work(
-    uow: UnitOfWork,
-    selection: SnapshotSelection,
-    handlers: list[str],
-    owner: Owner,
-    force: bool,
-    stale: Stale | None = None,
-) -> list[WorkItem]:
+def owner_work(uow: UnitOfWork, query: WorkQuery, owner: Owner) -> list[WorkItem]:
     """The owner's runnable work as the store holds it now, in time order."""
     org, project, user = owner
-    narrowed = selection.model_copy(update={"org_id": org, "project_id": project})
+    narrowed = query.selection.model_copy(update={"org_id": org, "project_id": project})
     if user:
         narrowed = narrowed.model_copy(update={"user_id": user})
-    return [
-        item
-        for item in uow.work.extraction_work(
-            WorkQuery(handlers=handlers, selection=narrowed, force=force, stale=stale)
-        )
-        if item.partition == owner
-    ]
+    owners = query.model_copy(update={"selection": narrowed})
+    return [item for item in uow.work.extraction_work(owners) if item.partition == owner]
 
 
 def replay_by_owner(
     uow: UnitOfWork,
     items: list[WorkItem],
     context: ReplayContext,
-    selection: SnapshotSelection,
-    handlers: list[str],
+    query: WorkQuery,
     *,
-    force: bool,
-    stale: Stale | None = None,
     progress: Callable[[int], object] = lambda _: None,
     keep: Callable[[WorkItem], bool] | None = None,
 ) -> BucketOutcome:
@@ -79,7 +63,7 @@ def replay_by_owner(
     def replay_held(held: list[Owner]) -> None:
         work: list[WorkItem] = []
         for owner in held:
-            fresh = owner_work(uow, selection, handlers, owner, force, stale)
+            fresh = owner_work(uow, query, owner)
             if keep is not None:
                 fresh = [item for item in fresh if keep(item)]
             gone = max(0, len(owners[owner]) - len(fresh))

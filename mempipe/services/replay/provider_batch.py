@@ -35,9 +35,8 @@ from mempipe.schemas.costs import RequestKind
 from mempipe.schemas.extraction import Extracted
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.provider import BatchInfo
-from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.transcript import SnapshotContent
-from mempipe.schemas.work import Stale, WorkItem
+from mempipe.schemas.work import Stale, WorkItem, WorkQuery
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.replay.extract import ReplayContext, snapshot_pages
 from mempipe.services.replay.owner_work import replay_by_owner
@@ -203,10 +202,7 @@ def apply_batch(
         uow,
         items,
         context.model_copy(update={"extractor": BatchAnswers(live, answers)}),
-        SnapshotSelection(),
-        sorted({item.handler for item in items}),
-        force=force,
-        stale=stale,
+        WorkQuery(handlers=sorted({item.handler for item in items}), force=force, stale=stale),
         keep=lambda item: extraction_key(item.handler, item.snapshot_id) in extractions,
     )
     return outcome, first_error
