@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,9 +16,13 @@ COMPRESSION_SUFFIXES = frozenset({".gz", ".zst", ".zstd"})
 GLOB_CHARS = frozenset("*?[")
 
 
-def logical_suffix(path: Path) -> str:
-    """The suffix that names the format, under any compression suffix (``a.jsonl.gz`` → .jsonl)."""
-    suffixes = [s.lower() for s in path.suffixes]
+def logical_suffix(path: Path | str) -> str:
+    """The suffix that names the format, under any compression suffix (``a.jsonl.gz`` → .jsonl);
+    of a path or a file's name."""
+    name = (path.name if isinstance(path, Path) else path).lower()
+    if name.endswith("."):
+        return ""
+    suffixes = ["." + suffix for suffix in name.lstrip(".").split(".")[1:]]
     while suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
         suffixes.pop()
     return suffixes[-1] if suffixes else ""
@@ -25,6 +30,27 @@ def logical_suffix(path: Path) -> str:
 
 def is_archive(path: Path) -> bool:
     return path.is_file() and logical_suffix(path) in ARCHIVE_SUFFIXES
+
+
+def archives_under(folder: Path) -> list[Path]:
+    """The archive files under a directory, resolved, in the order of their paths' parts (as
+    ``sorted(folder.rglob("*"))``, which neither descends a linked directory): one ``scandir``
+    a directory and no call a file but a linked one's resolve (rglob, a stat and a resolve a
+    file cost 39 µs each)."""
+    found: list[tuple[tuple[str, ...], Path]] = []
+
+    def walk(directory: Path, parts: tuple[str, ...]) -> None:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                here = (*parts, entry.name)
+                if entry.is_dir() and not entry.is_symlink():
+                    walk(directory / entry.name, here)
+                elif entry.is_file() and logical_suffix(entry.name) in ARCHIVE_SUFFIXES:
+                    path = directory / entry.name
+                    found.append((here, path.resolve() if entry.is_symlink() else path))
+
+    walk(folder.resolve(), ())
+    return [path for _, path in sorted(found)]
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
@@ -44,7 +70,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
         else:
             path = Path(text)
             if path.is_dir():
-                files = sorted(p for p in path.rglob("*") if is_archive(p))
+                files = archives_under(path)
                 if not files:
                     raise ArchiveError(f"{text}: the directory holds no archive file")
             elif path.is_file():
@@ -57,7 +83,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
             else:
                 raise ArchiveError(f"{text}: no such file or directory")
         for file in files:
-            resolved = file.resolve()
+            resolved = file if file.is_absolute() else file.resolve()
             if resolved not in seen:
                 seen.add(resolved)
                 found.append(resolved)

@@ -20,6 +20,26 @@ def test_directories_are_searched_recursively_for_archives(tmp_path) -> None:
     assert [p.name for p in found] == ["x.jsonl", "y.json.gz"]
 
 
+def test_a_directory_is_walked_as_sorted_rglob_walks_it_with_links_resolved(tmp_path) -> None:
+    """The one-scandir walk finds what ``sorted(rglob)`` and ``resolve()`` found: the order of
+    the paths' parts, a linked file as its target, a linked directory not descended."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    for folder in (root / "a" / "b", root / "a-c", elsewhere):
+        folder.mkdir(parents=True)
+    for path in (root / "a" / "b" / "x.jsonl", root / "a-c" / "y.CSV", root / "z.json.zst"):
+        path.write_text("")
+    (root / "a" / "notes.md").write_text("")
+    (elsewhere / "far.jsonl").write_text("")
+    (root / "link.jsonl").symlink_to(elsewhere / "far.jsonl")
+    (root / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (root / "lost.jsonl").symlink_to(tmp_path / "missing.jsonl")
+
+    as_rglob = [p.resolve() for p in sorted(root.rglob("*")) if p.is_file()]
+    as_rglob = [p for p in as_rglob if logical_suffix(p) in {".jsonl", ".csv", ".json"}]
+    assert expand_paths([root]) == as_rglob
+    assert [p.name for p in as_rglob] == ["x.jsonl", "y.CSV", "far.jsonl", "z.json.zst"]
+
+
 def test_globs_are_expanded_and_the_same_file_is_read_once(tmp_path) -> None:
     for name in ("b.csv", "a.csv"):
         (tmp_path / name).write_text("")
