@@ -96,16 +96,19 @@ def backfill(**options: Any) -> None:
 
 def _show_backfill(summary: BackfillSummary, incomplete: bool) -> None:
     click.echo(
-        f"backfill {summary.run_id}: {len(summary.files)} file(s), "
+        f"backfill {summary.run_id}: {summary.files_read} file(s), "
         f"{summary.turns_inserted} turns inserted, "
         f"{summary.duplicates_skipped} duplicates skipped, {summary.rejected} rejected, "
         f"{summary.skipped_empty} empty messages skipped"
         + (f", {summary.skipped_erased} of erased users" if summary.skipped_erased else "")
     )
-    for file in [f for f in summary.files if f.failed]:
+    failed = [f for f in summary.files if f.failed]
+    for file in failed:
         click.echo(
             f"failed: {file.path}: {(file.failed or '').removeprefix('whole file rejected: ')}"
         )
+    if len(summary.failed_files) > len(failed):
+        click.echo(f"failed: {len(summary.failed_files) - len(failed)} more: --json lists them")
     click.echo(users_line(summary.users, "turn", "turns"))
     if summary.identity_conflicts:
         click.echo(

@@ -36,7 +36,7 @@ from mempipe.schemas.costs import CostConfig, RunPlan
 from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.reembed import ReembedSummary
 from mempipe.schemas.run import FileKind
-from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary
+from mempipe.schemas.summaries import BackfillSummary, IngestTotals, PromotionSummary
 from mempipe.services.backfill.summary import (
     artifact_rows,
     run_counts,
@@ -170,22 +170,20 @@ def backfill_flow(
 
 def _ingest(
     store_url: str, paths: list[str], reading: Reading, spread: Spread
-) -> list[IngestSummary]:
+) -> list[IngestTotals]:
     """Every archive file the paths name, read in groups (one task each): one after another in
     this process, or spread over the workers."""
     groups = resolve_archives(paths, spread.workers)
     if spread.task_runner is TaskRunnerName.THREADS and spread.workers == 1:
-        done = [tasks.ingest_archives(store_url, group, reading) for group in groups]
-    else:
-        parts = [{"store_url": store_url, "paths": group, "reading": reading} for group in groups]
-        done = spread.run(tasks.ingest_archives, parts)
-    return [summary for summaries in done for summary in summaries]
+        return [tasks.ingest_archives(store_url, group, reading) for group in groups]
+    parts = [{"store_url": store_url, "paths": group, "reading": reading} for group in groups]
+    return spread.run(tasks.ingest_archives, parts)
 
 
 def _after_ingest(
     context: AppContext,
     run_id: str,
-    ingested: list[IngestSummary],
+    ingested: list[IngestTotals],
     reading: Reading,
     request: Backfill,
 ) -> tuple[BackfillSummary, str | None]:
@@ -205,7 +203,8 @@ def _after_ingest(
     if isinstance(embedded, ReembedSummary):
         (turns,) = embedded.collections
         summary.embedded, summary.embedding_model = turns.embedded_now, turns.model_id
-    failed_files = [(f.path, f.failed) for f in summary.files if f.failed]
+    reasons = {f.path: f.failed for f in summary.files if f.failed}
+    failed_files = [(path, reasons.get(path)) for path in summary.failed_files]
     unread = unread_files(failed_files, summary.rejects_path)
     return summary, "; ".join(f for f in (unread, not_embedded) if f) or None
 
@@ -213,7 +212,7 @@ def _after_ingest(
 def _publish(summary: BackfillSummary) -> None:
     publish_table(
         "backfill-summary",
-        artifact_rows(summary.files),
+        artifact_rows(summary),
         f"backfill {summary.run_id}: {summary.turns_inserted} turns inserted, "
         f"{summary.duplicates_skipped} skipped, {summary.rejected} rejected, "
         f"{summary.snapshots_created} snapshots",

@@ -41,9 +41,13 @@ class UserCount(BaseModel):
     def summed(parts: Iterable[list[UserCount]]) -> list[UserCount]:
         counts: Counter[Owner] = Counter()
         for part in parts:
-            for user in part:
-                counts[(user.org_id, user.project_id, user.user_id)] += user.records
+            UserCount.count_into(counts, part)
         return UserCount.of(counts)
+
+    @staticmethod
+    def count_into(counts: Counter[Owner], users: list[UserCount]) -> None:
+        for user in users:
+            counts[(user.org_id, user.project_id, user.user_id)] += user.records
 
 
 def users_line(users: list[UserCount], one: str, many: str) -> str:
@@ -109,6 +113,50 @@ class IngestSummary(BaseModel):
         "not written: a conflict, an erased user), with how many turns each",
     )
 
+    @property
+    def noteworthy(self) -> bool:
+        """Worth a line of its own among many files: something of it did not go in as read."""
+        return bool(self.rejected or self.failed or self.skipped_erased)
+
+
+class ReadCounts(BaseModel):
+    """Files' counts summed (an :class:`IngestSummary`'s, field for field)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns_read: int = 0
+    turns_inserted: int = 0
+    duplicates_skipped: int = 0
+    rejected: int = 0
+    identity_conflicts: int = 0
+    skipped_empty: int = 0
+    skipped_erased: int = 0
+
+    def add(self, counted: BaseModel) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(counted, name))
+
+
+LISTED_FILES = 100
+"""A backfill lists its files one by one up to this many; a run of more lists the files with
+rejects, a failure or erased turns, up to as many, and counts the rest."""
+
+
+class IngestTotals(BaseModel):
+    """What one group of files read (an ingest task's result), its size whatever the number of
+    files: Prefect walks a task's and a flow's result, once a field, at every state change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files_read: int = 0
+    counts: ReadCounts = Field(default_factory=lambda: ReadCounts())
+    users: list[UserCount] = Field(default_factory=list)
+    failed_files: list[str] = Field(default_factory=list)
+    listed: list[IngestSummary] = Field(
+        default_factory=list,
+        description="every file up to LISTED_FILES; beyond, the noteworthy ones up to as many",
+    )
+
 
 class PromotionSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -126,7 +174,12 @@ class BackfillSummary(BaseModel):
 
     run_id: str
     store: str
-    files: list[IngestSummary] = Field(default_factory=list)
+    files: list[IngestSummary] = Field(
+        default_factory=list,
+        description=f"every file read, when the run read at most {LISTED_FILES}; else those "
+        f"with rejects, a failure or erased turns, up to {LISTED_FILES}",
+    )
+    files_read: int = Field(default=0, description="all the files the run read")
     turns_read: int = 0
     turns_inserted: int = 0
     duplicates_skipped: int = 0

@@ -8,8 +8,9 @@ from prefect import get_run_logger
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.schemas.archive import IngestRequest, Reading
-from mempipe.schemas.summaries import IngestSummary
+from mempipe.schemas.summaries import IngestTotals
 from mempipe.services.backfill.ingest import ingest_files
+from mempipe.services.backfill.summary import tally_files
 from mempipe.tasks.policies import step
 
 LOGGED_FILES = 20
@@ -18,20 +19,22 @@ that could not be read to the end."""
 
 
 @step("ingest-archives", retry_after=(2, 10))
-def ingest_archives(store_url: str, paths: list[str], reading: Reading) -> list[IngestSummary]:
+def ingest_archives(store_url: str, paths: list[str], reading: Reading) -> IngestTotals:
     """Idempotent: a retried or repeated ingest of the same files inserts nothing new."""
     with unit_of_work(store_url) as uow:
         requests = [IngestRequest(path=Path(path), **dict(reading)) for path in paths]
         summaries = ingest_files(uow, requests)
         logger = get_run_logger()
+        totals = tally_files(summaries)
         if len(summaries) > LOGGED_FILES:
+            counts = totals.counts
             logger.info(
                 "%d files: %d turns read, %d inserted, %d duplicates skipped, %d rejected",
-                len(summaries),
-                sum(s.turns_read for s in summaries),
-                sum(s.turns_inserted for s in summaries),
-                sum(s.duplicates_skipped for s in summaries),
-                sum(s.rejected for s in summaries),
+                totals.files_read,
+                counts.turns_read,
+                counts.turns_inserted,
+                counts.duplicates_skipped,
+                counts.rejected,
             )
         for summary in summaries:
             if len(summaries) <= LOGGED_FILES or summary.rejected or summary.failed:
@@ -44,4 +47,4 @@ def ingest_archives(store_url: str, paths: list[str], reading: Reading) -> list[
                     summary.duplicates_skipped,
                     summary.rejected,
                 )
-        return summaries
+        return totals

@@ -160,7 +160,7 @@ def test_a_backfill_of_many_small_files_killed_and_rerun_ends_as_an_uninterrupte
     rerun = invoke("backfill", "archive", "--store", f"sqlite:///{killed}", "--json", cwd=tmp_path)
     assert rerun.exit_code == 0, rerun.output
     again = json.loads(rerun.stdout)
-    assert len(again["files"]) == files
+    assert again["files_read"] == files
     assert again["turns_inserted"] + again["duplicates_skipped"] == 2 * (files - 1)
     assert again["duplicates_skipped"] == kept, "what the killed run committed is kept"
     assert again["rejected"] == 1

@@ -10,8 +10,9 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.schemas.archive import ArchiveFormat, IngestRequest
 from mempipe.schemas.identity import IdentityDefaults
+from mempipe.schemas.summaries import LISTED_FILES, PromotionSummary, UserCount
 from mempipe.services.backfill.ingest import ingest_file, ingest_files
-from mempipe.services.backfill.summary import ARTIFACT_FILES, artifact_rows
+from mempipe.services.backfill.summary import artifact_rows, summarize_backfill, tally_files
 
 DEFAULTS = IdentityDefaults(org_id="acme", project_id="support")
 
@@ -76,23 +77,36 @@ def test_a_stream_of_files_accounts_each_file_as_one_by_one_ingests_do(tmp_path)
     streamed.close()
 
 
-def test_the_artifact_of_many_files_lists_those_worth_a_look_and_totals_the_rest(
-    tmp_path,
-) -> None:
+def test_a_run_of_many_files_lists_those_worth_a_look_and_sums_the_rest(tmp_path) -> None:
+    """The flow's result stays small however many files were read (Prefect walks it): past
+    LISTED_FILES it names the files with rejects or a failure, and its sums are still exact."""
     store = open_store(f"sqlite:///{tmp_path / 'm.db'}", migrate=True)
     paths = write_folder(tmp_path / "archive")
     extra = []
-    for n in range(ARTIFACT_FILES):
+    for n in range(LISTED_FILES):
         path = tmp_path / "archive" / f"x{n:03d}.jsonl"
         path.write_text(json.dumps({"session_id": f"x{n}", "role": "user", "content": "x"}))
         extra.append(path)
     files = ingest_files(UnitOfWork(store), requests(paths + extra, tmp_path / "r.jsonl"))
-    rows = artifact_rows(files)
-    noted = {Path(str(r["path"])).name for r in rows[:-1]}
-    assert noted == {"c005.jsonl", "c010.jsonl", "c011.jsonl", "c015.jsonl"}
+    halves = [tally_files(files[:70]), tally_files(files[70:])]
+    summary = summarize_backfill("r", "s", halves, PromotionSummary(), tmp_path / "r.jsonl", 0)
+
+    assert summary.files_read == len(files) == 40 + LISTED_FILES
+    noted = {"c005.jsonl", "c010.jsonl", "c011.jsonl", "c015.jsonl"}
+    assert {Path(f.path).name for f in summary.files} == noted
+    assert summary.failed_files == [str(paths[10]), str(paths[11])], "cut off; empty"
+    for count in ("turns_read", "turns_inserted", "duplicates_skipped", "rejected"):
+        assert getattr(summary, count) == sum(getattr(f, count) for f in files), count
+    assert summary.users == UserCount.summed(f.users for f in files)
+    rows = artifact_rows(summary)
     others = rows[-1]
     assert others["path"] == f"the other {len(files) - 4} files"
     assert others["turns_inserted"] == sum(
         f.turns_inserted for f in files if Path(f.path).name not in noted
     )
+    few = summarize_backfill(
+        "r", "s", [tally_files(files[:LISTED_FILES])], PromotionSummary(), tmp_path / "r.jsonl", 0
+    )
+    assert few.files == files[:LISTED_FILES], "a run of few files lists every one"
+    assert len(artifact_rows(few)) == LISTED_FILES
     store.close()

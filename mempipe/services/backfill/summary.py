@@ -1,33 +1,71 @@
-"""Add up what the backfill's tasks did into the flow's summary."""
+"""Add up what the backfill's tasks did into the flow's summary: per file while a run reads
+few files, by sums beyond (a result Prefect walks stays small; the rejects file and the run's
+artifact name the files worth a look)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
-from mempipe.schemas.summaries import BackfillSummary, IngestSummary, PromotionSummary, UserCount
+from mempipe.schemas.summaries import (
+    LISTED_FILES,
+    BackfillSummary,
+    IngestSummary,
+    IngestTotals,
+    Owner,
+    PromotionSummary,
+    ReadCounts,
+    UserCount,
+)
+
+
+def tally_files(files: Iterable[IngestSummary]) -> IngestTotals:
+    """A group's files as one result: every file listed up to :data:`LISTED_FILES`, beyond
+    that the noteworthy ones only, up to as many."""
+    totals = IngestTotals()
+    users: Counter[Owner] = Counter()
+    for file in files:
+        totals.files_read += 1
+        totals.counts.add(file)
+        UserCount.count_into(users, file.users)
+        if file.failed:
+            totals.failed_files.append(file.path)
+        if totals.files_read == LISTED_FILES + 1:
+            totals.listed = _noteworthy(totals.listed)
+        if totals.files_read <= LISTED_FILES or (
+            file.noteworthy and len(totals.listed) < LISTED_FILES
+        ):
+            totals.listed.append(file)
+    totals.users = UserCount.of(users)
+    return totals
+
+
+def _noteworthy(files: list[IngestSummary]) -> list[IngestSummary]:
+    return [f for f in files if f.noteworthy][:LISTED_FILES]
 
 
 def summarize_backfill(
     run_id: str,
     store_url: str,
-    files: list[IngestSummary],
+    groups: list[IngestTotals],
     promotion: PromotionSummary,
     rejects_file: Path,
     seconds: float,
 ) -> BackfillSummary:
+    counts = ReadCounts()
+    for group in groups:
+        counts.add(group.counts)
+    files_read = sum(group.files_read for group in groups)
+    listed = [file for group in groups for file in group.listed]
     return BackfillSummary(
         run_id=run_id,
         store=store_url,
-        files=files,
-        turns_read=sum(f.turns_read for f in files),
-        turns_inserted=sum(f.turns_inserted for f in files),
-        duplicates_skipped=sum(f.duplicates_skipped for f in files),
-        rejected=sum(f.rejected for f in files),
-        identity_conflicts=sum(f.identity_conflicts for f in files),
-        skipped_empty=sum(f.skipped_empty for f in files),
-        skipped_erased=sum(f.skipped_erased for f in files),
-        failed_files=[f.path for f in files if f.failed],
-        users=UserCount.summed(f.users for f in files),
+        files=listed if files_read <= LISTED_FILES else _noteworthy(listed),
+        files_read=files_read,
+        **counts.model_dump(),
+        failed_files=[path for group in groups for path in group.failed_files],
+        users=UserCount.summed(group.users for group in groups),
         rejects_path=str(rejects_file) if rejects_file.exists() else None,
         sessions=promotion.sessions,
         snapshots_created=promotion.snapshots_created,
@@ -38,7 +76,7 @@ def summarize_backfill(
 
 def run_counts(summary: BackfillSummary) -> dict[str, int]:
     return {
-        "files": len(summary.files),
+        "files": summary.files_read,
         "turns_read": summary.turns_read,
         "turns_inserted": summary.turns_inserted,
         "duplicates_skipped": summary.duplicates_skipped,
@@ -51,21 +89,15 @@ def run_counts(summary: BackfillSummary) -> dict[str, int]:
     }
 
 
-ARTIFACT_FILES = 100
-"""The backfill's table artifact lists each file up to this many; beyond, the files with
-rejects or not read to the end (up to as many), then one row for all the others."""
-
-
-def artifact_rows(files: list[IngestSummary]) -> list[dict[str, object]]:
-    """The backfill's table artifact: a person reads it in the Prefect UI, so a directory of
-    20,000 files is the files worth a look and one row of totals for the rest (the run's
-    summary, and ``--json``, keep every file)."""
-    if len(files) <= ARTIFACT_FILES:
-        return [f.model_dump() for f in files]
-    flagged = set([n for n, f in enumerate(files) if f.rejected or f.failed][:ARTIFACT_FILES])
-    noted = [f for n, f in enumerate(files) if n in flagged]
-    rest = [f for n, f in enumerate(files) if n not in flagged]
-    totals: dict[str, object] = {"path": f"the other {len(rest)} files", "format": ""}
-    for count in ("turns_read", "turns_inserted", "duplicates_skipped", "rejected"):
-        totals[count] = sum(getattr(f, count) for f in rest)
-    return [*(f.model_dump() for f in noted), totals]
+def artifact_rows(summary: BackfillSummary) -> list[dict[str, object]]:
+    """The backfill's table artifact, read by a person in the Prefect UI: the files the summary
+    lists, then one row of sums for the files it does not."""
+    rows: list[dict[str, object]] = [f.model_dump(exclude={"users"}) for f in summary.files]
+    others = summary.files_read - len(summary.files)
+    if others:
+        rest = ReadCounts.model_validate(summary, from_attributes=True)
+        for file in summary.files:
+            for name, value in ReadCounts.model_validate(file, from_attributes=True):
+                setattr(rest, name, getattr(rest, name) - value)
+        rows.append({"path": f"the other {others} files", "format": "", **rest.model_dump()})
+    return rows
