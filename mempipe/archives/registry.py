@@ -72,6 +72,7 @@ rule, last."""
 CATCH_ALL = ArchiveFormat.TURNS
 
 
+@functools.cache
 def _load(target: str) -> type[Format]:
     module, name = target.split(":")
     loaded: type[Format] = getattr(importlib.import_module(module), name)
@@ -132,8 +133,10 @@ def detected() -> tuple[type[Format], ...]:
     return (*told, format_class(CATCH_ALL))
 
 
+@functools.cache
 def by_suffix(suffix: str) -> str | None:
-    """The format of turns that claims files of this suffix (``.csv``), if one does."""
+    """The format of turns that claims files of this suffix (``.csv``), if one does; asked
+    once a suffix, as the installed plug-ins are read once a process."""
     claiming = (format_class(name) for name in names(FormatKind.TURNS))
     return next((fmt.format for fmt in claiming if suffix in fmt.suffixes), None)
 
