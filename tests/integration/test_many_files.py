@@ -110,3 +110,48 @@ def test_a_run_of_many_files_lists_those_worth_a_look_and_sums_the_rest(tmp_path
     assert few.files == files[:LISTED_FILES], "a run of few files lists every one"
     assert len(artifact_rows(few)) == LISTED_FILES
     store.close()
+
+
+def test_an_erased_users_files_in_a_shared_write_are_counted_erased_file_by_file(
+    tmp_path, monkeypatch
+) -> None:
+    """Files of several users written in one statement: each file's inserted, duplicate and
+    erased turns as when each file is written alone, the erased user's dropped by the fence."""
+    from datetime import UTC, datetime, timedelta
+
+    from mempipe.adapters.store import writer_epoch
+    from mempipe.schemas.bundle import BundleSelection
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    paths = []
+    for n in range(9):
+        user = f"u{n % 3}"
+        turns = [
+            {
+                "session_id": f"s{n}",
+                "turn_seq": seq,
+                "role": role,
+                "content": f"{user} {n}",
+                "user_id": user,
+            }
+            for seq, role in enumerate(("user", "assistant"))
+        ]
+        paths.append(folder / f"c{n}.jsonl")
+        paths[-1].write_text("".join(json.dumps(t) + "\n" for t in turns))
+    monkeypatch.setattr(writer_epoch, "PROCESS_STARTED", datetime.now(UTC) - timedelta(seconds=5))
+    stores = []
+    for name in ("one", "stream"):
+        store = open_store(f"sqlite:///{tmp_path / f'{name}.db'}", migrate=True)
+        ingest_file(UnitOfWork(store), requests(paths[:3], tmp_path / "first.jsonl")[0])
+        store.erase_user(BundleSelection(user_id="u1"), dry_run=False)
+        stores.append(store)
+    one = [ingest_file(UnitOfWork(stores[0]), r) for r in requests(paths, tmp_path / "o.jsonl")]
+    together = ingest_files(UnitOfWork(stores[1]), requests(paths, tmp_path / "s.jsonl"))
+
+    assert [s.model_dump() for s in together] == [s.model_dump() for s in one]
+    assert [(s.turns_inserted, s.duplicates_skipped, s.skipped_erased) for s in together] == [
+        (0, 2, 0) if n == 0 else (0, 0, 2) if n % 3 == 1 else (2, 0, 0) for n in range(9)
+    ]
+    for store in stores:
+        store.close()

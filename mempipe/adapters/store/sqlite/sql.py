@@ -41,6 +41,7 @@ INSERT_TURNS = f"INSERT INTO turns {_from_json_rows(TURN_COLUMNS)} ON CONFLICT D
 batch in one step without Python's lock, so the writer thread truly overlaps the parsing thread
 (``executemany`` takes the lock back for every row, and so runs in turn with it)."""
 MAX_TURN_ID = "SELECT coalesce(max(id), 0) FROM turns"
+INSERTED_BY_FILE = "SELECT source_path, count(*) FROM turns WHERE id > ? GROUP BY source_path"
 SYNC_TURNS_FTS = (
     "INSERT INTO turns_fts (rowid, name, content) SELECT id, name, content FROM turns WHERE id > ?"
 )
