@@ -162,6 +162,23 @@ done(total)
 )
 
 
+SAME_ROWS_VALIDATED = SAME_ROWS.replace(
+    "rows, snapshots, total = [], [], 0",
+    "from datetime import UTC, datetime\n"
+    "from mempipe.schemas.turn import Turn\n"
+    "rows, snapshots, total = [], [], 0",
+).replace(
+    """        rows.append((session, seq, role, text, str(at), f"{session}:{first}"))""",
+    """        Turn.model_validate({"org_id": "o", "project_id": "p", "user_id": "bench", """
+    """"session_id": session, "turn_seq": seq, "role": role, "content": text, """
+    """"created_at": datetime.fromtimestamp(at, UTC), "source": {"path": sys.argv[1], """
+    """"index": 0, "message_index": seq}})\n"""
+    """        rows.append((session, seq, role, text, str(at), f"{session}:{first}"))""",
+)
+"""The same rows, each turn first made a :class:`mempipe.schemas.turn.Turn` (pydantic at the
+boundary, as mempipe's reader does): what validation alone adds."""
+
+
 def conversations(turns: int) -> Iterator[dict]:
     """LongMemEval's sessions as ChatGPT conversations, repeated, each under an id of its own
     (a session id can recur in the set)."""
@@ -258,16 +275,19 @@ def main() -> None:
         print(f"export: {export.stat().st_size / 1e6:,.0f} MB")
         ref_s, ref_rss = reference(export, work, REFERENCE, "minimal")
         same_s, same_rss = reference(export, work, SAME_ROWS, "same rows")
+        valid_s, valid_rss = reference(export, work, SAME_ROWS_VALIDATED, "validated")
         with session_server(work):
             ours_s, ours_rss = mempipe_backfill(export, work)
         for name, seconds, peak in (
             ("reference: ijson + apsw + FTS5", ref_s, ref_rss),
             ("reference: the same rows", same_s, same_rss),
+            ("reference: the same rows, validated", valid_s, valid_rss),
             ("mempipe backfill (whole process)", ours_s, ours_rss),
         ):
             print(f"{name:<36} {seconds:7.1f} s  peak RSS {peak:5.0f} MB")
         print(f"ratio minimal reader's time / mempipe's: {ref_s / ours_s:.2f}")
         print(f"ratio same-rows reader's time / mempipe's: {same_s / ours_s:.2f}")
+        print(f"ratio same-rows reader's time / the validated one's: {same_s / valid_s:.2f}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from mempipe.adapters.embedding.registry import declare_options
 from mempipe.adapters.llm.registry import extractor_for, require_extractor
 from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
-from mempipe.credentials import load_store_secret, remember
+from mempipe.credentials import keep_endpoints, load_store_secret, remember
 from mempipe.errors import MempipeError
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
@@ -171,6 +171,7 @@ def load_context(
     settings = settings.model_copy(update={"store": public, "store_secret": None})
     config = load_project_config(settings.config)
     declare_options(config.memory.embedding.options)
+    keep_endpoints(config.memory.embedding.endpoints)
     return AppContext(settings=settings, config=config)
 
 

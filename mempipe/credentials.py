@@ -14,13 +14,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote, unquote
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, SecretStr
 
 from mempipe.errors import ConfigError
-from mempipe.redaction import KEPT_PREFIX, PASSWORD_ENV, REDACTED, scrub
+from mempipe.redaction import KEPT_PREFIX, KEY_PREFIX, PASSWORD_ENV, REDACTED, scrub
+from mempipe.schemas.embedding import ModelEndpoint
+
+if TYPE_CHECKING:
+    from mempipe.schemas.replay import LLMSettings
 
 _USERINFO = re.compile(
     r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@?#]+)(?::(?P<pw>[^@/?#]*))?@"
@@ -80,6 +85,11 @@ def connect_url(url: str) -> str:
 def load_store_secret(name: str, store: str | None) -> str:
     """The store's public URL, its password read from the Prefect Secret block ``name`` at run
     time (never templated into a deployment, where Prefect would store the value)."""
+    return remember_secret(_secret_text(name, "a store URL or a password"), store, name)
+
+
+def _secret_text(name: str, holds: str) -> str:
+    """The text a Prefect Secret block holds, read at run time."""
     from prefect.blocks.system import Secret
 
     try:
@@ -90,8 +100,52 @@ def load_store_secret(name: str, store: str | None) -> str:
         ) from exc
     value = block.get()
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"Secret block {name!r} holds no text: a store URL or a password")
-    return remember_secret(value, store, name)
+        raise ConfigError(f"Secret block {name!r} holds no text: {holds}")
+    return value
+
+
+ENDPOINT_PREFIX = "MEMPIPE_ENDPOINT_"
+
+
+def keep_endpoints(endpoints: Mapping[str, ModelEndpoint]) -> None:
+    """The project's embedding endpoints kept in this process's environment, where a run's
+    worker processes (Dask) find them too; a key named by its variable is kept at once under a
+    name the scrubber knows, a Secret block's when it is first read."""
+    for model_id, endpoint in endpoints.items():
+        os.environ[_model_name(ENDPOINT_PREFIX, model_id)] = endpoint.model_dump_json()
+        if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
+            os.environ[_model_name(KEY_PREFIX, model_id)] = os.environ[endpoint.api_key_env]
+
+
+def endpoint_settings(settings: LLMSettings, *model_ids: str) -> LLMSettings:
+    """``settings`` at the endpoint and with the key of the first of ``model_ids`` that has
+    an endpoint of its own; as they are for a model that has none."""
+    for model_id in model_ids:
+        declared = os.environ.get(_model_name(ENDPOINT_PREFIX, model_id))
+        if declared is not None:
+            endpoint = ModelEndpoint.model_validate_json(declared)
+            key = SecretStr(_model_key(model_id, endpoint))
+            return settings.model_copy(update={"base_url": endpoint.base_url, "api_key": key})
+    return settings
+
+
+def _model_key(model_id: str, endpoint: ModelEndpoint) -> str:
+    kept = _model_name(KEY_PREFIX, model_id)
+    if os.environ.get(kept):
+        return os.environ[kept]
+    if endpoint.api_key_env:
+        raise ConfigError(
+            f"{model_id}: its key is read from {endpoint.api_key_env}, which is not set "
+            "(memory.embedding.endpoints)"
+        )
+    if endpoint.api_key_secret:
+        os.environ[kept] = _secret_text(endpoint.api_key_secret, "a key")
+        return os.environ[kept]
+    return ""
+
+
+def _model_name(prefix: str, model_id: str) -> str:
+    return prefix + hashlib.sha256(model_id.encode()).hexdigest()[:16].upper()
 
 
 def _key(url: str) -> str:

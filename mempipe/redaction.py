@@ -2,8 +2,9 @@
 Prefect state message, event or log line, an artifact, a line printed) passes :func:`scrub`.
 
 It knows every credential the process holds: the provider keys and store password of the
-environment (``SECRET_ENVS``) and the store passwords kept by :mod:`mempipe.credentials` (from a
-URL or a Prefect Secret block, kept in the environment too).
+environment (``SECRET_ENVS``), and the store passwords and embedding models' own keys kept by
+:mod:`mempipe.credentials` (from a URL, a variable or a Prefect Secret block, kept in the
+environment too).
 Three gates route everything through it, so that no new path has to remember to:
 
 - :class:`mempipe.errors.MempipeError` scrubs its message when it is made, so every message made
@@ -28,6 +29,8 @@ from urllib.parse import quote
 REDACTED = "***"
 PASSWORD_ENV = "MEMPIPE_STORE_PASSWORD"
 KEPT_PREFIX = "MEMPIPE_STORE_PASSWORD_"
+KEY_PREFIX = "MEMPIPE_PROVIDER_KEY_"
+"""An embedding model's own key, kept under a name of this prefix (:mod:`mempipe.credentials`)."""
 SECRET_ENVS = ("MEMPIPE_LLM_API_KEY", "OPENAI_API_KEY", PASSWORD_ENV)
 """Variables whose values are credentials."""
 SHORTEST = 4
@@ -39,7 +42,8 @@ _URL_PASSWORD = re.compile(r"://([^:/@\s]+):(?!\*\*\*@)[^@/\s]*@")
 def known_secrets() -> list[str]:
     """Every credential of the process, in each form it may be printed (as is, URL-quoted),
     longest first so that a secret containing another is replaced whole."""
-    names = (*SECRET_ENVS, *(n for n in os.environ if n.startswith(KEPT_PREFIX)))
+    kept = (n for n in os.environ if n.startswith((KEPT_PREFIX, KEY_PREFIX)))
+    names = (*SECRET_ENVS, *kept)
     values = {os.environ[n] for n in names if os.environ.get(n)}
     forms = {form for value in values for form in (value, quote(value, safe=""))}
     return sorted((f for f in forms if len(f) >= SHORTEST), key=len, reverse=True)

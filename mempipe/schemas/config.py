@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mempipe.domain.partition_keys import SEGMENT, partition_key_problem
 from mempipe.domain.reconcile import ReconcileThresholds
 from mempipe.schemas.costs import CostConfig
-from mempipe.schemas.embedding import COLLECTIONS, ModelOptions
+from mempipe.schemas.embedding import COLLECTIONS, ModelEndpoint, ModelOptions
 from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import OfflineRule, Prompt
@@ -99,6 +99,19 @@ class EmbeddingConfig(BaseModel):
         default_factory=dict,
         description="a provider model's request options, by model id (openai:<model>:<N>)",
     )
+    endpoints: dict[str, ModelEndpoint] = Field(
+        default_factory=dict,
+        description="an openai: model's own endpoint and key source, by model id (none: the "
+        "extractor's endpoint and key)",
+    )
+
+    @field_validator("endpoints")
+    @classmethod
+    def _openai_models(cls, endpoints: dict[str, ModelEndpoint]) -> dict[str, ModelEndpoint]:
+        others = sorted(m for m in endpoints if not m.startswith("openai:"))
+        if others:
+            raise ValueError(f"only openai: models are asked at an endpoint, not {others}")
+        return endpoints
 
 
 class VectorIndexConfig(BaseModel):

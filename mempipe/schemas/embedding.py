@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from mempipe.schemas.choices import OneOf
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
@@ -59,6 +59,32 @@ class ModelOptions(BaseModel):
     @property
     def symmetric(self) -> bool:
         return self.query == self.document
+
+
+class ModelEndpoint(BaseModel):
+    """Where an ``openai:`` embedding model is asked, and where its key comes from: the name of
+    an environment variable or of a Prefect Secret block, never the key itself. A model with no
+    endpoint of its own is asked at the extractor's (``MEMPIPE_LLM_BASE_URL``, its key); one
+    with an endpoint and no key source is sent no key — never the extractor's, which belongs to
+    another provider."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(description="the OpenAI-compatible endpoint, https://host/v1")
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the variable holding its key",
+    )
+    api_key_secret: str | None = Field(
+        default=None, description="the Prefect Secret block holding its key"
+    )
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> ModelEndpoint:
+        if self.api_key_env and self.api_key_secret:
+            raise ValueError("name api_key_env or api_key_secret, not both")
+        return self
 
 
 class ModelState(StrEnum):

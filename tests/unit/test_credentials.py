@@ -10,20 +10,31 @@ from collections.abc import Iterator
 import pytest
 
 from mempipe import redaction
-from mempipe.credentials import connect_url, public_url, remember, remember_secret, scrub
+from mempipe.credentials import (
+    ENDPOINT_PREFIX,
+    connect_url,
+    endpoint_settings,
+    keep_endpoints,
+    public_url,
+    remember,
+    remember_secret,
+    scrub,
+)
 from mempipe.domain.failures import FailureKind, failure_error
 from mempipe.errors import ConfigError
 from mempipe.schemas.failure import Failure
+
+KEPT = (redaction.KEPT_PREFIX, redaction.KEY_PREFIX, ENDPOINT_PREFIX)
 
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The passwords a test keeps go with it."""
     for name in list(os.environ):
-        if name.startswith(redaction.KEPT_PREFIX) or name in redaction.SECRET_ENVS:
+        if name.startswith(KEPT) or name in redaction.SECRET_ENVS:
             monkeypatch.delenv(name)
     yield
-    for name in [n for n in os.environ if n.startswith(redaction.KEPT_PREFIX)]:
+    for name in [n for n in os.environ if n.startswith(KEPT)]:
         del os.environ[name]
 
 
@@ -130,3 +141,34 @@ def test_every_log_record_is_scrubbed_message_and_traceback_with_its_causes(
     written = stream.getvalue()
     assert "RuntimeError: the provider echoed ***" in written, "the cause's traceback is there"
     assert KEY not in written
+
+
+def test_an_embedding_models_own_key_is_used_for_it_alone_and_scrubbed(monkeypatch) -> None:
+    from pydantic import SecretStr
+
+    from mempipe.schemas.embedding import ModelEndpoint
+    from mempipe.schemas.replay import LLMSettings
+
+    monkeypatch.setenv("VOYAGE_KEY", "pa-voyage-0123456789")
+    keep_endpoints(
+        {
+            "openai:voyage-3.5:1024": ModelEndpoint(
+                base_url="https://api.voyageai.com/v1", api_key_env="VOYAGE_KEY"
+            ),
+            "openai:local-e5:384": ModelEndpoint(base_url="http://127.0.0.1:8000/v1"),
+        }
+    )
+    monkeypatch.delenv("VOYAGE_KEY")  # kept: a worker started now finds it all the same
+    extractor = LLMSettings(base_url=None, api_key=SecretStr("sk-extractor-0123456789"))
+
+    voyage = endpoint_settings(extractor, "openai:voyage-3.5:1024")
+    local = endpoint_settings(extractor, "openai:local-e5:384")
+    other = endpoint_settings(extractor, "openai:text-embedding-3-small:1536")
+
+    assert (voyage.base_url, voyage.api_key.get_secret_value()) == (
+        "https://api.voyageai.com/v1",
+        "pa-voyage-0123456789",
+    )
+    assert local.api_key.get_secret_value() == "", "never the extractor's key elsewhere"
+    assert other == extractor, "a model without an endpoint is asked at the extractor's"
+    assert scrub("sent pa-voyage-0123456789") == "sent ***"

@@ -104,7 +104,8 @@ class HashingProvider:
 
 
 class OpenAIProvider:
-    """Any model of an OpenAI-compatible endpoint, configured like the LLM (``MEMPIPE_LLM_*``)."""
+    """Any model of an OpenAI-compatible endpoint: its own where the project declares one
+    (``memory.embedding.endpoints``), else the extractor's (``MEMPIPE_LLM_*``)."""
 
     form = "openai:<model>[:<dimensions>]"
     _ID = OPENAI_MODEL
@@ -114,6 +115,7 @@ class OpenAIProvider:
 
     def build(self, model_id: str) -> Embedder:
         from mempipe.adapters.embedding.openai_compat import DEFAULT_DIMENSIONS, OpenAIEmbedder
+        from mempipe.credentials import endpoint_settings
         from mempipe.settings import load_llm_settings
 
         match = self._ID.match(model_id)
@@ -125,7 +127,7 @@ class OpenAIProvider:
         return OpenAIEmbedder(
             match["model"],
             int(dimensions),
-            load_llm_settings(),
+            endpoint_settings(load_llm_settings(), model_id, canonical),
             options=options_for(model_id, canonical),
         )
 
