@@ -21,7 +21,7 @@ from mempipe.cli.runner import run_job
 if TYPE_CHECKING:
     from mempipe.flows.reembed import Collections
     from mempipe.schemas.indexes import IndexReport
-    from mempipe.schemas.reembed import ReembedSummary
+    from mempipe.schemas.reembed import ReembedPreview, ReembedSummary
 
 
 @click.group(
@@ -71,6 +71,29 @@ if TYPE_CHECKING:
 @click.option(
     "--incremental", is_flag=True, default=False, help="Only embed what the serving model lacks."
 )
+@click.option(
+    "--preview",
+    is_flag=True,
+    default=False,
+    help="Write nothing: embed a sample of each collection with the new model, and print the "
+    "move's plan, the sample's spend, how much of each record's neighbourhood the new model "
+    "keeps, and with --gate the recall each model would have and the gate's decision.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="With --preview: records drawn per collection, with --seed (besides those --gate's "
+    "queries name).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The --sample draw's seed.")
+@click.option(
+    "--html",
+    is_flag=True,
+    default=False,
+    help="With --preview: also draw it as a page (figures only), beside a replay preview's.",
+)
 @partitions_option("Record-id ranges per collection, embedded at once.")
 @via_option
 @plan_option
@@ -86,7 +109,49 @@ def reembed(ctx: click.Context, **options: Any) -> None:
     from mempipe.flows.reembed import Reembed
 
     if ctx.invoked_subcommand is None:
-        run_job(Reembed, options, _show_reembed)
+        run_job(Reembed, options, _show_reembed, show_preview=_show_preview)
+
+
+def _show_preview(preview: ReembedPreview) -> None:
+    click.echo(
+        f"preview of a move to {preview.model} on {preview.store} (sample {preview.sample}, "
+        f"seed {preview.seed}); nothing was written"
+    )
+    for c in preview.collections:
+        agreement = (
+            "no neighbours to compare"
+            if c.neighbour_agreement is None
+            else f"neighbour agreement {c.neighbour_agreement:.3f}"
+        )
+        click.echo(
+            f"{c.collection:<11} {c.sampled} of {c.records} records sampled, served by "
+            f"{c.serving_model or 'no model'}: {agreement}"
+            + (f", {c.unembeddable} refused by the model" if c.unembeddable else "")
+            + (f", {c.failed} failed" if c.failed else "")
+        )
+    gate = preview.gate
+    if gate is not None:
+        click.echo(
+            f"recall gate, predicted ({gate.queries} queries on {gate.source}): old "
+            f"{gate.old_recall:.3f}, new {gate.new_recall:.3f}, ratio {gate.ratio:.3f} "
+            f"(min {gate.min_ratio}): {'would switch' if gate.passes else 'would not switch'}"
+        )
+        click.echo(
+            f"the old model's recall measured over the whole collection: "
+            f"{gate.old_recall_measured:.3f} (estimated from the sample: {gate.old_recall:.3f})"
+        )
+    sample, whole = preview.sample_plan, preview.plan
+    spent = sum(s.requests for s in preview.spent), sum(s.input_tokens for s in preview.spent)
+    click.echo(
+        f"the sample: planned {sample.requests} requests, {sample.input_tokens} tokens; spent "
+        f"{spent[0]} requests, {spent[1]} tokens"
+    )
+    click.echo(
+        f"the whole move: {whole.requests} requests, {whole.input_tokens} tokens, "
+        + ("unpriced" if whole.cost.live_usd is None else f"${whole.cost.live_usd:.4f} live")
+    )
+    if preview.html:
+        click.echo(f"page: {preview.html}")
 
 
 def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:

@@ -23,6 +23,7 @@ killed one left open before it submits anything (:mod:`mempipe.services.reembed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, ClassVar
 
 from prefect import get_run_logger
@@ -36,7 +37,7 @@ from mempipe.adapters.llm.openai_compat import describing_only
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import AppContext, load_context
 from mempipe.domain.reembed import chosen_gate_source, decide_switch
-from mempipe.errors import ConfigError
+from mempipe.errors import ConfigError, IncompleteRunError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job, ListsCollections
 from mempipe.flows.recorded_run import concluded, recorded_run
@@ -45,7 +46,8 @@ from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
 from mempipe.schemas.embedding import COLLECTIONS, CollectionName, ModelState
-from mempipe.schemas.reembed import CollectionReport, ReembedSummary
+from mempipe.schemas.reembed import CollectionReport, ReembedPreview, ReembedSummary
+from mempipe.services.evaluation import read_queries
 from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
@@ -62,10 +64,17 @@ from mempipe.tasks.reembed import (
     switch_models,
 )
 
+PREVIEWING = {"preview", "sample", "seed", "html"}
+"""The request's fields that choose what is previewed, not the flow's parameters."""
+PREVIEW_SAMPLE = 1000
+"""Records a preview draws per collection, besides those its gate's queries name."""
+
 
 class Reembed(Job[ReembedSummary], ListsCollections):
     """The request of ``mempipe reembed``: the options of the command, the parameters of
     :func:`reembed_flow`."""
+
+    command_only: ClassVar[frozenset[str]] = frozenset(PREVIEWING)
 
     model: str | None = None
     dimensions: Annotated[int, Field(ge=1)] | None = None
@@ -79,6 +88,10 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     via: Via = "live"
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
+    preview: bool = False
+    sample: Annotated[int, Field(ge=1)] = PREVIEW_SAMPLE
+    seed: int = 0
+    html: bool = False
 
     def check(self, context: AppContext) -> None:
         """The model named is known (its plan needs no key; the run's own check asks for one)."""
@@ -92,7 +105,45 @@ class Reembed(Job[ReembedSummary], ListsCollections):
         return _plan(context.store_url, self, context.config)
 
     def run(self, context: AppContext) -> ReembedSummary:
-        return reembed_flow(**self.model_dump(), **context.flow_options())
+        return reembed_flow(**self.model_dump(exclude=PREVIEWING), **context.flow_options())
+
+    def previewed(self, context: AppContext) -> ReembedPreview:
+        """What the move would do to a sample of each collection, written nowhere (module
+        notes of :mod:`mempipe.services.reembed.preview`)."""
+        from mempipe.services.reembed.preview import GateAsk, preview_move
+        from mempipe.services.reembed.preview_page import write_reembed_preview_page
+
+        chosen = chosen_collections(self.collections)
+        model_id = target_model(self.model, self.dimensions, context.config)
+        embedder = _usable(model_id, self.dimensions, "live", named=self.model is not None)
+        gate = None
+        if self.gate:
+            source = chosen_gate_source(self.gate_source, chosen)
+            gate = GateAsk(read_queries(Path(self.gate)), source, self.min_recall_ratio)
+        plan = self.plan(context)
+        with unit_of_work(context.store_url, read_only=True, existing=True) as uow:
+            found = preview_move(
+                uow,
+                chosen,
+                embedder,
+                sample=self.sample,
+                seed=self.seed,
+                gate=gate,
+                retry=load_retry_policy(),
+                plan=plan,
+                costs=context.config.costs,
+                llm=load_llm_settings(),
+            )
+        if self.html:
+            found.html = str(write_reembed_preview_page(found, context.kept_answers))
+        failed = [c for c in found.collections if c.failed]
+        if failed:  # the provider failed part of the sample: said, and the command fails
+            raise IncompleteRunError(
+                f"{sum(c.failed for c in failed)} sampled record(s) got no vector of "
+                f"{found.model}: {failed[0].provider_error}",
+                found,
+            )
+        return found
 
 
 def _plan(store_url: str, request: Reembed, config: ProjectConfig) -> RunPlan:

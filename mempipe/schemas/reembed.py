@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.credentials import NoCredentials
+from mempipe.schemas.costs import RunPlan, SpendRow
+from mempipe.schemas.search import Hit
 
 
 class CollectionReport(BaseModel):
@@ -71,3 +73,84 @@ class ReembedSummary(BaseModel):
             "switched": int(self.switched),
             "batches": sum(r.batches for r in reports),
         }
+
+
+class SampledRecord(BaseModel):
+    """A record drawn for a move's preview: as a search returns it (its id, message id and
+    identity), the text it is embedded from, whether a search can return it (an active
+    version), and the serving model's vector of it (None: it has none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rowid: int
+    hit: Hit
+    text: str
+    searchable: bool = True
+    vector: list[float] | None = None
+
+
+class CollectionPreview(BaseModel):
+    """One collection of a previewed move: its sample, and how the new model arranges it
+    beside the serving one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+    serving_model: str | None = Field(description="the model that serves it now (None: none)")
+    records: int = Field(description="records in the collection")
+    sampled: int = Field(description="records drawn and embedded with the new model")
+    unembeddable: int = Field(default=0, description="of those, texts the new model refused")
+    failed: int = Field(
+        default=0, description="of those, left without a vector by the provider's failure"
+    )
+    provider_error: NoCredentials | None = Field(
+        default=None, description="the provider's first failure, when ``failed``"
+    )
+    neighbour_agreement: float | None = Field(
+        default=None,
+        description="the mean share of each sampled record's 10 nearest (in the sample, in "
+        "its user's records) that both models find: a measure that needs no labelled "
+        "queries (None: nothing serves, or too few records)",
+    )
+
+
+class GatePreview(BaseModel):
+    """The recall gate as predicted from the sample: each model's recall@k over the whole
+    collection, estimated from the ranks the sample gives (``domain.recall_estimate``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    queries: int
+    k: int = 10
+    old_recall: float = Field(description="the serving model's, estimated from the sample")
+    new_recall: float = Field(description="the new model's, estimated from the sample")
+    ratio: float
+    min_ratio: float
+    passes: bool = Field(description="the gate's predicted decision")
+    old_recall_measured: float = Field(
+        description="the serving model's as the gate measures it over the whole collection now "
+        "(a read): how far the sample's estimate of it is"
+    )
+
+
+class ReembedPreview(BaseModel):
+    """What ``reembed --preview`` found, written nowhere: the whole move's plan and cost, and
+    what the new model does to a sample of each collection."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    model: str
+    dimensions: int
+    sample: int = Field(description="records asked for, per collection")
+    seed: int
+    collections: list[CollectionPreview] = Field(default_factory=list)
+    gate: GatePreview | None = None
+    spent: list[SpendRow] = Field(
+        default_factory=list, description="what the sample's requests spent (usage reported)"
+    )
+    sample_plan: RunPlan = Field(description="what embedding the sample was planned to cost")
+    plan: RunPlan = Field(description="the plan of the whole move")
+    html: str | None = None
+    seconds: float = 0.0

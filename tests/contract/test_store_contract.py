@@ -440,6 +440,39 @@ def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
     assert backend.active_embedding("semantic") == ("hashing-4", 4)
 
 
+@pytest.mark.repositories("turns", "models", "vectors")
+def test_a_preview_draws_records_with_their_hit_text_and_serving_vector(backend) -> None:
+    _one_embedded_memory(backend)
+    backend.add_turns([turn(0, content="window seat"), turn(1)], "r")
+    backend.register_model(
+        ModelRegistration(collection="stm", model_id="hashing-4", dimensions=4, state="building")
+    )
+    (first, _) = backend.records_missing_vectors("stm", "hashing-4", 0, 10)
+    backend.set_vectors("stm", "hashing-4", [(first[0], [0.0, 1.0, 0.0, 0.0])])
+
+    turns = backend.record_refs("stm", 0, 10)
+    assert [(hit_id, message_id) for _, hit_id, message_id in turns] == [
+        ("s#0", None),
+        ("s#1", None),
+    ]
+    assert backend.record_refs("stm", turns[0][0], 10) == turns[1:], "paged after an id"
+    sampled = backend.sampled_records("stm", "hashing-4", [rowid for rowid, _, _ in turns])
+    by_id = {r.hit.id: r for r in sampled}
+    assert by_id["s#0"].vector == [0.0, 1.0, 0.0, 0.0]
+    assert by_id["s#1"].vector is None, "no vector of the model: none"
+    assert (by_id["s#0"].text, by_id["s#0"].hit.user_id, by_id["s#0"].searchable) == (
+        "window seat",
+        "u",
+        True,
+    )
+
+    ((rowid, memory_id, _),) = backend.record_refs("semantic", 0, 10)
+    (record,) = backend.sampled_records("semantic", "hashing-4", [rowid])
+    assert (memory_id, record.hit.id, record.text) == ("m1", "m1", "a")
+    assert record.vector == [1.0, 0.0, 0.0, 0.0]
+    assert backend.sampled_records("semantic", None, [rowid])[0].vector is None
+
+
 def _states(backend) -> dict[str, str]:
     return {e.model_id: e.state.value for e in backend.registry() if e.collection == "semantic"}
 

@@ -58,6 +58,7 @@ SEAMS: dict[tuple[str, str], str] = {
     ("import_", "report"): "an import exports its audit through the report job's task",
     ("import_", "replay"): "an import reconciles memories as a replay does",
     ("reembed", "eval"): "the recall gate scores labelled queries as `mempipe eval` does",
+    ("reembed", "report"): "a move's preview page is drawn in the report page's style",
     ("erase", "report"): "an erase redacts the report pages the store wrote",
     ("import_", "export"): "a bundle is read as an export writes it (records, digests, vectors)",
     ("copy", "export"): "a copy is verified by the export's digests",

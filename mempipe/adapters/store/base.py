@@ -23,6 +23,7 @@ from mempipe.schemas.embedding import ModelRegistration, RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
+from mempipe.schemas.reembed import SampledRecord
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.schemas.search import CandidateQuery, Hit, Near, ReadFilter
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
@@ -173,6 +174,19 @@ class Vectors(Protocol):
     ) -> int: ...
 
     def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]: ...
+
+    def record_refs(
+        self, collection: str, after_id: int, limit: int
+    ) -> list[tuple[int, str, str | None]]:
+        """(record id, the id a search hit gives it, a turn's message id) of the records
+        after ``after_id``, in id order: what a move's preview draws its sample from."""
+        ...
+
+    def sampled_records(
+        self, collection: str, model_id: str | None, rowids: Sequence[int]
+    ) -> list[SampledRecord]:
+        """The records of these ids, each with the vector of ``model_id`` it has (if any)."""
+        ...
 
 
 class Registry(Protocol):

@@ -16,6 +16,7 @@ from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelRegistration, ModelState
+from mempipe.schemas.reembed import SampledRecord
 from mempipe.schemas.search import STM
 
 EMBEDDED_FIELDS = dict.fromkeys(("text", "content", "name"), 1)
@@ -173,8 +174,50 @@ class MongoVectors(MongoParts):
         with self._errors(collection):
             return self._collection(collection).bulk_write(requests, ordered=False).modified_count
 
+    def record_refs(
+        self, collection: str, after_id: int, limit: int
+    ) -> list[tuple[int, str, str | None]]:
+        fields = dict.fromkeys(("id", "session_id", "turn_seq", "message_id"), 1)
+        with self._errors(collection):
+            found = (
+                self._collection(collection)
+                .find({"_id": {"$gt": after_id}}, fields)
+                .sort("_id", 1)
+                .limit(limit)
+            )
+            return [(d["_id"], *_hit_ids(collection, d)) for d in found]
+
+    def sampled_records(
+        self, collection: str, model_id: str | None, rowids: Sequence[int]
+    ) -> list[SampledRecord]:
+        with self._errors("registry"):
+            entry = self.db[REGISTRY].find_one({"_id": f"{collection}:{model_id}"})
+        path = entry["path"] if entry is not None else None
+        fields = {**documents.HIT_FIELDS, **EMBEDDED_FIELDS, "status": 1, "session_id": 1}
+        with self._errors(collection):
+            found = self._collection(collection).find(
+                {"_id": {"$in": list(rowids)}}, {**fields, **({path: 1} if path else {})}
+            )
+            return [
+                SampledRecord(
+                    rowid=d["_id"],
+                    hit=documents.hit(collection, d, 0.0),
+                    text=documents.embedded_text(collection, d),
+                    searchable=collection == STM or d.get("status") == "active",
+                    vector=list(d[path]) if path and d.get(path) is not None else None,
+                )
+                for d in found
+            ]
+
     def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
         path = self._entry(collection, model_id)["path"]
         with self._errors(collection):
             records = self._collection(collection)
             return records.count_documents({}), records.count_documents({path: {"$exists": True}})
+
+
+def _hit_ids(collection: str, document: dict[str, Any]) -> tuple[str, str | None]:
+    """The id a search hit gives a record, and a turn's message id."""
+    if collection == STM:
+        return f"{document['session_id']}#{document['turn_seq']}", document.get("message_id")
+    return document["id"], None

@@ -26,7 +26,7 @@ RANKED_FIRST = 500
 """How many of the best-ranked matches a search beyond one user joins to its scope first."""
 
 
-def _hit(source: str, row: tuple[Any, ...]) -> Hit:
+def hit_of_row(source: str, row: tuple[Any, ...]) -> Hit:
     memory_id, text, org, project, user, agent, session, visibility, message_id, name, score = row
     return Hit(
         id=memory_id,
@@ -63,7 +63,7 @@ class SqliteSearch(SqliteParts):
         if found is not None:
             return found
         sql, values = search_sql.text_search_sql(source, filters)
-        return [_hit(source, row) for row in self._rows(sql, (match, *values, k))]
+        return [hit_of_row(source, row) for row in self._rows(sql, (match, *values, k))]
 
     def _wide_text(
         self, source: str, query: str, match: str, filters: ReadFilter, k: int
@@ -80,7 +80,7 @@ class SqliteSearch(SqliteParts):
             rows = self._rows(search_sql.ranked_first_sql(scope), (match, first, *scope.values, k))
             if len(rows) < k and self._matches(scope.fts, match) > first:
                 return None
-            return [_hit(source, row) for row in rows]
+            return [hit_of_row(source, row) for row in rows]
         found: list[tuple[Any, ...]] = []
         start, size = 0, k
         while len(found) < k and start < len(ranked.best):
@@ -90,7 +90,7 @@ class SqliteSearch(SqliteParts):
             start, size = start + size, size * 2
         if len(found) < k and ranked.matches > len(ranked.best):
             return None
-        return [_hit(source, row) for row in found[:k]]
+        return [hit_of_row(source, row) for row in found[:k]]
 
     def _rows_in_scope(
         self, scope: search_sql.ScopedText, rowids: list[int]
@@ -147,7 +147,7 @@ class SqliteSearch(SqliteParts):
             held = self._postings.within(scope.fts, terms, rowids)
             if held is not None:
                 rows = self._rows_in_scope(scope, [rowid for rowid, _ in held[:k]])
-                return [_hit(source, (*rows[rowid], -rank)) for rowid, rank in held[:k]]
+                return [hit_of_row(source, (*rows[rowid], -rank)) for rowid, rank in held[:k]]
         counts = self._ranking.document_counts(scope.fts, terms)
         indexed, _ = scoped_bm25.index_size(self._conn, scope.fts)
         if scoped_bm25.span_walk_is_cheaper(indexed, counts, high - low, count):
@@ -161,7 +161,7 @@ class SqliteSearch(SqliteParts):
             return None
         self._postings.charge(scope.fts, indexed, terms, counts, time.perf_counter() - started)
         ranked.sort(key=lambda r: (r[10], r[11]))
-        return [_hit(source, (*row[:10], -row[10])) for row in ranked[:k]]
+        return [hit_of_row(source, (*row[:10], -row[10])) for row in ranked[:k]]
 
     def search_vector(self, source: str, near: Near, filters: ReadFilter, k: int) -> list[Hit]:
         wide = filters.user_id is None and collection_of(source) != "custom"
@@ -177,7 +177,7 @@ class SqliteSearch(SqliteParts):
         rows = self._rows(sql, values)
         if wide and self._scans is not None:
             self._scans.searched(table, time.perf_counter() - started)
-        return [_hit(source, row) for row in rows if row[-1] is not None]
+        return [hit_of_row(source, row) for row in rows if row[-1] is not None]
 
     def _quantization(self, table: str) -> Quantization:
         """The table's own (a drifted one is searched as it is until rebuilt)."""
@@ -205,7 +205,9 @@ class SqliteSearch(SqliteParts):
         rows = self._rows_in_scope(
             search_sql.scoped_text(source, ReadFilter()), [r for r, _ in nearest]
         )
-        return [_hit(source, (*rows[rowid], score)) for rowid, score in nearest if rowid in rows]
+        return [
+            hit_of_row(source, (*rows[rowid], score)) for rowid, score in nearest if rowid in rows
+        ]
 
     def search_hybrid(
         self, source: str, query: str, near: Near | None, filters: ReadFilter, k: int, pool: int

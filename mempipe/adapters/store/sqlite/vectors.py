@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import orjson
 
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts, blob, now_text
+from mempipe.adapters.store.sqlite.search import hit_of_row
 from mempipe.errors import StoreError
 from mempipe.schemas.embedding import ModelRegistration
 from mempipe.schemas.indexes import Quantization
+from mempipe.schemas.reembed import SampledRecord
 
 
 class SqliteVectors(SqliteParts):
@@ -194,6 +197,60 @@ class SqliteVectors(SqliteParts):
                     [(model_id, rowid) for rowid in written],
                 )
         return len(written)
+
+    def record_refs(
+        self, collection: str, after_id: int, limit: int
+    ) -> list[tuple[int, str, str | None]]:
+        if collection == "stm":
+            query = (
+                "SELECT id, session_id || '#' || turn_seq, message_id FROM turns WHERE id > ? "
+                "ORDER BY id LIMIT ?"
+            )
+        else:
+            query = (
+                f"SELECT rowid, id, NULL FROM {memory_sql.table(collection)} WHERE rowid > ? "
+                "ORDER BY rowid LIMIT ?"
+            )
+        return self._rows(query, (after_id, limit))
+
+    def sampled_records(
+        self, collection: str, model_id: str | None, rowids: Sequence[int]
+    ) -> list[SampledRecord]:
+        """The rows by id, their hit's columns as a search reads them, then each one's vector
+        looked up by its record id (the vector table's key)."""
+        source, text = memory_sql.source_table(collection)
+        hit_columns = (
+            "s.session_id || '#' || s.turn_seq, s.content, s.org_id, s.project_id, s.user_id, "
+            "s.agent_id, s.session_id, NULL, s.message_id, s.name, 1"
+            if collection == "stm"
+            else "s.id, s.text, s.org_id, s.project_id, s.user_id, s.agent_id, s.session_id, "
+            "s.visibility, NULL, NULL, s.status = 'active'"
+        )
+        rows = self._rows(
+            f"SELECT s.rowid, {text}, {hit_columns} FROM json_each(?) AS chosen "
+            f"CROSS JOIN {source} s ON s.rowid = chosen.value",
+            (orjson.dumps(list(rowids)).decode(),),
+        )
+        table = memory_sql.vector_table(collection, model_id) if model_id else None
+        if table and not self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)):
+            table = None
+        sampled = []
+        for row in rows:
+            found = (
+                self._rows(f"SELECT embedding FROM {table} WHERE memory_rowid = ?", (row[0],))
+                if table
+                else []
+            )
+            sampled.append(
+                SampledRecord(
+                    rowid=row[0],
+                    text=row[1] or "",
+                    hit=hit_of_row(collection, (*row[2:12], 0.0)),
+                    searchable=bool(row[12]),
+                    vector=np.frombuffer(found[0][0], dtype=np.float32).tolist() if found else None,
+                )
+            )
+        return sampled
 
     def vector_counts(self, collection: str, model_id: str) -> tuple[int, int]:
         """(records, records with a vector of ``model_id``)."""
