@@ -12,6 +12,7 @@ from mempipe.cli.options import (
     plan_option,
     reports_errors,
     scale_out_options,
+    seed_option,
     store_command,
     store_options,
     via_option,
@@ -87,7 +88,7 @@ if TYPE_CHECKING:
     help="With --preview: records drawn per collection, with --seed (besides those --gate's "
     "queries name).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="The --sample draw's seed.")
+@seed_option
 @click.option(
     "--html",
     is_flag=True,

@@ -13,6 +13,7 @@ from mempipe.cli.options import (
     counts_text,
     plan_option,
     scale_out_options,
+    seed_option,
     store_command,
     via_option,
 )
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     help="Only N of the selected snapshots, drawn with --seed (the same N while the store's "
     "snapshots are the same: a preview's, then the replay's).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="The --sample draw's seed.")
+@seed_option
 @click.option(
     "--preview",
     is_flag=True,

@@ -286,6 +286,13 @@ def scale_out_options(command: F) -> F:
     )(command)
 
 
+def seed_option(command: F) -> F:
+    """``--seed``: the draw of a preview's ``--sample`` (replay, reembed)."""
+    return click.option(
+        "--seed", type=int, default=0, show_default=True, help="The --sample draw's seed."
+    )(command)
+
+
 def plan_option(command: F) -> F:
     return click.option(
         "--plan",
