@@ -134,12 +134,13 @@ def _show_preview(preview: ReembedPreview) -> None:
     if gate is not None:
         click.echo(
             f"recall gate, predicted ({gate.queries} queries on {gate.source}): old "
-            f"{gate.old_recall:.3f}, new {gate.new_recall:.3f}, ratio {gate.ratio:.3f} "
-            f"(min {gate.min_ratio}): {'would switch' if gate.passes else 'would not switch'}"
+            f"{gate.old_recall:.3f} (measured), new {gate.new_recall:.3f} (from the sample), "
+            f"ratio {gate.ratio:.3f} (min {gate.min_ratio}): "
+            + ("would switch" if gate.passes else "would not switch")
         )
         click.echo(
-            f"the old model's recall measured over the whole collection: "
-            f"{gate.old_recall_measured:.3f} (estimated from the sample: {gate.old_recall:.3f})"
+            f"the old model's recall from the sample, as the new one's is estimated: "
+            f"{gate.old_recall_from_sample:.3f}"
         )
     sample, whole = preview.sample_plan, preview.plan
     spent = sum(s.requests for s in preview.spent), sum(s.input_tokens for s in preview.spent)

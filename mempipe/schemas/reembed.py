@@ -115,22 +115,23 @@ class CollectionPreview(BaseModel):
 
 
 class GatePreview(BaseModel):
-    """The recall gate as predicted from the sample: each model's recall@k over the whole
-    collection, estimated from the ranks the sample gives (``domain.recall_estimate``)."""
+    """The recall gate as predicted: the serving model's recall@k measured over the whole
+    collection (a read), the new model's estimated from the sample's ranks
+    (``domain.recall_estimate``), and the serving model's estimated the same way, which says
+    how far such an estimate is off on this collection."""
 
     model_config = ConfigDict(extra="forbid")
 
     source: str
     queries: int
     k: int = 10
-    old_recall: float = Field(description="the serving model's, estimated from the sample")
+    old_recall: float = Field(description="the serving model's, measured as the gate measures it")
     new_recall: float = Field(description="the new model's, estimated from the sample")
     ratio: float
     min_ratio: float
     passes: bool = Field(description="the gate's predicted decision")
-    old_recall_measured: float = Field(
-        description="the serving model's as the gate measures it over the whole collection now "
-        "(a read): how far the sample's estimate of it is"
+    old_recall_from_sample: float = Field(
+        description="the serving model's, estimated from the sample as the new model's is"
     )
 
 

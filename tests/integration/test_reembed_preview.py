@@ -103,7 +103,7 @@ def test_a_sample_of_the_whole_collection_predicts_the_gate_exactly(served) -> N
     _, folder = served
     found = preview(folder, "--sample", "1000", "--gate", "queries.jsonl", "--gate-source", "stm")
     predicted = found["gate"]
-    assert predicted["old_recall"] == predicted["old_recall_measured"]
+    assert predicted["old_recall_from_sample"] == predicted["old_recall"]
 
     moved = reembed_flow(
         model=NEW, collections=["stm"], gate="queries.jsonl", gate_source="stm", min_recall_ratio=0

@@ -41,9 +41,11 @@ def write_reembed_preview_page(preview: ReembedPreview, folder: Path) -> Path:
         "measure.</p>"
         if gate is None
         else f"<p>{gate.queries} queries on {html.escape(gate.source)}: recall@{gate.k} old "
-        f"{gate.old_recall}, new {gate.new_recall}, ratio {gate.ratio} (min {gate.min_ratio}): "
+        f"{gate.old_recall} (measured), new {gate.new_recall} (from the sample), ratio "
+        f"{gate.ratio} (min {gate.min_ratio}): "
         f"<strong>{'would switch' if gate.passes else 'would not switch'}</strong>; the old "
-        f"model's measured over the whole collection: {gate.old_recall_measured}</p>"
+        f"model's from the sample, as the new one's is estimated: "
+        f"{gate.old_recall_from_sample}</p>"
     )
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
