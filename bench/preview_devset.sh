@@ -1,13 +1,14 @@
 #!/bin/bash
 # The dev-set measurements of issue 57: previews of a move at 10 % beside the full move, for MiniLM -> hashing-384, MiniLM -> E5 and E5 -> MiniLM. Usage: bench/preview_devset.sh WORK_FOLDER (about two hours on 2 cores; E5 is the slow part).
 set -x
-M=/work/main/.venv/bin/mempipe
-Q=/work/shared/data/longmemeval-dev/queries.jsonl
+M="${MEMPIPE:-mempipe}"
+DATA="$(cd "$(dirname "$0")/../../shared/data/longmemeval-dev" && pwd)"
+Q="$DATA/queries.jsonl"
 cd "${1:?a work folder}"
 printf 'memory:\n  embedding:\n    model: all-MiniLM-L6-v2\n' > project-config.yaml
 date
 if [ ! -f minilm.db ]; then
-  $M backfill /work/shared/data/longmemeval-dev/turns.jsonl.gz --format turns --org-id dev --project-id lme --store sqlite:///minilm-build.db > /dev/null
+  $M backfill "$DATA/turns.jsonl.gz" --format turns --org-id dev --project-id lme --store sqlite:///minilm-build.db > /dev/null
   $M reembed --incremental --collections stm --store sqlite:///minilm-build.db > /dev/null
   mv minilm-build.db minilm.db
 fi
