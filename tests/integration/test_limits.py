@@ -144,25 +144,31 @@ def test_a_429_costs_budget_like_any_request_and_its_retry_draws_again(prefect_s
 
     texts = ["my home airport is Lisbon", "I prefer aisle seats on short flights"]
     tokens = sum(embedding_counter("openai:budget-embed:8").count(texts))
-    with fake_openai() as (fake, url):
-        fake.script = [error(429, "slow down", retry_after="0"), embeddings({"input": texts}, 8)]
-        # The burst (a tenth of the minute) holds both attempts exactly, and refills slowest:
-        # a busy machine's seconds between the first draw and the read must not refill one.
-        settings = LLMSettings(base_url=url, api_key="k", tokens_per_minute=20 * tokens)
-        embedder = OpenAIEmbedder("budget-embed", 8, settings)
-        started = time.monotonic()
-        policy = RetryPolicy(max_attempts=2, max_seconds=10, rate_limit_default=0)
-        vectors = policy.run(lambda: embedder.embed(texts))
-        _, token_limit = budget_names(str(embedder._client.base_url), "budget-embed")
-        with get_client(sync_client=True) as client:  # read at once: the slots decay meanwhile
-            limit = client.read_global_concurrency_limit_by_name(token_limit)
-        refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
-        assert len(vectors) == 2
-        assert len(fake.requests) == 2
-    assert limit.limit == 2 * tokens, "a tenth of the minute's budget at once"
-    assert limit.slot_decay_per_second == pytest.approx(18 * tokens / 60)
-    assert 2 * tokens - refilled > tokens, "the check below tells one attempt from two"
-    assert limit.active_slots >= 2 * tokens - refilled, "both attempts paid for their tokens"
+    for attempt in range(3):  # conclusive only when read within a refill's time: a busy
+        # machine's seconds between the first draw and the read may refill one attempt
+        with fake_openai() as (fake, url):
+            fake.script = [
+                error(429, "slow down", retry_after="0"),
+                embeddings({"input": texts}, 8),
+            ]
+            # The burst (a tenth of the minute) holds both attempts exactly, and refills slowest
+            settings = LLMSettings(base_url=url, api_key="k", tokens_per_minute=20 * tokens)
+            embedder = OpenAIEmbedder(f"budget-embed-{attempt}", 8, settings)
+            started = time.monotonic()
+            policy = RetryPolicy(max_attempts=2, max_seconds=10, rate_limit_default=0)
+            vectors = policy.run(lambda embedder=embedder: embedder.embed(texts))
+            _, token_limit = budget_names(str(embedder._client.base_url), embedder.model)
+            with get_client(sync_client=True) as client:  # at once: the slots decay meanwhile
+                limit = client.read_global_concurrency_limit_by_name(token_limit)
+            refilled = math.ceil(limit.slot_decay_per_second * (time.monotonic() - started))
+            assert len(vectors) == 2
+            assert len(fake.requests) == 2
+        assert limit.limit == 2 * tokens, "a tenth of the minute's budget at once"
+        assert limit.slot_decay_per_second == pytest.approx(18 * tokens / 60)
+        if 2 * tokens - refilled > tokens:  # the check below tells one attempt from two
+            assert limit.active_slots >= 2 * tokens - refilled, "both attempts paid their tokens"
+            return
+    pytest.fail("three tries each took longer than a refill of one attempt: inconclusive")
 
 
 def test_a_budget_another_process_made_first_is_taken_as_it_is(prefect_server, monkeypatch) -> None:
