@@ -212,3 +212,44 @@ def test_the_recall_gate_waits_for_the_new_index_and_agrees_with_sqlite(
         verdicts[name] = (summary.gate.queries, summary.gate.ratio, summary.gate.passed)
         assert summary.switched
     assert verdicts["mongo"] == verdicts["sqlite"]
+
+
+def test_a_move_previewed_on_mongodb_writes_nothing_and_predicts_its_gate(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    """The preview reads the records and vectors through the MongoDB adapter as through
+    SQLite's: a sample of every record predicts the gate the move then measures."""
+    from tests.helpers import invoke
+
+    backfill_and_replay(mongo_url, tmp_path, "mongo")
+    queries = gate_queries(mongo_url, tmp_path / "gate.jsonl")
+    cfg = config(tmp_path)
+    store = open_store(mongo_url)
+    before = store.stats(), store.registry()
+
+    done = invoke(
+        "reembed",
+        "--model",
+        "hashing-64",
+        "--preview",
+        "--sample",
+        "1000",
+        "--gate",
+        str(queries),
+        "--store",
+        mongo_url,
+        "--config",
+        cfg,
+        "--json",
+    )
+
+    assert done.exit_code == 0, done.output
+    predicted = json.loads(done.stdout)["gate"]
+    assert (store.stats(), store.registry()) == before, "nothing written"
+    store.close()
+    moved = reembed_flow(model="hashing-64", store=mongo_url, config=cfg, gate=str(queries))
+    assert moved.gate is not None
+    assert (predicted["new_recall"], predicted["ratio"]) == (
+        moved.gate.new_recall,
+        moved.gate.ratio,
+    )
