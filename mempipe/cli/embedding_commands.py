@@ -144,10 +144,13 @@ def _show_preview(preview: ReembedPreview) -> None:
         )
     sample, whole = preview.sample_plan, preview.plan
     spent = sum(s.requests for s in preview.spent), sum(s.input_tokens for s in preview.spent)
-    click.echo(
-        f"the sample: planned {sample.requests} requests, {sample.input_tokens} tokens; spent "
-        f"{spent[0]} requests, {spent[1]} tokens"
-    )
+    if not any(line.provider for line in sample.lines) and not preview.spent:
+        click.echo("the sample: embedded in this process by local models, nothing sent")
+    else:
+        click.echo(
+            f"the sample: planned {sample.requests} requests, {sample.input_tokens} tokens; "
+            f"spent {spent[0]} requests, {spent[1]} tokens"
+        )
     click.echo(
         f"the whole move: {whole.requests} requests, {whole.input_tokens} tokens, "
         + ("unpriced" if whole.cost.live_usd is None else f"${whole.cost.live_usd:.4f} live")
