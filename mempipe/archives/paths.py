@@ -64,7 +64,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
         text = str(given)
         if GLOB_CHARS & set(text):
             matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))]
-            files = [m for m in matches if is_archive(m)]
+            files = [m.resolve() for m in matches if is_archive(m)]
             if not files:
                 raise ArchiveError(f"{text}: the pattern matches no archive file")
         else:
@@ -74,7 +74,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
                 if not files:
                     raise ArchiveError(f"{text}: the directory holds no archive file")
             elif path.is_file():
-                files = [path]
+                files = [path.resolve()]
             elif path.exists():
                 raise ArchiveError(
                     f"{text}: not a regular file (a FIFO, socket or device); "
@@ -82,9 +82,8 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
                 )
             else:
                 raise ArchiveError(f"{text}: no such file or directory")
-        for file in files:
-            resolved = file if file.is_absolute() else file.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
-                found.append(resolved)
+        for file in files:  # each resolved: a directory's walk resolves what it finds
+            if file not in seen:
+                seen.add(file)
+                found.append(file)
     return found

@@ -46,12 +46,16 @@ def is_provider_model(model_id: str) -> bool:
     return model_id.startswith("openai:")
 
 
-def request_chunks(texts: Sequence[str], model_id: str) -> Iterator[list[str]]:
+def request_chunks(
+    texts: Sequence[str], model_id: str, *, query: bool = False
+) -> Iterator[list[str]]:
     """The texts of each embeddings request, as the embedder cuts and sends them: a model
-    declared with a document prefix is sent each text behind it, and bills its tokens."""
+    declared with a prefix for the side (documents, or ``query``) is sent each text behind it,
+    and bills its tokens."""
     from mempipe.adapters.embedding.registry import options_for
 
-    prefix = options_for(model_id).document.prefix
+    options = options_for(model_id)
+    prefix = (options.query if query else options.document).prefix
     for start in range(0, len(texts), EMBEDDING_REQUEST_TEXTS):
         yield [prefix + text for text in texts[start : start + EMBEDDING_REQUEST_TEXTS]]
 
@@ -70,8 +74,10 @@ def embedding_line(purpose: str, model_id: str, counter: TokenCounter, tally: Ta
     )
 
 
-def count_page(tally: Tally, page: list[str], model_id: str, counter: TokenCounter) -> None:
-    for texts in request_chunks(page, model_id):
+def count_page(
+    tally: Tally, page: list[str], model_id: str, counter: TokenCounter, *, query: bool = False
+) -> None:
+    for texts in request_chunks(page, model_id, query=query):
         tally.add({"input": texts}, len(texts), sum(counter.count(texts)))
 
 

@@ -131,3 +131,10 @@ def test_detecting_many_files_reads_the_installed_entry_points_once(tmp_path, mo
         path.write_text('{"session_id": "s", "role": "user", "content": "hi"}\n')
         assert detect_format(path) == "turns"
     assert len(reads) <= 2, reads
+
+
+def test_a_linked_file_named_directly_or_by_a_glob_is_read_as_its_target_once(tmp_path) -> None:
+    (tmp_path / "real.jsonl").write_text("")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "real.jsonl")
+    found = expand_paths([tmp_path / "link.jsonl", str(tmp_path / "*.jsonl")])
+    assert found == [(tmp_path / "real.jsonl").resolve()]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mempipe import spend
-from mempipe.adapters.embedding import Embedder, embedder_for
+from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
@@ -32,7 +32,7 @@ from mempipe.schemas.reembed import CollectionPreview, GatePreview, ReembedPrevi
 from mempipe.schemas.replay import LLMSettings
 from mempipe.schemas.search import SearchMode
 from mempipe.services.embedding import embed_texts, store_embedder
-from mempipe.services.evaluation import evaluate
+from mempipe.services.evaluation import PrefetchedEmbedder, evaluate
 from mempipe.services.run_plans import Tally, count_page, embedding_line, run_plan
 
 PAGE = 5000
@@ -61,7 +61,8 @@ class Drawn:
 
     records: list[SampledRecord]
     new: list[list[float] | None]
-    failures: list[MempipeError]
+    failed: int
+    provider_error: MempipeError | None
     fraction: float
     total: int
 
@@ -113,15 +114,10 @@ def preview_move(
 
 def _query_lines(gate: GateAsk, serving: str, model_id: str) -> list[PlanLine]:
     """The gate's queries, embedded on the query side by the serving model and the new one."""
-    from mempipe.adapters.embedding.registry import options_for
-
     lines = []
     for model in (serving, model_id):
-        texts = [options_for(model).query.prefix + q.query for q in gate.queries.queries]
         tally, counter = Tally(), embedding_counter(model)
-        for start in range(0, len(texts), EMBED_BATCH):
-            chunk = texts[start : start + EMBED_BATCH]
-            tally.add({"input": chunk}, len(chunk), sum(counter.count(chunk)))
+        count_page(tally, [q.query for q in gate.queries.queries], model, counter, query=True)
         lines.append(embedding_line(f"embed the gate's queries ({model})", model, counter, tally))
     return lines
 
@@ -165,30 +161,31 @@ def _draw(
         for start in range(0, len(rowids), PAGE)
         for record in uow.vectors.sampled_records(collection, serving, rowids[start : start + PAGE])
     ]
-    new, failures = _embedded(embedder, [r.text for r in records], retry, collection)
+    new, failed, error = _embedded(embedder, [r.text for r in records], retry, collection)
     fraction = len(kept) / others if others else 1.0
-    return Drawn(records, new, failures, fraction, others + len(chosen))
+    return Drawn(records, new, failed, error, fraction, others + len(chosen))
 
 
 def _embedded(
     embedder: Embedder, texts: list[str], retry: RetryPolicy, collection: str
-) -> tuple[list[list[float] | None], list[MempipeError]]:
-    """The texts' vectors, and the provider's failure of each text it left without one
-    (retried under the policy first): after a batch the provider failed, nothing more is sent."""
+) -> tuple[list[list[float] | None], int, MempipeError | None]:
+    """The texts' vectors; how many the provider's failure left without one (retried under
+    the policy first), and its first error: after a batch it failed, nothing more is sent."""
     vectors: list[list[float] | None] = []
-    failures: list[MempipeError] = []
+    failed, first = 0, None
     with track(f"preview {collection}", len(texts), "records") as bar:
         for start in range(0, len(texts), EMBED_BATCH):
             batch = texts[start : start + EMBED_BATCH]
-            if failures:
+            if first is not None:
                 vectors.extend([None] * len(batch))
-                failures.extend([failures[0]] * len(batch))
+                failed += len(batch)
                 continue
             found, errors = embed_texts(embedder, batch, retry, time.sleep)
             vectors.extend(found)
-            failures.extend(error for _, error in errors if error.retryable)
+            provider = [error for _, error in errors if error.retryable]
+            failed, first = failed + len(provider), first or (provider[0] if provider else None)
             bar.update(len(vectors))
-    return vectors, failures
+    return vectors, failed, first
 
 
 def _collection_preview(collection: str, serving: str | None, drawn: Drawn) -> CollectionPreview:
@@ -198,9 +195,9 @@ def _collection_preview(collection: str, serving: str | None, drawn: Drawn) -> C
         serving_model=serving,
         records=drawn.total,
         sampled=len(drawn.records),
-        unembeddable=missing - len(drawn.failures),
-        failed=len(drawn.failures),
-        provider_error=str(drawn.failures[0]) if drawn.failures else None,
+        unembeddable=missing - drawn.failed,
+        failed=drawn.failed,
+        provider_error=None if drawn.provider_error is None else str(drawn.provider_error),
         neighbour_agreement=None if serving is None else neighbour_agreement(drawn),
     )
 
@@ -241,16 +238,11 @@ def _gate(
     estimated from the sample, and the serving model's too, to show the estimate's error."""
     queries = gate.queries.queries
     texts = [q.query for q in queries]
+    held = PrefetchedEmbedder(store_embedder(uow, serving), texts)  # asked once for both uses
     measured = evaluate(
-        uow, embedder_for, gate.queries, gate.source, SearchMode.SEMANTIC, [gate.k], serving
+        uow, lambda _: held, gate.queries, gate.source, SearchMode.SEMANTIC, [gate.k], serving
     ).result.recall
-    old = _recall(
-        queries,
-        store_embedder(uow, serving).embed_query(texts),
-        drawn,
-        lambda p: drawn.records[p].vector,
-        gate,
-    )
+    old = _recall(queries, held.embed_query(texts), drawn, lambda p: drawn.records[p].vector, gate)
     new = round(
         _recall(queries, embedder.embed_query(texts), drawn, lambda p: drawn.new[p], gate), 6
     )
