@@ -81,12 +81,19 @@ if TYPE_CHECKING:
     "keeps, and with --gate the recall each model would have and the gate's decision.",
 )
 @click.option(
+    "--bridge",
+    is_flag=True,
+    default=False,
+    help="Before the move, fit a map from the new model's queries into each collection's "
+    "serving vectors on a sample (--sample, --seed): while the serving model cannot embed a "
+    "query, search, eval and the gate answer through it, and say so; the switch retires it.",
+)
+@click.option(
     "--sample",
     type=click.IntRange(1),
-    default=1000,
-    show_default=True,
-    help="With --preview: records drawn per collection, with --seed (besides those --gate's "
-    "queries name).",
+    default=None,
+    help="Records drawn per collection, with --seed: with --preview (default 1000, besides "
+    "those --gate's queries name) or --bridge (default 2000).",
 )
 @seed_option
 @click.option(
@@ -171,11 +178,23 @@ def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
                 else ""
             )
         )
+    for bridge in summary.bridges:
+        click.echo(
+            f"bridge {bridge.collection:<11} {bridge.query_model} into {bridge.serving_model}'s "
+            f"vectors, fitted on {bridge.pairs} records (held-out cosine "
+            f"{bridge.held_out_cosine:.3f}): answers while {bridge.serving_model} cannot"
+        )
     if summary.gate is not None:
         click.echo(
             f"recall gate: old {summary.gate.old_recall}, new {summary.gate.new_recall}, "
             f"ratio {summary.gate.ratio} (min {summary.gate.min_ratio})"
         )
+        if summary.gate.bridge is not None:
+            click.echo(
+                f"warning: the old recall of {summary.gate.old_bridged} of "
+                f"{summary.gate.queries} queries measured {summary.gate.bridge.warning}",
+                err=True,
+            )
     if not summary.incremental:
         click.echo(
             f"switched to {summary.model}; `mempipe reembed finalize` drops the old vectors"

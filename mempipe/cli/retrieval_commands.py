@@ -95,12 +95,19 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
     with unit_of_work(load_context(store, config, store_secret).store_url, read_only=True) as uow:
         found = list_models(uow)
     if as_json:
-        click.echo(json.dumps([m.model_dump(exclude={"collections"}) for m in found], indent=2))
+        listed = [m.model_dump(mode="json", exclude={"collections"}) for m in found]
+        click.echo(json.dumps(listed, indent=2))
         return
     width = max((len(model.id) for model in found), default=0)
     for model in found:
         serving = f"serving {', '.join(model.collections)}" if model.active else "available"
         click.echo(f"{model.id:<{width}} {model.dimensions:>5}  {serving}")
+        for bridge in model.bridges:
+            click.echo(
+                f"{'':<{width}}        bridge {bridge.collection}: {bridge.query_model}'s "
+                f"queries into these vectors ({bridge.pairs} pairs, fitted "
+                f"{bridge.fitted_at:%Y-%m-%d %H:%M}Z)"
+            )
 
 
 @click.command("eval", short_help="Recall@k and MRR of labelled queries.")

@@ -101,6 +101,8 @@ def run_query(
         result = query(uow, **options)
     for note in getattr(result, "notes", ()):
         click.echo(f"note: {note}", err=True)
+    for warning in getattr(result, "warnings", ()):
+        click.echo(f"warning: {warning}", err=True)
     emit(result, bool(common["as_json"]), lambda: show(result))
 
 

@@ -45,9 +45,10 @@ from mempipe.interrupts import handle_stop_signals
 from mempipe.scaleout import Spread, TaskRunnerName
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.costs import RunPlan, Via
-from mempipe.schemas.embedding import COLLECTIONS, CollectionName, ModelState
+from mempipe.schemas.embedding import COLLECTIONS, Bridge, CollectionName, ModelState
 from mempipe.schemas.reembed import CollectionReport, ReembedPreview, ReembedSummary
 from mempipe.services.evaluation import read_queries
+from mempipe.services.reembed.bridge import BRIDGE_PAIRS
 from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.reembed import (
@@ -57,6 +58,7 @@ from mempipe.tasks.reembed import (
     embed_via_batch,
     finalize_models,
     find_cuts,
+    fit_bridge,
     plan_embedding,
     probe_model,
     recall_gate,
@@ -64,7 +66,7 @@ from mempipe.tasks.reembed import (
     switch_models,
 )
 
-PREVIEWING = {"preview", "sample", "seed", "html"}
+PREVIEWING = {"preview", "html"}
 """The request's fields that choose what is previewed, not the flow's parameters."""
 PREVIEW_SAMPLE = 1000
 """Records a preview draws per collection, besides those its gate's queries name."""
@@ -88,13 +90,19 @@ class Reembed(Job[ReembedSummary], ListsCollections):
     via: Via = "live"
     task_runner: TaskRunnerName = TaskRunnerName.THREADS
     dask_address: str | None = None
-    preview: bool = False
-    sample: Annotated[int, Field(ge=1)] = PREVIEW_SAMPLE
+    bridge: bool = False
+    sample: Annotated[int, Field(ge=1)] | None = None
     seed: int = 0
+    preview: bool = False
     html: bool = False
 
     def check(self, context: AppContext) -> None:
         """The model named is known (its plan needs no key; the run's own check asks for one)."""
+        if self.bridge and (self.incremental or self.preview):
+            raise ConfigError(
+                "--bridge fits a map beside a move to another model: leave out "
+                + ("--incremental" if self.incremental else "--preview (it writes nothing)")
+            )
         if self.model is not None:
             with describing_only():
                 embedder_for(target_model(self.model, self.dimensions, context.config))
@@ -126,7 +134,7 @@ class Reembed(Job[ReembedSummary], ListsCollections):
                 uow,
                 chosen,
                 embedder,
-                sample=self.sample,
+                sample=self.sample or PREVIEW_SAMPLE,
                 seed=self.seed,
                 gate=gate,
                 retry=load_retry_policy(),
@@ -210,6 +218,9 @@ def reembed_flow(
     via: Via = "live",
     task_runner: TaskRunnerName = TaskRunnerName.THREADS,
     dask_address: str | None = None,
+    bridge: bool = False,
+    sample: Annotated[int, Field(ge=1)] | None = None,
+    seed: int = 0,
     lock_wait_s: Annotated[float, Field(ge=0)] = 60,
     store: str | None = None,
     config: str | None = None,
@@ -221,16 +232,13 @@ def reembed_flow(
     store_url, chosen = context.store_url, chosen_collections(collections)
     source = chosen_gate_source(gate_source, chosen) if gate else None
     model_id, embedder = _target(context, chosen, model, dimensions, incremental, via)
-    _require_search(store_url)  # its switch needs a queryable vector index
     asked = {"model": model_id, "collections": chosen, "incremental": incremental, "via": via}
     with recorded_run(context, "reembed", asked, lock="reembed", lock_wait_s=lock_wait_s) as run:
         plans = _plans(store_url, chosen, model_id, incremental, partitions)
+        bridges = _bridges(store_url, chosen, model_id, sample, seed) if bridge else []
         spread = Spread(task_runner=task_runner, workers=partitions, dask_address=dask_address)
         reports = _embed(store_url, plans, run.run_id, via, batch_size, spread)
-        summary = ReembedSummary(
-            run_id=run.run_id, store=store_url, model=model_id, dimensions=embedder.dimensions
-        )
-        summary.incremental, summary.collections = incremental, reports
+        summary = _summary(run.run_id, store_url, model_id, embedder, incremental, reports, bridges)
         if not incremental and source:
             summary.gate = recall_gate(store_url, gate, source, model_id, min_recall_ratio)
         _switch(store_url, summary, plans)
@@ -248,11 +256,29 @@ def _target(
     via: Via,
 ) -> tuple[str, Embedder]:
     """The model the run embeds with, and its embedder: a fill's is the model that serves the
-    collections (each gets its serving model's vectors), a move's the one asked for."""
+    collections (each gets its serving model's vectors), a move's the one asked for; the store
+    must be searchable."""
     model_id = target_model(model, dimensions, context.config)
     if incremental and model is None:
         model_id = _serving(context.store_url, chosen) or model_id
+    _require_search(context.store_url)  # its switch needs a queryable vector index
     return model_id, _usable(model_id, dimensions, via, named=model is not None)
+
+
+def _summary(
+    run_id: str,
+    store_url: str,
+    model_id: str,
+    embedder: Embedder,
+    incremental: bool,
+    reports: list[CollectionReport],
+    bridges: list[Bridge],
+) -> ReembedSummary:
+    summary = ReembedSummary(
+        run_id=run_id, store=store_url, model=model_id, dimensions=embedder.dimensions
+    )
+    summary.incremental, summary.collections, summary.bridges = incremental, reports, bridges
+    return summary
 
 
 def _serving(store_url: str, collections: list[str]) -> str | None:
@@ -290,6 +316,16 @@ def _plans(
         probe_model(model_id)
     retry = load_retry_policy()
     return [plan_embedding(store_url, c, model_id, incremental, partitions, retry) for c in chosen]
+
+
+def _bridges(
+    store_url: str, chosen: list[str], model_id: str, sample: int | None, seed: int
+) -> list[Bridge]:
+    """Each collection's bridge into what serves it now, fitted before anything is moved: from
+    here a search the serving model cannot embed is answered through it."""
+    pairs = sample or BRIDGE_PAIRS
+    fitted = [fit_bridge(store_url, c, model_id, pairs, seed) for c in chosen]
+    return [b for b in fitted if b is not None]
 
 
 def _embed(

@@ -83,6 +83,10 @@ VERSIONS: tuple[Migration, ...] = (
         "0025_run_spend",
         "Runs record what their provider requests spent: requests and reported tokens",
     ),
+    Migration(
+        "0026_embedding_bridges",
+        "The embedding registry keeps a bridge per collection: a map into its serving model",
+    ),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 
@@ -113,6 +114,50 @@ class RegistryEntry(ModelRegistration):
     vector_table: str
 
 
+class Bridge(BaseModel):
+    """A map from ``query_model``'s query vectors into the space of the vectors that serve
+    ``collection`` (``serving_model``'s), fitted on ``pairs`` records
+    (:mod:`mempipe.domain.bridge`): while it lives, a query the serving model cannot embed is
+    embedded by ``query_model`` and searched through it. It lives while ``serving_model``
+    serves: the switch retires it."""
+
+    collection: str
+    serving_model: str
+    query_model: str
+    kind: str = Field(default="affine", description="the map's kind (domain.bridge)")
+    sample: int = Field(description="the records asked for, drawn with seed")
+    pairs: int = Field(description="the records it was fitted on: those with both vectors")
+    seed: int
+    source_dims: int = Field(description="the query model's dimensions")
+    target_dims: int = Field(description="the serving model's dimensions")
+    held_out_cosine: float = Field(
+        description="mean cosine of mapped and stored vectors on a tenth held out of the fit"
+    )
+    fitted_at: datetime
+    weights: bytes = Field(exclude=True, repr=False, description="float32, little-endian")
+
+    @property
+    def asked(self) -> tuple[str, int, str, int, int]:
+        """What a fit was asked: a move resumed with the same reuses the bridge it kept."""
+        return self.serving_model, self.target_dims, self.query_model, self.sample, self.seed
+
+
+class BridgeUse(BaseModel):
+    """A search answered through a bridge: said in ``--json`` and as a warning, never silently."""
+
+    collection: str
+    serving_model: str
+    query_model: str
+    reason: str = Field(description="why the serving model could not embed the query")
+
+    @property
+    def warning(self) -> str:
+        return (
+            f"{self.collection}: answered through the bridge from {self.query_model} into "
+            f"{self.serving_model}'s vectors ({self.serving_model} failed: {self.reason})"
+        )
+
+
 class ModelInfo(BaseModel):
     """A model mempipe can use, as `mempipe models --json` lists it."""
 
@@ -120,3 +165,6 @@ class ModelInfo(BaseModel):
     dimensions: int
     active: bool = Field(description="serving at least one collection of this store")
     collections: list[str] = Field(default_factory=list)
+    bridges: list[Bridge] = Field(
+        default_factory=list, description="bridges into this model's vectors, one a collection"
+    )

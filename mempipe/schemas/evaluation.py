@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mempipe.schemas.embedding import BridgeUse
 from mempipe.schemas.search import SearchMode
 
 GROUP_FIELDS = ("category", "question_type")
@@ -66,6 +67,16 @@ class EvalResult(Scores):
     ignored_fields: dict[str, int] = Field(default_factory=dict)
     group_by: str | None = None
     groups: list[GroupScores] = Field(default_factory=list)
+    bridged: int = Field(
+        default=0, description="queries the serving model could not embed, answered by a bridge"
+    )
+    bridge: BridgeUse | None = Field(default=None, description="the first of them's bridge")
+
+    @property
+    def warnings(self) -> list[str]:
+        if self.bridge is None:
+            return []
+        return [f"{self.bridged} of {self.queries} queries: {self.bridge.warning}"]
 
 
 class QueryDetail(BaseModel):
@@ -80,3 +91,4 @@ class QueryDetail(BaseModel):
         description="relevant id -> its 1-based rank within the largest k, or null if not found"
     )
     recall_at: dict[int, float]
+    bridge: BridgeUse | None = None

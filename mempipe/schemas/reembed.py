@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.credentials import NoCredentials
 from mempipe.schemas.costs import RunPlan, SpendRow
+from mempipe.schemas.embedding import Bridge, BridgeUse
 from mempipe.schemas.search import Hit
 
 
@@ -47,6 +48,12 @@ class GateReport(BaseModel):
     ratio: float
     min_ratio: float
     passed: bool
+    old_bridged: int = Field(
+        default=0,
+        description="queries the serving model could not embed: its recall for them was measured "
+        "through the bridge (the new model's queries over the serving model's vectors)",
+    )
+    bridge: BridgeUse | None = None
 
 
 class ReembedSummary(BaseModel):
@@ -59,6 +66,9 @@ class ReembedSummary(BaseModel):
     incremental: bool = False
     collections: list[CollectionReport] = Field(default_factory=list)
     gate: GateReport | None = None
+    bridges: list[Bridge] = Field(
+        default_factory=list, description="the bridges fitted before the move (--bridge)"
+    )
     switched: bool = False
     reason: str | None = Field(default=None, description="why the switch did not happen")
 

@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempipe.domain.scope import Scope
+from mempipe.schemas.embedding import BridgeUse
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.memory import MemoryType
 
@@ -98,3 +99,11 @@ class SearchResult(BaseModel):
     notes: list[str] = Field(
         default_factory=list, description="what the reader should know about how it was answered"
     )
+    bridge: BridgeUse | None = Field(
+        default=None,
+        description="set when the serving model could not embed the query and a bridge did",
+    )
+
+    @property
+    def warnings(self) -> list[str]:
+        return [] if self.bridge is None else [self.bridge.warning]

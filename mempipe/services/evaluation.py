@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from mempipe.adapters.embedding import Embedder, Vector, embedder_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
-from mempipe.errors import ConfigError
+from mempipe.errors import ConfigError, MempipeError
 from mempipe.schemas.errors import describe
 from mempipe.schemas.evaluation import (
     GROUP_FIELDS,
@@ -101,6 +101,8 @@ def evaluate(
             ignored_fields=queries.ignored_fields,
             group_by=queries.group_by,
             groups=[_group_scores(g, details, ks) for g in groups],
+            bridged=sum(d.bridge is not None for d in details),
+            bridge=next((d.bridge for d in details if d.bridge is not None), None),
         ),
         details=details,
     )
@@ -139,9 +141,11 @@ def _score(
     filters = ReadFilter(**item.model_dump(exclude={"query", "relevant_ids", "group"}))
     relevant = set(item.relevant_ids)
     found: dict[int, list[str]] = {}
+    bridge = None
     for k in sorted(set(ks)):
-        hits = search(uow, embedder_for, item.query, source, mode, filters, k, model_id).hits
-        found[k] = [h.message_id if h.message_id in relevant else h.id for h in hits]
+        result = search(uow, embedder_for, item.query, source, mode, filters, k, model_id)
+        found[k] = [h.message_id if h.message_id in relevant else h.id for h in result.hits]
+        bridge = bridge or result.bridge
     longest = found[max(found)]
     return QueryDetail(
         query=item.query,
@@ -149,6 +153,7 @@ def _score(
         group=item.group,
         ranks={r: longest.index(r) + 1 if r in longest else None for r in item.relevant_ids},
         recall_at={k: len(relevant & set(found[k])) / len(relevant) for k in ks},
+        bridge=bridge,
     )
 
 
@@ -202,12 +207,18 @@ def prefetching(
     embedder_for: Callable[[str], Embedder], texts: Sequence[str]
 ) -> Callable[[str], Embedder]:
     """``embedder_for`` whose embedders know ``texts`` already (each model asked for embeds
-    them once, in batches, when first asked)."""
-    made: dict[str, Embedder] = {}
+    them once, in batches, when first asked; a model that failed them fails at once after)."""
+    made: dict[str, Embedder | MempipeError] = {}
 
     def prefetched(model_id: str) -> Embedder:
         if model_id not in made:
-            made[model_id] = PrefetchedEmbedder(embedder_for(model_id), texts)
-        return made[model_id]
+            try:
+                made[model_id] = PrefetchedEmbedder(embedder_for(model_id), texts)
+            except MempipeError as failure:  # asked once: each query meets the same failure
+                made[model_id] = failure
+        found = made[model_id]
+        if isinstance(found, MempipeError):
+            raise found
+        return found
 
     return prefetched

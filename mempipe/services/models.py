@@ -19,4 +19,7 @@ def list_models(uow: UnitOfWork) -> list[ModelInfo]:
         if entry.state is ModelState.SERVING:
             model.active = True
             model.collections.append(entry.collection)
+    for bridge in uow.models.bridges():
+        if bridge.serving_model in found:
+            found[bridge.serving_model].bridges.append(bridge)
     return list(found.values())

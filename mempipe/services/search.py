@@ -9,14 +9,17 @@ part of every query.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from mempipe.adapters.embedding import Embedder, embedder_for
+from mempipe.adapters.embedding import Embedder, Vector, embedder_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.domain.bridge import mapped_query
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.domain.query import query_words
 from mempipe.domain.vectors import vector_problem
-from mempipe.errors import TerminalError
+from mempipe.errors import MempipeError, TerminalError
+from mempipe.schemas.embedding import BridgeUse
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
     STM,
@@ -31,6 +34,13 @@ from mempipe.services.embedding import take_recorded_options
 SOURCES = (STM, *(t.value for t in MemoryType))
 CANDIDATES = 50
 """Records each list of a hybrid search brings to the fusion."""
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    vector: Vector
+    model_id: str
+    bridge: BridgeUse | None
 
 
 class SearchError(TerminalError):
@@ -52,7 +62,8 @@ def search(
     if not query.strip():
         raise SearchError("the query is empty: give the words or question to search for")
     uow.schema.require_search("search")
-    notes = []
+    notes: list[str] = []
+    bridge = None
     if not query_words(query):
         if mode is SearchMode.TEXT:
             raise SearchError(
@@ -79,7 +90,8 @@ def search(
             model_id,
             required=mode is SearchMode.SEMANTIC,
         )
-        near = Near(vector=found[0], model_id=found[1]) if found else None
+        near = Near(vector=found.vector, model_id=found.model_id) if found else None
+        bridge = found.bridge if found else None
         if mode is SearchMode.HYBRID:
             pool = max(top_k, CANDIDATES)
             hits = uow.search.search_hybrid(source, query, near, filters, top_k, pool)
@@ -87,7 +99,9 @@ def search(
             hits = []
         else:
             hits = uow.search.search_vector(source, near, filters, top_k)
-    return SearchResult(query=query, source=source, mode=mode, hits=hits, notes=notes)
+    return SearchResult(
+        query=query, source=source, mode=mode, hits=hits, notes=notes, bridge=bridge
+    )
 
 
 def find(
@@ -131,9 +145,11 @@ def _query_vector(
     model_id: str | None,
     *,
     required: bool,
-) -> tuple[list[float], str] | None:
+) -> QueryVector | None:
     """The query embedded with the collection's serving model (or ``model_id``), and that
-    model; None when the collection has no vectors yet."""
+    model; None when the collection has no vectors yet. Where that model cannot embed it
+    (its provider down, the model unknown, its key refused) and a bridge into it is fitted,
+    the bridge's model embeds it, mapped into the serving model's space, and says so."""
     collection = collection_of(source)
     active = uow.models.active_embedding(collection)
     if model_id is not None:
@@ -153,14 +169,7 @@ def _query_vector(
                 "--incremental`, or search them with text or hybrid"
             )
         return None
-    index_model, dimensions = active
-    take_recorded_options(uow, index_model)
-    embedder = embedder_for(index_model)
-    if embedder.dimensions != dimensions:
-        raise SearchError(
-            f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
-            f"dimensions but the index holds {index_model} at {dimensions}"
-        )
+    index_model = active[0]
     columns = uow.vectors.vector_columns(collection, index_model)
     missing = [
         p for p in filters.metadata if column_for(p.removeprefix(METADATA_PREFIX)) not in columns
@@ -170,9 +179,60 @@ def _query_vector(
             f"the {source} vector index does not cover {', '.join(missing)} yet (declared after "
             "it was built): run `mempipe rebuild-indexes --force`"
         )
-    (vector,) = embedder.embed_query([query])
+    try:
+        vector, bridged = _embedded_query(uow, embedder_for, query, source, active), None
+    except SearchError:
+        raise
+    except MempipeError as failure:  # the serving model cannot embed: its bridge, if fitted
+        vector, bridged = _bridged_query(uow, embedder_for, query, collection, active, failure)
     if vector is None:
         raise SearchError(f"the query could not be embedded by {index_model}")
     if vector_problem(vector) is not None:
         return None  # nothing is near a vector without direction: semantic finds nothing
-    return vector, index_model
+    return QueryVector(vector=vector, model_id=index_model, bridge=bridged)
+
+
+def _embedded_query(
+    uow: UnitOfWork,
+    embedder_for: Callable[[str], Embedder],
+    query: str,
+    source: str,
+    active: tuple[str, int],
+) -> Vector | None:
+    index_model, dimensions = active
+    take_recorded_options(uow, index_model)
+    embedder = embedder_for(index_model)
+    if embedder.dimensions != dimensions:
+        raise SearchError(
+            f"{source}: the query embedder {embedder.model_id} gives {embedder.dimensions} "
+            f"dimensions but the index holds {index_model} at {dimensions}"
+        )
+    (vector,) = embedder.embed_query([query])
+    return vector
+
+
+def _bridged_query(
+    uow: UnitOfWork,
+    embedder_for: Callable[[str], Embedder],
+    query: str,
+    collection: str,
+    active: tuple[str, int],
+    failure: MempipeError,
+) -> tuple[Vector | None, BridgeUse]:
+    """The query embedded by the bridge's model and mapped into the serving model's space; the
+    serving model's failure raised where no bridge into it is fitted."""
+    fitted = (b for b in uow.models.bridges() if b.collection == collection)
+    bridge = next((b for b in fitted if b.serving_model == active[0]), None)
+    if bridge is None or bridge.target_dims != active[1]:
+        raise failure
+    take_recorded_options(uow, bridge.query_model)
+    (vector,) = embedder_for(bridge.query_model).embed_query([query])
+    use = BridgeUse(
+        collection=collection,
+        serving_model=bridge.serving_model,
+        query_model=bridge.query_model,
+        reason=str(failure),
+    )
+    if vector is None:
+        return None, use
+    return mapped_query(bridge.weights, bridge.source_dims, bridge.target_dims, vector), use

@@ -16,11 +16,13 @@ from mempipe.bootstrap import spend_recorded
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, MempipeError
 from mempipe.interrupts import interruptible_sleep
+from mempipe.schemas.embedding import Bridge
 from mempipe.schemas.reembed import CollectionReport, GateReport
 from mempipe.services.embedding import PROBE_TEXT, store_embedder
 from mempipe.services.evaluation import read_queries
 from mempipe.services.provider_batches import BatchWork
 from mempipe.services.reembed import fill as reembedding
+from mempipe.services.reembed.bridge import fitted_bridge
 from mempipe.services.reembed.fill import (
     IdRange,
     cut_collection,
@@ -31,7 +33,7 @@ from mempipe.services.reembed.fill import (
     target_state,
 )
 from mempipe.services.reembed.provider_batch import embed_collection_via_batch, scope_of
-from mempipe.settings import load_batch_limits, load_llm_settings
+from mempipe.settings import load_batch_limits, load_llm_settings, load_retry_policy
 from mempipe.tasks.policies import step
 
 
@@ -216,6 +218,26 @@ def recall_gate(
         return reembedding.recall_gate(
             uow, embedder_for, read_queries(Path(queries_path)), model, min_ratio, source=source
         )
+
+
+@step("fit-bridge")
+def fit_bridge(
+    store_url: str, collection: str, model: str, sample: int, seed: int
+) -> Bridge | None:
+    with unit_of_work(store_url) as uow, spend_recorded(uow):
+        bridge = fitted_bridge(
+            uow, collection, embedder_for(model), pairs=sample, seed=seed, retry=load_retry_policy()
+        )
+    if bridge is not None:
+        get_run_logger().info(
+            "bridge %s: %s into %s on %d pairs (held-out cosine %.3f)",
+            collection,
+            model,
+            bridge.serving_model,
+            bridge.pairs,
+            bridge.held_out_cosine,
+        )
+    return bridge
 
 
 @step("switch-models")

@@ -12,7 +12,7 @@ from mempipe.schemas.audit import AuditRow, AuditSelection, ReconcileAction
 from mempipe.schemas.batch import BatchStatus, ProviderBatch
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
-from mempipe.schemas.embedding import ModelRegistration
+from mempipe.schemas.embedding import Bridge, ModelRegistration
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
 from mempipe.schemas.run import RunRecord, RunStatus
@@ -438,6 +438,50 @@ def test_blue_green_registry_switch_rollback_finalize(backend) -> None:
     assert backend.get_memory("semantic", "m1")["embedding_model_id"] == "hashing-8"
     assert backend.rollback_models(["semantic"]) == ["semantic"]
     assert backend.active_embedding("semantic") == ("hashing-4", 4)
+
+
+def _bridge(serving: str, query: str, seed: int = 0) -> Bridge:
+    return Bridge(
+        collection="semantic",
+        serving_model=serving,
+        query_model=query,
+        sample=200,
+        pairs=200,
+        seed=seed,
+        source_dims=8,
+        target_dims=4,
+        held_out_cosine=0.9,
+        fitted_at=datetime(2026, 1, 2, tzinfo=UTC),
+        weights=bytes(range(9 * 4 * 4)),
+    )
+
+
+@pytest.mark.repositories("models", "vectors")
+def test_a_bridge_is_kept_one_a_collection_and_retired_by_the_switch(backend) -> None:
+    _one_embedded_memory(backend)
+    assert backend.bridges() == []
+    backend.keep_bridge(_bridge("hashing-4", "hashing-16"))
+    backend.keep_bridge(_bridge("hashing-4", "hashing-8", seed=3))
+    assert backend.bridges() == [_bridge("hashing-4", "hashing-8", seed=3)], "the last one kept"
+    assert backend.bridges()[0].weights == bytes(range(144)), "the map's bytes as written"
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id="hashing-8", dimensions=8, state="building"
+        )
+    )
+    ((rowid, _),) = backend.records_missing_vectors("semantic", "hashing-8", 0, 10)
+    backend.set_vectors("semantic", "hashing-8", [(rowid, [1.0] + [0.0] * 7)])
+    assert backend.rollback_models(["semantic"]) == ["semantic"]
+    assert len(backend.bridges()) == 1, "a move abandoned: hashing-4 still serves, its bridge too"
+    backend.register_model(
+        ModelRegistration(
+            collection="semantic", model_id="hashing-8", dimensions=8, state="building"
+        )
+    )
+    ((rowid, _),) = backend.records_missing_vectors("semantic", "hashing-8", 0, 10)
+    backend.set_vectors("semantic", "hashing-8", [(rowid, [1.0] + [0.0] * 7)])
+    backend.switch_models(["semantic"], "hashing-8")
+    assert backend.bridges() == [], "hashing-4 no longer serves: its bridge is retired"
 
 
 @pytest.mark.repositories("turns", "models", "vectors")

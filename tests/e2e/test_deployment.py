@@ -306,3 +306,53 @@ def test_the_deployments_pages_run_block_runs_as_written_through_a_worker(
     assert "handlers: semantic, episodic, procedural, taxonomic" in summary[2], "words, not repr"
     assert summary[3].startswith("counts: ")
     assert " added" in summary[3]
+
+
+def test_a_deployed_move_with_a_bridge_answers_searches_while_its_old_model_is_gone(
+    ops_env, deployed, tmp_path
+) -> None:
+    """The scene of ``test_bridge_move.py`` as ops run it: the migration deployment with
+    ``bridge``, through a worker; the old model refused from its second batch on."""
+    from tests.bridging import BATCH, NEW, check_answers, search_through_bridge, set_scene
+
+    store = f"sqlite:///{tmp_path / 'mempipe.db'}"
+    params = {
+        "model": NEW,
+        "collections": '["stm"]',
+        "bridge": "true",
+        "sample": "150",
+        "batch_size": str(BATCH),
+        "gate": str(tmp_path / "q.jsonl"),
+        "gate_source": "stm",
+        "store": store,
+        "config": str(tmp_path / "project-config.yaml"),
+    }
+    args = [PREFECT, "deployment", "run", "reembed/reembed-migration"]
+    for key, value in params.items():
+        args += ["--param", f"{key}={value}"]
+    with fake_openai() as (old, old_url), fake_openai() as (new, new_url):
+        api = {"PREFECT_API_URL": ops_env["PREFECT_API_URL"]}
+        gone = set_scene(tmp_path, old, old_url, new, new_url, env=api)
+        with serving_worker(ops_env, tmp_path):
+            move = subprocess.Popen(
+                [*args, "--watch", "--watch-timeout", "240"],
+                cwd=tmp_path,
+                env=ops_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert gone.wait(240), "the deployment's move reached its second batch"
+            answers = search_through_bridge(tmp_path)
+            assert move.poll() is None, "the searches were answered during the move"
+            out, _ = move.communicate(timeout=300)
+
+    assert move.returncode == 0, out
+    assert "Completed" in out
+    check_answers(answers)
+    opened = open_store(store)
+    try:
+        assert opened.active_embedding("stm") == (NEW, 32), "the gate passed and it switched"
+        assert opened.bridges() == [], "the switch retired the bridge"
+    finally:
+        opened.close()

@@ -74,6 +74,28 @@ def embeddings(body: dict[str, Any], dimensions: int, delay: float = 0.0) -> Ans
     )
 
 
+def rotated(dimensions: int, seed: int = 7) -> Callable[[dict[str, Any]], Answer]:
+    """Another model: the hashing model's vectors turned by a fixed random rotation, so that
+    its space differs from the hashing model's as two models' do, and a map between the two
+    exists (a bridge fitted on pairs should find it)."""
+    import numpy as np
+
+    rotation, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(dimensions, dimensions)))
+
+    def answer(body: dict[str, Any]) -> Answer:
+        found = embeddings(body, dimensions)
+        for item in found.body["data"]:  # type: ignore[index]
+            item["embedding"] = (np.asarray(item["embedding"]) @ rotation).tolist()
+        return found
+
+    return answer
+
+
+def refused(model: str) -> Answer:
+    """A model the endpoint no longer serves (retired, or the key no longer allowed it)."""
+    return error(404, f"The model `{model}` does not exist", "model_not_found")
+
+
 FAULTS = (
     "500",
     "hang",

@@ -253,3 +253,59 @@ def test_a_move_previewed_on_mongodb_writes_nothing_and_predicts_its_gate(
         moved.gate.new_recall,
         moved.gate.ratio,
     )
+
+
+def test_a_bridge_on_mongodb_maps_the_query_before_vector_search_as_on_sqlite(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    """The bridge is kept in MongoDB's registry, the switch's transaction retires it, and a
+    query the serving model cannot embed is mapped before ``$vectorSearch``: the same answer
+    as SQLite's through its own bridge, fitted on the same records."""
+    from mempipe.adapters.embedding import embedder_for
+    from mempipe.errors import ConfigError, IncompleteRunError
+
+    archive = tmp_path / "seats.jsonl"
+    archive.write_text(
+        "".join(
+            json.dumps({"session_id": f"s{n}", "role": "user", "content": f"seat {n} aisle {n}"})
+            + "\n"
+            for n in range(160)
+        )
+    )
+    gate = tmp_path / "gate.jsonl"
+    gate.write_text(json.dumps({"query": "seat 9 aisle", "relevant_ids": ["s9#0"]}) + "\n")
+
+    def refusing(model_id: str):
+        if model_id == "hashing-128":
+            raise ConfigError("hashing-128: the model is no longer served")
+        return embedder_for(model_id)
+
+    answers = {}
+    for name, url in (("sqlite", f"sqlite:///{tmp_path / 'reference.db'}"), ("mongo", mongo_url)):
+        cfg = config(tmp_path)
+        backfill_flow(paths=[str(archive)], user_id="ann", store=url, config=cfg, embed=True)
+        with pytest.raises(IncompleteRunError):  # an impossible gate: the bridge outlives the run
+            reembed_flow(
+                model="hashing-64",
+                collections=["stm"],
+                bridge=True,
+                sample=160,
+                gate=str(gate),
+                gate_source="stm",
+                min_recall_ratio=10,
+                store=url,
+                config=cfg,
+            )
+        store = open_store(url, migrate=True)
+        found = search(
+            UnitOfWork(store), refusing, "seat 9 aisle", "stm", SearchMode.SEMANTIC, ReadFilter()
+        )
+        assert found.bridge is not None
+        assert found.bridge.query_model == "hashing-64"
+        assert "no longer served" in found.bridge.reason
+        answers[name] = [h.id for h in found.hits[:3]]
+        reembed_flow(model="hashing-64", collections=["stm"], store=url, config=cfg)
+        assert store.bridges() == [], "the switch retired it"
+        store.close()
+    assert answers["mongo"] == answers["sqlite"]
+    assert answers["mongo"], "the bridge found records"

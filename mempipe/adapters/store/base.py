@@ -19,7 +19,7 @@ from mempipe.schemas.batch import ProviderBatch
 from mempipe.schemas.bundle import BundleSelection, StoredUser
 from mempipe.schemas.config import CustomTypeConfig
 from mempipe.schemas.costs import SpendRow
-from mempipe.schemas.embedding import ModelRegistration, RegistryEntry
+from mempipe.schemas.embedding import Bridge, ModelRegistration, RegistryEntry
 from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
@@ -194,6 +194,12 @@ class Registry(Protocol):
     :mod:`mempipe.domain.reembed`)."""
 
     def registry(self) -> list[RegistryEntry]: ...
+
+    def bridges(self) -> list[Bridge]:
+        """Each collection's bridge into its serving model, where one is fitted."""
+        ...
+
+    def keep_bridge(self, bridge: Bridge) -> None: ...
 
     def active_embedding(self, collection: str) -> tuple[str, int] | None:
         """The active (model id, dimensions) of a collection, None before its first vector."""

@@ -278,4 +278,6 @@ def recall_gate(
         ratio=round(ratio, 6),
         min_ratio=min_ratio,
         passed=ratio >= min_ratio,
+        old_bridged=old.bridged,
+        bridge=old.bridge,
     )

@@ -90,7 +90,7 @@ def preview_move(
     for collection in collections:
         serving = uow.models.serving_model(collection)
         named = _named(gate) if gate is not None and gate.source == collection else set()
-        drawn = _draw(uow, collection, serving, sample, seed, named, embedder, retry)
+        drawn = draw_sample(uow, collection, serving, sample, seed, named, embedder, retry)
         count_page(tally, [r.text for r in drawn.records], embedder.model_id, counter)
         previews.append(_collection_preview(collection, serving, drawn))
         if named and serving is not None and gate is not None:
@@ -126,7 +126,7 @@ def _named(gate: GateAsk) -> set[str]:
     return {ref for query in gate.queries.queries for ref in query.relevant_ids}
 
 
-def _draw(
+def draw_sample(
     uow: UnitOfWork,
     collection: str,
     serving: str | None,

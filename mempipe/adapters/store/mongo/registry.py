@@ -11,9 +11,11 @@ from typing import Any
 from mempipe.adapters.store.mongo import pipelines
 from mempipe.adapters.store.mongo.base import REGISTRY, MongoParts, now
 from mempipe.domain.reembed import RegistryChange, finalize_plan, rollback_plan, switch_plan
-from mempipe.schemas.embedding import ModelState, RegistryEntry
+from mempipe.schemas.embedding import Bridge, ModelState, RegistryEntry
 from mempipe.schemas.search import STM
 
+BRIDGES = "embedding_bridges"
+"""One document per collection (``_id``: its name): its bridge, the map's weights as bytes."""
 STAMP_BATCH = 1000
 """Records one stamping update covers: a bounded unit of work however large the collection."""
 
@@ -38,6 +40,17 @@ class MongoRegistry(MongoParts):
             )
             for e in entries
         ]
+
+    def bridges(self) -> list[Bridge]:
+        with self._errors("registry"):
+            found = list(self.db[BRIDGES].find().sort("_id", 1))
+        return [Bridge.model_validate({**b, "weights": bytes(b["weights"])}) for b in found]
+
+    def keep_bridge(self, bridge: Bridge) -> None:
+        """The collection's bridge, replacing the one it had."""
+        document = {**bridge.model_dump(), "weights": bridge.weights}
+        with self._errors("registry"):
+            self.db[BRIDGES].replace_one({"_id": bridge.collection}, document, upsert=True)
 
     def active_embedding(self, collection: str) -> tuple[str, int] | None:
         """The serving model (the newest, should two ever be marked serving)."""
@@ -95,7 +108,8 @@ class MongoRegistry(MongoParts):
         transaction after 60 s and advises well under 1,000 modified documents in one): search
         does not read the stamp (it queries the serving model's own vector field), and the pass
         is idempotent, so a crash during it is finished by the next switch, rollback or
-        finalize (:meth:`finish_stamping`)."""
+        finalize (:meth:`finish_stamping`). A bridge into the model that stops serving is
+        retired with it."""
         changes = [switch_plan(c, self._entries(c), model_id) for c in collections]
         for collection in collections:
             entry = self._entry(collection, model_id)
@@ -103,6 +117,11 @@ class MongoRegistry(MongoParts):
         with self.write_transaction():
             for change in changes:
                 self._set_states(change)
+            with self._errors("registry"):
+                self.db[BRIDGES].delete_many(
+                    {"_id": {"$in": list(collections)}, "serving_model": {"$ne": model_id}},
+                    session=self._session,
+                )
         self.finish_stamping()
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:

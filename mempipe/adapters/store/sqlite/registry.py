@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from mempipe.adapters.store.sqlite import memory_sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.domain.reembed import RegistryChange, finalize_plan, rollback_plan, switch_plan
-from mempipe.schemas.embedding import ModelOptions, ModelState, RegistryEntry
+from mempipe.schemas.embedding import Bridge, ModelOptions, ModelState, RegistryEntry
+
+BRIDGE_COLUMNS = tuple(Bridge.model_fields)
 
 
 class SqliteRegistry(SqliteParts):
@@ -42,16 +44,41 @@ class SqliteRegistry(SqliteParts):
         active = self.active_embedding(collection)
         return None if active is None else active[0]
 
+    def bridges(self) -> list[Bridge]:
+        columns = [*BRIDGE_COLUMNS]
+        return [
+            Bridge.model_validate(dict(zip(columns, row, strict=True)))
+            for row in self._rows(
+                f"SELECT {', '.join(columns)} FROM embedding_bridges ORDER BY collection"
+            )
+        ]
+
+    def keep_bridge(self, bridge: Bridge) -> None:
+        """The collection's bridge, replacing the one it had."""
+        values = {**bridge.model_dump(), "weights": bridge.weights}
+        values["fitted_at"] = bridge.fitted_at.isoformat()
+        with self._writing():
+            self._conn.execute(
+                f"INSERT OR REPLACE INTO embedding_bridges ({', '.join(BRIDGE_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(BRIDGE_COLUMNS))})",
+                tuple(values[c] for c in BRIDGE_COLUMNS),
+            )
+
     def wait_searchable(self, collections: Sequence[str], model_id: str) -> None:
         """Nothing to wait for: sqlite-vec tables are written and searched in one database."""
 
     def switch_models(self, collections: Sequence[str], model_id: str) -> None:
         """In one transaction, for every collection: the serving model becomes previous (kept),
         ``model_id`` starts serving, and each memory's ``has_embedding`` follows the new model.
-        Search answers with the old model up to the commit and the new one from it."""
+        Search answers with the old model up to the commit and the new one from it. A bridge
+        into the model that stops serving is retired with it."""
         with self._writing():
             for collection in collections:
                 self._apply(switch_plan(collection, self._entries(collection), model_id))
+                self._conn.execute(
+                    "DELETE FROM embedding_bridges WHERE collection = ? AND serving_model != ?",
+                    (collection, model_id),
+                )
 
     def rollback_models(self, collections: Sequence[str]) -> list[str]:
         """Restore the previous model where one is kept; the newer vectors are dropped, and so
