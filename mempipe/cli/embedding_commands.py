@@ -21,6 +21,7 @@ from mempipe.cli.runner import run_job
 
 if TYPE_CHECKING:
     from mempipe.flows.reembed import Collections
+    from mempipe.schemas.embedding import Bridge
     from mempipe.schemas.indexes import IndexReport
     from mempipe.schemas.reembed import ReembedPreview, ReembedSummary
 
@@ -178,12 +179,8 @@ def _show_reembed(summary: ReembedSummary, incomplete: bool) -> None:
                 else ""
             )
         )
-    for bridge in summary.bridges:
-        click.echo(
-            f"bridge {bridge.collection:<11} {bridge.query_model} into {bridge.serving_model}'s "
-            f"vectors, fitted on {bridge.pairs} records (held-out cosine "
-            f"{bridge.held_out_cosine:.3f}): answers while {bridge.serving_model} cannot"
-        )
+    if summary.bridges:
+        _show_bridges(summary.bridges)
     if summary.gate is not None:
         click.echo(
             f"recall gate: old {summary.gate.old_recall}, new {summary.gate.new_recall}, "
@@ -227,6 +224,36 @@ def reembed_rollback(**options: Any) -> None:
         options,
         lambda done, _: click.echo(f"restored: {_names(done) or 'nothing to roll back'}"),
     )
+
+
+@reembed.command("bridge", short_help="Fit a bridge from a model into the serving vectors.")
+@click.option("--model", required=True, help="The model whose queries the bridge maps.")
+@click.option("--collections", default=None, metavar="LIST", help="Default: all.")
+@click.option(
+    "--sample", type=click.IntRange(1), default=None, help="Records drawn per collection (2000)."
+)
+@seed_option
+@store_command
+def reembed_bridge(**options: Any) -> None:
+    """Fit, on a sample of each collection, a map from MODEL's queries into the vectors that
+    serve it, and keep it; move nothing. While the serving model cannot embed a query (its
+    provider down, the model retired, its key refused), search, eval and the gate answer
+    through the bridge and say so. `reembed --model MODEL --bridge` with the same sample reuses
+    it; the switch retires it."""
+    from mempipe.flows.reembed import FitBridge
+
+    run_job(FitBridge, options, lambda done, _: _show_bridges(done.bridges))
+
+
+def _show_bridges(bridges: list[Bridge]) -> None:
+    if not bridges:
+        click.echo("no bridge: no other model serves these collections")
+    for bridge in bridges:
+        click.echo(
+            f"bridge {bridge.collection:<11} {bridge.query_model} into {bridge.serving_model}'s "
+            f"vectors, fitted on {bridge.pairs} records (held-out cosine "
+            f"{bridge.held_out_cosine:.3f}): answers while {bridge.serving_model} cannot"
+        )
 
 
 def _names(done: Collections) -> str:

@@ -105,8 +105,8 @@ def models(store: str | None, config: str | None, store_secret: str | None, as_j
         for bridge in model.bridges:
             click.echo(
                 f"{'':<{width}}        bridge {bridge.collection}: {bridge.query_model}'s "
-                f"queries into these vectors ({bridge.pairs} pairs, fitted "
-                f"{bridge.fitted_at:%Y-%m-%d %H:%M}Z)"
+                f"queries into these vectors ({bridge.pairs} pairs, held-out cosine "
+                f"{bridge.held_out_cosine:.3f})"
             )
 
 

@@ -171,6 +171,30 @@ def _plan(store_url: str, request: Reembed, config: ProjectConfig) -> RunPlan:
         )
 
 
+class FitBridge(Job[BaseModel], ListsCollections):
+    """The request of ``reembed bridge``: each collection's bridge from ``model`` fitted and
+    kept, nothing moved (the move that follows with ``--bridge`` and the same sample reuses
+    it)."""
+
+    model: str
+    collections: list[CollectionName] | None = None
+    sample: Annotated[int, Field(ge=1)] | None = None
+    seed: int = 0
+
+    def check(self, context: AppContext) -> None:
+        with describing_only():
+            embedder_for(self.model)
+
+    def run(self, context: AppContext) -> Bridges:
+        return Bridges(bridges=reembed_bridge_flow(**self.model_dump(), **context.flow_options()))
+
+
+class Bridges(BaseModel):
+    """What ``reembed bridge`` fitted (or found fitted)."""
+
+    bridges: list[Bridge]
+
+
 class EndMove(Job[BaseModel], ListsCollections):
     """The request of ``reembed finalize`` and ``reembed rollback``: ``end`` names its flow."""
 
@@ -435,6 +459,32 @@ def _end_move(
         done = step[flow_run.flow_name](context.store_url, chosen)
         run.end({"collections": len(done)})
     return done
+
+
+@job_flow("reembed-bridge")
+def reembed_bridge_flow(
+    model: str,
+    collections: list[CollectionName] | None = None,
+    sample: Annotated[int, Field(ge=1)] | None = None,
+    seed: int = 0,
+    lock_wait_s: Annotated[float, Field(ge=0)] = 60,
+    store: str | None = None,
+    config: str | None = None,
+    store_secret: str | None = None,
+) -> list[Bridge]:
+    """Fit each collection's bridge from ``model`` into the vectors serving it, moving nothing:
+    from its end, a search the serving model cannot embed answers through it. Its lock is its
+    own, so a bridge can be fitted while a move runs (the move's switch retires it)."""
+    handle_stop_signals()
+    context = load_context(store, config, store_secret)
+    chosen = chosen_collections(collections)
+    asked = {"model": model, "collections": chosen}
+    with recorded_run(
+        context, "reembed-bridge", asked, lock="bridge", lock_wait_s=lock_wait_s
+    ) as run:
+        bridges = _bridges(context.store_url, chosen, model, sample, seed)
+        run.end({"bridges": len(bridges)})
+    return bridges
 
 
 def _require_search(store_url: str) -> None:

@@ -167,8 +167,9 @@ def in_process(command: str, cwd: Path, env: dict[str, str | None]) -> Ran:
     after it (``2>&1``, ``2>/dev/null``, ``|| echo "exit status $?"``); any other program in
     a shell."""
     words = shlex.split(command)
-    if words[0] != "mempipe":
-        done = shell(command, cwd, dict(os.environ))
+    if words[0] != "mempipe":  # the installation's programs first (a model server, say)
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+        done = shell(command, cwd, {**os.environ, "PATH": path})
         return Ran(done.returncode, done.stdout, done.stderr)
     otherwise = words.index("||") if "||" in words else len(words)
     words, fallback = words[:otherwise], words[otherwise + 1 :]

@@ -221,3 +221,52 @@ def test_an_answer_is_never_bridged_while_the_serving_model_answers(prefect_serv
         assert code == 0
         assert found["bridge"] is None
         assert len(new.requests) == asked, "the bridge's model is not asked while the old answers"
+
+
+def test_reembed_bridge_fits_without_moving_and_the_move_reuses_it(prefect_server, tmp_path):
+    with fake_openai() as (old, old_url), fake_openai() as (new, new_url):
+        up(old, lambda body: embeddings(body, 32))
+        up(new, rotated(32))
+        write_store(tmp_path, old_url, new_url)
+        fitted = invoke(
+            "reembed",
+            "bridge",
+            "--model",
+            NEW,
+            "--collections",
+            "stm",
+            "--sample",
+            "150",
+            "--json",
+            cwd=tmp_path,
+        )
+        assert fitted.exit_code == 0, fitted.output
+        (bridge,) = json.loads(fitted.stdout)["bridges"]
+        assert bridge["query_model"] == NEW
+        listed = json.loads(invoke("models", "--json", cwd=tmp_path).stdout)
+        serving = next(m for m in listed if m["id"] == OLD)
+        assert serving["active"], "nothing moved: the old model serves"
+        assert [b["query_model"] for b in serving["bridges"]] == [NEW]
+
+        down(old, "old-embed")
+        code, found, _ = searched(tmp_path, QUESTIONS[1][1])
+        assert code == 0
+        assert found["bridge"] is not None
+        asked = len(new.requests)
+        moved = invoke(
+            "reembed",
+            "--model",
+            NEW,
+            "--collections",
+            "stm",
+            "--bridge",
+            "--batch-size",
+            "50",
+            "--sample",
+            "150",
+            "--json",
+            cwd=tmp_path,
+        )
+        assert moved.exit_code == 0, moved.output
+        assert json.loads(moved.stdout)["bridges"][0]["fitted_at"] == bridge["fitted_at"]
+        assert all(len(r["input"]) < 150 for r in new.requests[asked:]), "no second sample"
