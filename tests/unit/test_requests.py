@@ -27,8 +27,10 @@ from mempipe.flows.job import Job
 from mempipe.flows.promote import Promote, promote_flow
 from mempipe.flows.reembed import (
     Finalize,
+    FitBridge,
     Reembed,
     Rollback,
+    reembed_bridge_flow,
     reembed_finalize_flow,
     reembed_flow,
     reembed_rollback_flow,
@@ -44,6 +46,7 @@ JOBS: list[tuple[str, type[Job[Any]], Callable[..., Any]]] = [
     ("reembed", Reembed, reembed_flow),
     ("reembed finalize", Finalize, reembed_finalize_flow),
     ("reembed rollback", Rollback, reembed_rollback_flow),
+    ("reembed bridge", FitBridge, reembed_bridge_flow),
     ("rebuild-indexes", RebuildIndexes, rebuild_indexes_flow),
     ("export", Export, export_flow),
     ("import", Import, import_memories_flow),
