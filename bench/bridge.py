@@ -3,7 +3,8 @@
 pairs of the two models' vectors of the same texts, and keep the old model's recall?
 
     python bench/bridge.py --store sqlite:///e5.db --old all-MiniLM-L6-v2 \
-        --new multilingual-e5-small [--pairs 500,2000,10000] [--seed 0]
+        --new multilingual-e5-small [--pairs 500,2000,10000] [--query-side 500,2000] \
+        [--queries FILE] [--seed 0]
 
 The store holds both models' vectors of every turn (a move's store before ``finalize``: the
 previous model's and the serving one's). Each question is searched within its own user, as
@@ -12,9 +13,11 @@ vectors), of the full move (the new model's queries over its vectors), and of th
 new model's queries mapped into the old space, over the old vectors), for each kind of map and
 number of pairs, with the map's added cost a query.
 
-Maps (Drift-Adapter, Vejendla 2025): ``procrustes``, the orthogonal map closest to the pairs
-(both sides centred and unit length; the old side's mean added back); ``affine``, least squares
-with a small ridge (a full linear map and an offset).
+Maps (Drift-Adapter, Vejendla 2025): ``affine``, mempipe's own (:mod:`mempipe.domain.bridge`:
+ridge least squares on unit vectors, with its ``RIDGE`` and with others); ``procrustes``, the
+orthogonal map closest to the pairs. Each is fitted on the new model's stored (document-side)
+vectors; ``--query-side`` also fits mempipe's map on the new model's query-side vectors of the
+same texts, as ``reembed bridge`` does (for a model with two sides: E5), at those sizes.
 """
 
 from __future__ import annotations
@@ -55,14 +58,6 @@ def procrustes(new: np.ndarray, old: np.ndarray):
     return lambda q: (unit(q - new_mean) @ rotation) + old_mean
 
 
-def affine(new: np.ndarray, old: np.ndarray, ridge: float = 1e-2):
-    """Least squares ``old ≈ new · W + b`` with a small ridge."""
-    design = np.hstack([new, np.ones((len(new), 1))])
-    gram = design.T @ design + ridge * np.eye(design.shape[1])
-    weights = np.linalg.solve(gram, design.T @ old)
-    return lambda q: np.hstack([q, np.ones((len(q), 1))]) @ weights
-
-
 def recall(
     queries: list[dict],
     query_vectors: np.ndarray,
@@ -81,12 +76,15 @@ def recall(
 
 def main() -> None:
     from mempipe.adapters.embedding import embedder_for
+    from mempipe.domain import bridge
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--store", required=True)
     parser.add_argument("--old", required=True)
     parser.add_argument("--new", required=True)
     parser.add_argument("--pairs", default="500,2000,10000")
+    parser.add_argument("--query-side", default="")
+    parser.add_argument("--queries", default=str(DATA / "queries.jsonl"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     db = apsw.Connection(args.store.removeprefix("sqlite:///"), flags=apsw.SQLITE_OPEN_READONLY)
@@ -94,45 +92,76 @@ def main() -> None:
 
     db.enable_load_extension(True)
     db.load_extension(sqlite_vec.loadable_path())
-    rows = db.execute("SELECT id, user_id, message_id FROM turns ORDER BY id").fetchall()
+    rows = db.execute("SELECT id, user_id, message_id, content FROM turns ORDER BY id").fetchall()
     old_by_row, new_by_row = vectors(db, args.old), vectors(db, args.new)
     rows = [r for r in rows if r[0] in old_by_row and r[0] in new_by_row]
     old = unit(np.stack([old_by_row[r[0]] for r in rows]))
     new = unit(np.stack([new_by_row[r[0]] for r in rows]))
     users = np.array([r[1] for r in rows])
     ids = np.array([r[2] for r in rows])
-    queries = [orjson.loads(line) for line in (DATA / "queries.jsonl").read_bytes().splitlines()]
+    queries = [orjson.loads(line) for line in Path(args.queries).read_bytes().splitlines()]
     texts = [q["query"] for q in queries]
+    new_model = embedder_for(args.new)
     old_q = np.asarray(embedder_for(args.old).embed_query(texts), dtype=np.float64)
-    new_q = np.asarray(embedder_for(args.new).embed_query(texts), dtype=np.float64)
+    new_q = np.asarray(new_model.embed_query(texts), dtype=np.float64)
     print(f"{len(rows):,} turns with both models' vectors; {len(queries)} questions, recall@{K}")
     base = recall(queries, old_q, old, users, ids)
     full = recall(queries, new_q, new, users, ids)
     print(f"old model ({args.old}): {base:.3f}")
-    print(f"full move ({args.new}): {full:.3f}")
+    print(f"full move ({args.new}): {full:.3f} ({full / base:.3f} of the old model's)")
     draw = np.random.default_rng(args.seed)
-    kinds = {"affine": affine}
+    order = draw.permutation(len(rows))
+    kinds = {
+        f"affine, ridge {bridge.RIDGE} (mempipe)": lambda n, o: _mapped(bridge.fit_affine(n, o)),
+        "affine, ridge 0.01": lambda n, o: _mapped(bridge.fit_affine(n, o, ridge=0.01)),
+        "affine, ridge 1": lambda n, o: _mapped(bridge.fit_affine(n, o, ridge=1.0)),
+    }
     if old.shape[1] == new.shape[1]:
         kinds["procrustes"] = procrustes
     results: dict[str, list[str]] = defaultdict(list)
+
+    def measure(name: str, fit, source: np.ndarray, chosen: np.ndarray, pairs: int) -> None:
+        started = time.perf_counter()
+        mapped = fit(source.astype(np.float64), old[chosen].astype(np.float64))
+        fitted = time.perf_counter() - started
+        started = time.perf_counter()
+        bridged_q = mapped(new_q)
+        per_query = (time.perf_counter() - started) / len(queries) * 1e6
+        bridged = recall(queries, bridged_q, old, users, ids)
+        results[name].append(
+            f"{pairs:>6,} pairs: {bridged:.3f} ({bridged / base:.3f} of the old model's), "
+            f"fitted in {fitted:.2f} s, {per_query:.1f} µs a query"
+        )
+
     for pairs in (int(p) for p in args.pairs.split(",")):
-        chosen = draw.choice(len(rows), size=min(pairs, len(rows)), replace=False)
+        chosen = order[: min(pairs, len(rows))]
         for name, fit in kinds.items():
-            started = time.perf_counter()
-            mapped = fit(new[chosen].astype(np.float64), old[chosen].astype(np.float64))
-            fitted = time.perf_counter() - started
-            started = time.perf_counter()
-            bridged_q = mapped(new_q)
-            per_query = (time.perf_counter() - started) / len(queries) * 1e6
-            bridged = recall(queries, bridged_q, old, users, ids)
-            results[name].append(
-                f"{pairs:>6,} pairs: {bridged:.3f} ({bridged / base:.3f} of the old model's), "
-                f"fitted in {fitted:.2f} s, {per_query:.1f} µs a query"
-            )
+            measure(name, fit, new[chosen], chosen, len(chosen))
+    for pairs in (int(p) for p in args.query_side.split(",") if p):
+        chosen = order[: min(pairs, len(rows))]
+        started = time.perf_counter()
+        sides = np.asarray(new_model.embed_query([rows[i][3] for i in chosen]), dtype=np.float64)
+        print(
+            f"{len(chosen):,} texts embedded on {args.new}'s query side in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+        measure(
+            f"affine, ridge {bridge.RIDGE}, fitted on the query side (reembed bridge)",
+            lambda n, o: _mapped(bridge.fit_affine(n, o)),
+            sides,
+            chosen,
+            len(chosen),
+        )
     for name, lines in results.items():
         print(f"bridge, {name}:")
         for line in lines:
             print(f"  {line}")
+
+
+def _mapped(weights: np.ndarray):
+    from mempipe.domain import bridge
+
+    return lambda q: bridge.apply_map(weights, q)
 
 
 if __name__ == "__main__":

@@ -191,7 +191,7 @@ def test_reembed_models_and_eval_from_the_cli(prefect_server, tmp_path) -> None:
         assert done.exit_code == 0, done.stderr
 
     models = json.loads(invoke("models", *store, "--json", cwd=tmp_path).stdout)
-    assert {"id": "hashing-64", "dimensions": 64, "active": True} in models
+    assert {"id": "hashing-64", "dimensions": 64, "active": True, "bridges": []} in models
 
     queries = tmp_path / "queries.jsonl"
     lis = json.loads(
