@@ -456,14 +456,20 @@ def _bridge(serving: str, query: str, seed: int = 0) -> Bridge:
     )
 
 
-@pytest.mark.repositories("models", "vectors")
-def test_a_bridge_is_kept_one_a_collection_and_retired_by_the_switch(backend) -> None:
-    _one_embedded_memory(backend)
+@pytest.mark.repositories("bridges")
+def test_a_bridge_is_kept_one_a_collection_with_its_bytes(backend) -> None:
+    """No search needed: SecantusDB keeps bridges too."""
     assert backend.bridges() == []
     backend.keep_bridge(_bridge("hashing-4", "hashing-16"))
     backend.keep_bridge(_bridge("hashing-4", "hashing-8", seed=3))
     assert backend.bridges() == [_bridge("hashing-4", "hashing-8", seed=3)], "the last one kept"
     assert backend.bridges()[0].weights == bytes(range(144)), "the map's bytes as written"
+
+
+@pytest.mark.repositories("models", "vectors")
+def test_a_bridge_outlives_an_abandoned_move_and_the_switch_retires_it(backend) -> None:
+    _one_embedded_memory(backend)
+    backend.keep_bridge(_bridge("hashing-4", "hashing-8", seed=3))
     backend.register_model(
         ModelRegistration(
             collection="semantic", model_id="hashing-8", dimensions=8, state="building"
