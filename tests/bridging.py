@@ -21,16 +21,11 @@ BATCH = 20
 QUESTIONS = {7: "seat 7 by the window", 42: "seat 42 by the window", 99: "seat 99 by the window"}
 
 
-def set_scene(
-    folder: Path,
-    old: FakeOpenAI,
-    old_url: str,
-    new: FakeOpenAI,
-    new_url: str,
-    env: dict[str, str | None] | None = None,
-) -> threading.Event:
-    """The store and files in ``folder`` (its backfill run with ``env``: the Prefect API);
-    returns the event set once the old model is gone."""
+def write_scene(
+    folder: Path, old_url: str, new_url: str, env: dict[str, str | None] | None = None
+) -> None:
+    """The configuration, the archive and the labelled queries in ``folder``, and the archive's
+    turns embedded by the old model (the backfill run with ``env``: the Prefect API)."""
     (folder / "project-config.yaml").write_text(
         f"memory:\n  embedding:\n    model: {OLD}\n    endpoints:\n"
         f"      {OLD}:\n        base_url: {old_url}\n      {NEW}:\n        base_url: {new_url}\n"
@@ -50,10 +45,27 @@ def set_scene(
             for n, text in QUESTIONS.items()
         )
     )
-    old.responder = lambda body: embeddings(body, 32)
-    new.responder = rotated(32)
     done = invoke("backfill", "a.jsonl", "--user-id", "ann", "--embed", cwd=folder, env=env)
     assert done.exit_code == 0, done.output
+
+
+def healthy(old: FakeOpenAI, new: FakeOpenAI) -> None:
+    old.responder = lambda body: embeddings(body, 32)
+    new.responder = rotated(32)
+
+
+def set_scene(
+    folder: Path,
+    old: FakeOpenAI,
+    old_url: str,
+    new: FakeOpenAI,
+    new_url: str,
+    env: dict[str, str | None] | None = None,
+) -> threading.Event:
+    """The scene written, and the new endpoint slowed and set to make the old one refuse its
+    model at the move's second batch; returns the event set then."""
+    healthy(old, new)
+    write_scene(folder, old_url, new_url, env)
     gone = threading.Event()
     turned, batches = rotated(32), []
 
