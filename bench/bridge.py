@@ -118,6 +118,7 @@ def main() -> None:
     }
     if old.shape[1] == new.shape[1]:
         kinds["procrustes"] = procrustes
+        kinds["procrustes (mempipe's layout)"] = lambda n, o: _mapped(bridge.fit_procrustes(n, o))
     results: dict[str, list[str]] = defaultdict(list)
 
     def measure(name: str, fit, source: np.ndarray, chosen: np.ndarray, pairs: int) -> None:
@@ -137,6 +138,10 @@ def main() -> None:
         chosen = order[: min(pairs, len(rows))]
         for name, fit in kinds.items():
             measure(name, fit, new[chosen], chosen, len(chosen))
+        cosine = bridge.held_out_cosine(new[chosen], old[chosen])
+        results["the fit's held-out cosine (what reembed bridge reports)"].append(
+            f"{len(chosen):>6,} pairs: {cosine:.3f}"
+        )
     for pairs in (int(p) for p in args.query_side.split(",") if p):
         chosen = order[: min(pairs, len(rows))]
         started = time.perf_counter()

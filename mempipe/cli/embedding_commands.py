@@ -254,6 +254,8 @@ def _show_bridges(bridges: list[Bridge]) -> None:
             f"vectors, fitted on {bridge.pairs} records (held-out cosine "
             f"{bridge.held_out_cosine:.3f}): answers while {bridge.serving_model} cannot"
         )
+        if bridge.poor:
+            click.echo(f"warning: {bridge.poor}", err=True)
 
 
 def _names(done: Collections) -> str:

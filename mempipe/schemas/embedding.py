@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from mempipe.domain.bridge import POOR_FIT
 from mempipe.schemas.choices import OneOf
 from mempipe.schemas.memory import MEMORY_COLLECTIONS
 
@@ -135,6 +136,17 @@ class Bridge(BaseModel):
     )
     fitted_at: datetime
     weights: bytes = Field(exclude=True, repr=False, description="float32, little-endian")
+
+    @property
+    def poor(self) -> str | None:
+        """Why this bridge would serve badly, where it would."""
+        if self.held_out_cosine >= POOR_FIT:
+            return None
+        return (
+            f"the bridge from {self.query_model} into {self.serving_model}'s vectors carries "
+            f"vectors poorly (held-out cosine {self.held_out_cosine:.3f}, under {POOR_FIT}): "
+            "searches through it will find much less than the serving model did"
+        )
 
     @property
     def asked(self) -> tuple[str, int, str, int, int]:

@@ -237,6 +237,8 @@ def fit_bridge(
             bridge.pairs,
             bridge.held_out_cosine,
         )
+        if bridge.poor:
+            get_run_logger().warning(bridge.poor)
     return bridge
 
 

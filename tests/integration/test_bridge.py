@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.bridging import NEW, OLD, QUESTIONS, healthy, write_scene
-from tests.fakes.openai_server import FakeOpenAI, fake_openai, refused
+from tests.fakes.openai_server import FakeOpenAI, embeddings, fake_openai, refused
 from tests.helpers import invoke
 
 pytestmark = pytest.mark.prefect
@@ -163,3 +163,30 @@ def test_reembed_bridge_fits_without_moving_and_the_move_reuses_it(prefect_serve
         assert code == 0, output
         assert summary["bridges"][0]["fitted_at"] == bridge["fitted_at"]
         assert all(len(r["input"]) < 150 for r in new.requests[asked:]), "no second sample"
+
+
+def test_a_bridge_that_carries_vectors_poorly_is_fitted_with_a_warning(prefect_server, tmp_path):
+    """A new model unrelated to the old (random vectors of each text): the fit's held-out cosine
+    is low, and the command says what searching through it would be worth."""
+    import zlib
+
+    import numpy as np
+
+    def unrelated(body: dict[str, Any]) -> Any:
+        answer = embeddings(body, 32)
+        for item, text in zip(answer.body["data"], body["input"], strict=True):
+            seed = zlib.crc32(text.encode())
+            item["embedding"] = np.random.default_rng(seed).normal(size=32).tolist()
+        return answer
+
+    with fake_openai() as (old, old_url), fake_openai() as (new, new_url):
+        healthy(old, new)
+        write_scene(tmp_path, old_url, new_url)
+        new.responder = unrelated
+        fitted = invoke(
+            "reembed", "bridge", "--model", NEW, "--collections", "stm", "--sample", "150",
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    assert "warning: the bridge from openai:new-embed:32" in fitted.stderr
+    assert "carries vectors poorly (held-out cosine 0." in fitted.stderr
