@@ -28,6 +28,7 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "reembed": ("reembed", "--model", "hashing-64"),
     "reembed finalize": ("reembed", "finalize"),
     "reembed rollback": ("reembed", "rollback"),
+    "reembed bridge": ("reembed", "bridge", "--model", "hashing-64"),
     "models": ("models",),
     "eval": ("eval", "queries.jsonl"),
     "rebuild-indexes": ("rebuild-indexes",),
