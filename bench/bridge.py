@@ -118,7 +118,6 @@ def main() -> None:
     }
     if old.shape[1] == new.shape[1]:
         kinds["procrustes"] = procrustes
-        kinds["procrustes (mempipe's layout)"] = lambda n, o: _mapped(bridge.fit_procrustes(n, o))
     results: dict[str, list[str]] = defaultdict(list)
 
     def measure(name: str, fit, source: np.ndarray, chosen: np.ndarray, pairs: int) -> None:

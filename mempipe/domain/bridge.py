@@ -41,18 +41,6 @@ def fit_affine(source: np.ndarray, target: np.ndarray, ridge: float = RIDGE) -> 
     return np.linalg.solve(gram, design.T @ unit(target)).astype(np.float32)
 
 
-def fit_procrustes(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """The rotation closest to the centred pairs, both sides unit length, with the offset that
-    carries the source's mean onto the target's, in :func:`fit_affine`'s layout; needs the two
-    sizes equal. Fewer degrees of freedom than an affine map: it needs fewer pairs."""
-    source, target = unit(source), unit(target)
-    source_mean, target_mean = source.mean(axis=0), target.mean(axis=0)
-    u, _, vt = np.linalg.svd((source - source_mean).T @ (target - target_mean))
-    rotation = u @ vt
-    offset = target_mean - source_mean @ rotation
-    return np.vstack([rotation, offset]).astype(np.float32)
-
-
 def apply_map(weights: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     """Each vector taken to unit length and mapped; the result at unit length too."""
     source = unit(np.atleast_2d(vectors).astype(np.float32))
