@@ -143,6 +143,13 @@ class GatePreview(BaseModel):
     old_recall_from_sample: float = Field(
         description="the serving model's, estimated from the sample as the new model's is"
     )
+    old_heavy_tailed: bool = Field(
+        default=False,
+        description="the serving model's scores read as heavy-tailed (domain.recall_estimate)",
+    )
+    new_heavy_tailed: bool = Field(
+        default=False, description="the new model's scores read as heavy-tailed"
+    )
 
 
 class ReembedPreview(BaseModel):

@@ -23,7 +23,7 @@ from mempipe.adapters.embedding import Embedder
 from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
-from mempipe.domain.recall_estimate import query_recall
+from mempipe.domain.recall_estimate import heavy_tailed, query_recall
 from mempipe.errors import MempipeError
 from mempipe.progress import track
 from mempipe.schemas.costs import CostConfig, PlanLine, RunPlan
@@ -242,10 +242,13 @@ def _gate(
     measured = evaluate(
         uow, lambda _: held, gate.queries, gate.source, SearchMode.SEMANTIC, [gate.k], serving
     ).result.recall
-    old = _recall(queries, held.embed_query(texts), drawn, lambda p: drawn.records[p].vector, gate)
-    new = round(
-        _recall(queries, embedder.embed_query(texts), drawn, lambda p: drawn.new[p], gate), 6
+    old, old_heavy = _recall(
+        queries, held.embed_query(texts), drawn, lambda p: drawn.records[p].vector, gate
     )
+    new, new_heavy = _recall(
+        queries, embedder.embed_query(texts), drawn, lambda p: drawn.new[p], gate
+    )
+    new = round(new, 6)
     ratio = new / measured if measured else (1.0 if new else 0.0)
     return GatePreview(
         source=gate.source,
@@ -257,6 +260,8 @@ def _gate(
         min_ratio=gate.min_ratio,
         passes=ratio >= gate.min_ratio,
         old_recall_from_sample=round(old, 6),
+        old_heavy_tailed=old_heavy,
+        new_heavy_tailed=new_heavy,
     )
 
 
@@ -266,9 +271,11 @@ def _recall(
     drawn: Drawn,
     vector_of: Callable[[int], list[float] | None],
     gate: GateAsk,
-) -> float:
-    """The mean over the queries of each one's expected recall@k over the whole collection."""
-    total = 0.0
+) -> tuple[float, bool]:
+    """The mean over the queries of each one's expected recall@k over the whole collection,
+    and whether the model's scores were taken as heavy-tailed (read from all the queries'
+    scopes at once)."""
+    scopes: list[tuple[list[float], list[float], int]] = []
     for query, vector in zip(queries, vectors, strict=True):
         if vector is None:
             continue
@@ -288,11 +295,16 @@ def _recall(
             drawn.records[p].hit.id in wanted_ids or drawn.records[p].hit.message_id in wanted_ids
             for p in candidates
         ]
-        total += query_recall(
-            [s for s, n in zip(scores, named, strict=True) if n],
-            [s for s, n in zip(scores, named, strict=True) if not n],
-            gate.k,
-            drawn.fraction,
-            len(wanted_ids),
+        scopes.append(
+            (
+                [s for s, n in zip(scores, named, strict=True) if n],
+                [s for s, n in zip(scores, named, strict=True) if not n],
+                len(wanted_ids),
+            )
         )
-    return total / len(queries) if queries else 0.0
+    heavy = heavy_tailed([distractors for _, distractors, _ in scopes])
+    total = sum(
+        query_recall(relevant, distractors, gate.k, drawn.fraction, named, heavy)
+        for relevant, distractors, named in scopes
+    )
+    return (total / len(queries) if queries else 0.0), heavy
