@@ -22,7 +22,11 @@ QUESTIONS = {7: "seat 7 by the window", 42: "seat 42 by the window", 99: "seat 9
 
 
 def write_scene(
-    folder: Path, old_url: str, new_url: str, env: dict[str, str | None] | None = None
+    folder: Path,
+    old_url: str,
+    new_url: str,
+    env: dict[str, str | None] | None = None,
+    records: int = RECORDS,
 ) -> None:
     """The configuration, the archive and the labelled queries in ``folder``, and the archive's
     turns embedded by the old model (the backfill run with ``env``: the Prefect API)."""
@@ -36,7 +40,7 @@ def write_scene(
                 {"session_id": f"s{n}", "role": "user", "content": f"seat {n} by the window {n}"}
             )
             + "\n"
-            for n in range(RECORDS)
+            for n in range(records)
         )
     )
     (folder / "q.jsonl").write_text(

@@ -220,10 +220,12 @@ R = TypeVar("R")
 
 def run_flow(flow: Callable[..., R], **parameters: Any) -> tuple[R, IncompleteRunError | None]:
     """The flow's summary, with the error of a run that did not do all its work: the command
-    prints what it did, then fails (:func:`emit`)."""
+    prints what it did, then fails (:func:`emit`); one that did nothing to show fails at once."""
     try:
         return flow(**parameters), None
     except IncompleteRunError as exc:
+        if exc.summary is None:
+            raise
         return exc.summary, exc  # type: ignore[return-value]
 
 

@@ -223,3 +223,39 @@ def test_sigterm_stops_a_replay_while_it_summarizes_sessions_and_says_what_is_pe
     assert rerun.exit_code == 0, rerun.output
     again = json.loads(rerun.stdout)
     assert again["done"] == again["extractions"] == 60
+
+
+@pytest.mark.process("a real SIGTERM")
+def test_sigterm_stops_a_move_preview_after_the_batch_in_flight_and_it_wrote_nothing(
+    prefect_server, tmp_path
+) -> None:
+    """A preview of a slow model (each request answered in 2 s, three batches of the sample):
+    SIGTERM during the first ends it at the batch's end, 143, and the store's bytes are as
+    before."""
+    from tests.bridging import NEW, healthy, write_scene
+
+    with fake_openai() as (old, old_url), fake_openai() as (new, new_url):
+        healthy(old, new)
+        write_scene(tmp_path, old_url, new_url, records=700)
+        before = (tmp_path / "mempipe.db").read_bytes()
+        turned = new.responder
+
+        def slow(body: dict) -> object:
+            answer = turned(body)
+            answer.delay = 2.0
+            return answer
+
+        new.responder = slow
+        asked = len(new.requests)
+        preview = start(
+            ["reembed", "--model", NEW, "--collections", "stm", "--preview", "--sample", "600"],
+            tmp_path,
+            environment(prefect_server),
+        )
+        stop_when(preview, lambda: len(new.requests) > asked, signal.SIGTERM)  # the sample's first
+        _, err = preview.communicate(timeout=60)
+        sent = len(new.requests) - asked
+    assert preview.returncode == 143, err
+    assert "the preview stopped by SIGTERM; nothing was written" in err
+    assert sent <= 3, "the probe and the batch in flight, nothing after"
+    assert (tmp_path / "mempipe.db").read_bytes() == before

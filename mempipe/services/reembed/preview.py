@@ -11,6 +11,7 @@ of each record's neighbourhood the new model keeps; it needs no labels.
 from __future__ import annotations
 
 import random
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain.failures import RetryPolicy
 from mempipe.domain.recall_estimate import heavy_tailed, query_recall
-from mempipe.errors import MempipeError
+from mempipe.errors import InterruptedRunError, MempipeError
+from mempipe.interrupts import stop_requested, stop_signal
 from mempipe.progress import track
 from mempipe.schemas.costs import CostConfig, PlanLine, RunPlan
 from mempipe.schemas.evaluation import EvalQuery, QueryFile
@@ -175,6 +177,13 @@ def _embedded(
     failed, first = 0, None
     with track(f"preview {collection}", len(texts), "records") as bar:
         for start in range(0, len(texts), EMBED_BATCH):
+            if stop_requested():  # a preview writes nothing: it stops after the batch in flight
+                signum = stop_signal() or signal.SIGTERM
+                raise InterruptedRunError(
+                    f"the preview stopped by {signal.Signals(signum).name}; nothing was written",
+                    None,
+                    signum,
+                )
             batch = texts[start : start + EMBED_BATCH]
             if first is not None:
                 vectors.extend([None] * len(batch))
