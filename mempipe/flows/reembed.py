@@ -280,13 +280,14 @@ def _target(
     via: Via,
 ) -> tuple[str, Embedder]:
     """The model the run embeds with, and its embedder: a fill's is the model that serves the
-    collections (each gets its serving model's vectors), a move's the one asked for; the store
-    must be searchable."""
+    collections (each gets its serving model's vectors), a move's the one asked for; then the
+    store must be searchable."""
     model_id = target_model(model, dimensions, context.config)
     if incremental and model is None:
         model_id = _serving(context.store_url, chosen) or model_id
+    embedder = _usable(model_id, dimensions, via, named=model is not None)
     _require_search(context.store_url)  # its switch needs a queryable vector index
-    return model_id, _usable(model_id, dimensions, via, named=model is not None)
+    return model_id, embedder
 
 
 def _summary(

@@ -136,7 +136,8 @@ def test_an_installed_provider_extractor_backend_and_format_are_listed_and_used_
 
     listed = run(["models", *store, "--json"], tmp_path, env)
     assert listed.returncode == 0, listed.stderr
-    assert {"id": "letters-26", "dimensions": 26, "active": False} in json.loads(listed.stdout)
+    listed_model = {"id": "letters-26", "dimensions": 26, "active": False, "bridges": []}
+    assert listed_model in json.loads(listed.stdout)
 
     moved = run(["reembed", "--model", "letters-26", "--collections", "stm", *store], tmp_path, env)
     assert moved.returncode == 0, moved.stderr
