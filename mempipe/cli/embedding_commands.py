@@ -233,6 +233,7 @@ def reembed_rollback(**options: Any) -> None:
     "--sample", type=click.IntRange(1), default=None, help="Records drawn per collection (2000)."
 )
 @seed_option
+@plan_option
 @store_command
 def reembed_bridge(**options: Any) -> None:
     """Fit, on a sample of each collection, a map from MODEL's queries into the vectors that

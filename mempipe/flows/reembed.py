@@ -168,6 +168,7 @@ def _plan(store_url: str, request: Reembed, config: ProjectConfig) -> RunPlan:
             costs=config.costs,
             llm=load_llm_settings(),
             limits=load_batch_limits(),
+            bridge=(request.sample or BRIDGE_PAIRS, request.seed) if request.bridge else None,
         )
 
 
@@ -184,6 +185,16 @@ class FitBridge(Job[BaseModel], ListsCollections):
     def check(self, context: AppContext) -> None:
         with describing_only():
             embedder_for(self.model)
+
+    def plan(self, context: AppContext) -> RunPlan:
+        from mempipe.services.reembed.bridge import bridge_lines
+        from mempipe.services.run_plans import run_plan
+
+        costs, pairs = context.config.costs, self.sample or BRIDGE_PAIRS
+        with unit_of_work(context.store_url, read_only=True, existing=True) as uow:
+            chosen = chosen_collections(self.collections)
+            lines = bridge_lines(uow, chosen, self.model, pairs, self.seed)
+            return run_plan("reembed", uow.url, "live", lines, 0, costs, load_llm_settings(), [])
 
     def run(self, context: AppContext) -> Bridges:
         return Bridges(bridges=reembed_bridge_flow(**self.model_dump(), **context.flow_options()))

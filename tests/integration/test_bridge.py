@@ -190,3 +190,27 @@ def test_a_bridge_that_carries_vectors_poorly_is_fitted_with_a_warning(prefect_s
     assert fitted.exit_code == 0, fitted.output
     assert "warning: the bridge from openai:new-embed:32" in fitted.stderr
     assert "carries vectors poorly (held-out cosine 0." in fitted.stderr
+
+
+def test_a_bridges_plan_counts_the_texts_and_requests_its_fit_then_sends(prefect_server, tmp_path):
+    """The same seed draws the same records: ``--plan`` prices the very sample the fit embeds,
+    and the move's plan with ``--bridge`` carries the same line."""
+    with fake_openai() as (old, old_url), fake_openai() as (new, new_url):
+        healthy(old, new)
+        write_scene(tmp_path, old_url, new_url)
+        asking = ("reembed", "bridge", "--model", NEW, "--collections", "stm", "--sample", "150")
+        planned = invoke(*asking, "--seed", "4", "--plan", "--json", cwd=tmp_path)
+        assert planned.exit_code == 0, planned.output
+        (line,) = json.loads(planned.stdout)["lines"]
+        moving = ("reembed", "--model", NEW, "--collections", "stm", "--bridge", "--sample", "150")
+        move_plan = invoke(*moving, "--seed", "4", "--plan", "--json", cwd=tmp_path)
+        assert line in json.loads(move_plan.stdout)["lines"]
+        asked = len(new.requests)
+        fitted = invoke(*asking, "--seed", "4", cwd=tmp_path)
+        assert fitted.exit_code == 0, fitted.output
+        sent = new.requests[asked:]
+    assert line["purpose"] == "fit the bridge of stm"
+    assert line["items"] == sum(len(r["input"]) for r in sent) == 150
+    assert line["requests"] == len(sent)
+    kept = invoke(*asking, "--seed", "4", "--plan", "--json", cwd=tmp_path)
+    assert json.loads(kept.stdout)["lines"] == [], "the kept bridge is reused: nothing to send"

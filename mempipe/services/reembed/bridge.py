@@ -15,12 +15,15 @@ from datetime import UTC, datetime
 import numpy as np
 
 from mempipe.adapters.embedding import Embedder, Vector
+from mempipe.adapters.llm.tokens import embedding_counter
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.domain import bridge as maps
 from mempipe.domain.failures import RetryPolicy
 from mempipe.errors import ConfigError, IncompleteRunError
+from mempipe.schemas.costs import PlanLine
 from mempipe.schemas.embedding import Bridge
-from mempipe.services.reembed.preview import draw_sample
+from mempipe.services.reembed.preview import draw_sample, drawn_records
+from mempipe.services.run_plans import Tally, count_page, embedding_line
 
 BRIDGE_PAIRS = 2000
 """Records a bridge is fitted on unless told: where the dev set's curve flattens (BENCHMARKS.md,
@@ -58,10 +61,9 @@ def fitted_bridge(
     if serving is None or serving[0] == embedder.model_id:
         return None
     model_id, dimensions = serving
-    asked = (model_id, dimensions, embedder.model_id, pairs, seed)
-    for kept in uow.models.bridges():
-        if kept.collection == collection and kept.asked == asked:
-            return kept
+    kept = _kept(uow, collection, (model_id, dimensions, embedder.model_id, pairs, seed))
+    if kept is not None:
+        return kept
     drawn = draw_sample(uow, collection, model_id, pairs, seed, set(), QuerySide(embedder), retry)
     if drawn.provider_error is not None:
         raise IncompleteRunError(
@@ -95,3 +97,30 @@ def fitted_bridge(
     )
     uow.models.keep_bridge(bridge)
     return bridge
+
+
+def bridge_lines(
+    uow: UnitOfWork, collections: list[str], model_id: str, pairs: int, seed: int
+) -> list[PlanLine]:
+    """What fitting each collection's bridge sends: the very records the fit will draw (the
+    same seed draws the same), on the model's query side; nothing where a bridge fitted with
+    the same ask is kept, or no other model serves."""
+    lines = []
+    counter = embedding_counter(model_id)
+    for collection in collections:
+        serving = uow.models.active_embedding(collection)
+        if serving is None or serving[0] == model_id:
+            continue
+        if _kept(uow, collection, (*serving, model_id, pairs, seed)) is not None:
+            continue
+        records, _, _ = drawn_records(uow, collection, None, pairs, seed, set())
+        tally = Tally()
+        count_page(tally, [r.text for r in records], model_id, counter, query=True)
+        lines.append(embedding_line(f"fit the bridge of {collection}", model_id, counter, tally))
+    return lines
+
+
+def _kept(uow: UnitOfWork, collection: str, asked: tuple[str, int, str, int, int]) -> Bridge | None:
+    return next(
+        (b for b in uow.models.bridges() if b.collection == collection and b.asked == asked), None
+    )

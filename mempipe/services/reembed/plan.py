@@ -12,6 +12,7 @@ from mempipe.domain.costs import cut_into_files
 from mempipe.schemas.batch import BatchLimits
 from mempipe.schemas.costs import CostConfig, RunPlan, Via
 from mempipe.schemas.replay import LLMSettings
+from mempipe.services.reembed.bridge import bridge_lines
 from mempipe.services.reembed.fill import cut_source
 from mempipe.services.run_plans import (
     Tally,
@@ -34,11 +35,15 @@ def reembed_plan(
     costs: CostConfig,
     llm: LLMSettings,
     limits: BatchLimits,
+    bridge: tuple[int, int] | None = None,
 ) -> RunPlan:
     """Every record still without a vector of the model the run fills (the serving one, for an
-    incremental run), read in pages; each page cut into requests as the embedder cuts it."""
+    incremental run), read in pages; each page cut into requests as the embedder cuts it.
+    ``bridge`` (its sample and seed): the bridges fitted first, each its sample's texts."""
     sources = {c: None if incremental else cut_source(uow, c, model_id) for c in collections}
     lines = [] if sources and all(sources.values()) else [probe_line(model_id)]
+    if bridge is not None:
+        lines.extend(bridge_lines(uow, list(collections), model_id, *bridge))
     files = 0
     for collection in collections:
         target = model_id

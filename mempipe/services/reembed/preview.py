@@ -138,9 +138,20 @@ def draw_sample(
     embedder: Embedder,
     retry: RetryPolicy,
 ) -> Drawn:
+    """Every record ``named`` and ``size`` of the others (:func:`drawn_records`), with their
+    stored vectors and the new model's."""
+    records, fraction, total = drawn_records(uow, collection, serving, size, seed, named)
+    new, failed, error = _embedded(embedder, [r.text for r in records], retry, collection)
+    return Drawn(records, new, failed, error, fraction, total)
+
+
+def drawn_records(
+    uow: UnitOfWork, collection: str, serving: str | None, size: int, seed: int, named: set[str]
+) -> tuple[list[SampledRecord], float, int]:
     """Every record ``named`` (a hit's id or a turn's message id), and ``size`` of the others
-    drawn with ``seed`` by a reservoir over the collection's pages; then their stored vectors
-    and the new model's."""
+    drawn with ``seed`` by a reservoir over the collection's pages, with their stored vectors
+    of ``serving``; the chance each unnamed record had, and the collection's size. The same
+    seed draws the same records (a plan counts what the run will send)."""
     rng = random.Random(seed)
     chosen: list[int] = []
     kept: list[int] = []
@@ -163,9 +174,8 @@ def draw_sample(
         for start in range(0, len(rowids), PAGE)
         for record in uow.vectors.sampled_records(collection, serving, rowids[start : start + PAGE])
     ]
-    new, failed, error = _embedded(embedder, [r.text for r in records], retry, collection)
     fraction = len(kept) / others if others else 1.0
-    return Drawn(records, new, failed, error, fraction, others + len(chosen))
+    return records, fraction, others + len(chosen)
 
 
 def _embedded(
