@@ -45,11 +45,10 @@ class SqliteRegistry(SqliteParts):
         return None if active is None else active[0]
 
     def bridges(self) -> list[Bridge]:
-        columns = [*BRIDGE_COLUMNS]
         return [
-            Bridge.model_validate(dict(zip(columns, row, strict=True)))
+            Bridge.model_validate(dict(zip(BRIDGE_COLUMNS, row, strict=True)))
             for row in self._rows(
-                f"SELECT {', '.join(columns)} FROM embedding_bridges ORDER BY collection"
+                f"SELECT {', '.join(BRIDGE_COLUMNS)} FROM embedding_bridges ORDER BY collection"
             )
         ]
 
