@@ -22,6 +22,7 @@ from mempipe.adapters.store import open_store
 from mempipe.adapters.store.unit_of_work import UnitOfWork, unit_of_work
 from mempipe.credentials import keep_endpoints, load_store_secret, remember
 from mempipe.errors import MempipeError
+from mempipe.retention import keep_policy
 from mempipe.schemas.config import ProjectConfig
 from mempipe.schemas.identity import IdentityDefaults, IdentityPolicy
 from mempipe.schemas.replay import ReplaySettings
@@ -172,6 +173,7 @@ def load_context(
     config = load_project_config(settings.config)
     declare_options(config.memory.embedding.options)
     keep_endpoints(config.memory.embedding.endpoints)
+    keep_policy(config.memory.retention)
     return AppContext(settings=settings, config=config)
 
 

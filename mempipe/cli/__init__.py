@@ -20,7 +20,7 @@ from mempipe.cli.retrieval_commands import evaluate_queries, models, search
 from mempipe.cli.run_commands import recover, runs
 from mempipe.cli.server_commands import server
 from mempipe.cli.store_commands import init, migrate, stats
-from mempipe.cli.transfer_commands import copy, erase, export, import_command, users
+from mempipe.cli.transfer_commands import copy, erase, export, forget, import_command, users
 
 # A laptop run starts a local Prefect server; neither it nor the command sends usage telemetry
 # (offline, Prefect's attempt ends in an error on stderr), and on a busy machine the server may
@@ -70,6 +70,7 @@ for command in (
     import_command,
     copy,
     erase,
+    forget,
     users,
     server,
 ):

@@ -51,7 +51,11 @@ def run_job(
     if ask is not None:
         ask(request, context.store_url)
     if common["plan"]:
-        emit_plan(request.plan(context), as_json)  # a plan only reads: no run, no Prefect
+        plan = request.plan(context)  # a plan only reads: no run, no Prefect
+        if isinstance(plan, RunPlan):
+            emit_plan(plan, as_json)
+        else:  # a job whose plan is what it would do, not what it would cost
+            emit(plan, as_json, lambda: show(plan, False))
         return
     if show_preview is not None and request.preview:
         with stop_on_signals(), show_on_terminal(), command_context(context):  # writes nothing

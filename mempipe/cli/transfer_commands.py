@@ -31,6 +31,7 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary
+from mempipe.schemas.retention import ForgetSummary
 from mempipe.schemas.summaries import users_line
 
 if TYPE_CHECKING:
@@ -224,6 +225,50 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
             click.echo(f"left: {file.rows} {file.kind} row(s) in {file.path}: {file.left}")
     if summary.left and not summary.dry_run:
         click.echo("next: deal with each file left, then run the same erase again")
+
+
+@click.command("forget", short_help="Forget what the retention policy expires.")
+@click.option(
+    "--as-of",
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]),
+    default=None,
+    help="Apply the policy as of this time (UTC unless it says; never later than now).",
+)
+@click.option(
+    "--plan",
+    is_flag=True,
+    default=False,
+    help="Write nothing; print what would be forgotten, per collection, rule and user.",
+)
+@store_command
+def forget(**options: Any) -> None:
+    """Forget what the project's retention policy (memory.retention in project-config.yaml)
+    expires: turns after extraction, memories no longer confirmed, more than a user's share,
+    old versions; pinned users and memories stay. Each record goes with its vectors and
+    text-index entries and leaves a FORGET audit row (no text). --plan counts it first."""
+    from mempipe.flows.forget import Forget
+
+    run_job(Forget, options, _show_forget)
+
+
+def _show_forget(summary: ForgetSummary, incomplete: bool) -> None:
+    if summary.policy is None:
+        click.echo(
+            "no retention policy (memory.retention in project-config.yaml): nothing forgotten"
+        )
+        return
+    verb = "would forget" if summary.plan else "forgot"
+    click.echo(f"{verb} {summary.forgotten} record(s) as of {summary.as_of.isoformat()}")
+    for (collection, rule), records in summary.by_rule.items():
+        click.echo(f"  {collection:<10} {rule:<24} {records:>8}")
+    if summary.plan and summary.counts:
+        click.echo("by user:")
+        for c in summary.counts:
+            click.echo(
+                f"  {c.user_id or '(none)':<20} {c.collection:<10} {c.rule:<24} {c.records:>8}"
+            )
+    if summary.files_redacted:
+        click.echo(f"redacted {summary.files_redacted} audit file row(s) of forgotten memories")
 
 
 @click.command("users", short_help="List the store's users, and those erased.")

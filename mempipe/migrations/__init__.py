@@ -87,6 +87,11 @@ VERSIONS: tuple[Migration, ...] = (
         "0026_embedding_bridges",
         "The embedding registry keeps a bridge per collection: a map into its serving model",
     ),
+    Migration(
+        "0027_retention",
+        "The audit records forgetting (FORGET and the rule); a snapshot's forgotten evidence is "
+        "never extracted again",
+    ),
 )
 
 

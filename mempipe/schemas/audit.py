@@ -1,4 +1,5 @@
-"""One audit row per reconciliation outcome; the Parquet audit's schema derives from it."""
+"""One audit row per reconciliation outcome, and per record a retention policy forgot; the
+Parquet audit's schema derives from it."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class ReconcileAction(StrEnum):
     ADD = "ADD"
     UPDATE = "UPDATE"
     REINFORCE = "REINFORCE"
+    FORGET = "FORGET"
+    """Never a reconciliation's: ``mempipe forget`` removed the record (its row holds no
+    text)."""
 
 
 class AuditRow(BaseModel):
@@ -71,4 +75,9 @@ class AuditRow(BaseModel):
         default=None,
         description="when the evidence happened (the snapshot's time; an imported memory's own "
         "time), where ``at`` is when the change was applied",
+    )
+    rule: str | None = Field(
+        default=None,
+        description="for FORGET: the retention rule that applied (turns.max_age, "
+        "semantic.max_per_user, keep_versions, ...)",
     )

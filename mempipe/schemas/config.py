@@ -15,6 +15,7 @@ from mempipe.schemas.embedding import COLLECTIONS, ModelEndpoint, ModelOptions
 from mempipe.schemas.indexes import Quantization
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.prompts import OfflineRule, Prompt
+from mempipe.schemas.retention import RetentionPolicy
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -150,6 +151,10 @@ class MemoryConfig(BaseModel):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     vector_index: VectorIndexConfig = Field(default_factory=VectorIndexConfig)
     reconcile: ReconcileThresholds = Field(default_factory=ReconcileThresholds)
+    retention: RetentionPolicy | None = Field(
+        default=None,
+        description="what `mempipe forget` forgets, and search no longer finds (none: nothing)",
+    )
 
     @field_validator("metadata_partition_keys")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from mempipe.adapters.embedding import Embedder, Vector, embedder_for
 from mempipe.adapters.store.unit_of_work import UnitOfWork
@@ -17,12 +18,15 @@ from mempipe.domain.bridge import mapped_query
 from mempipe.domain.declarations import column_for
 from mempipe.domain.partition_keys import METADATA_PREFIX, filter_path
 from mempipe.domain.query import query_words
+from mempipe.domain.retention import expiry_of
 from mempipe.domain.vectors import vector_problem
 from mempipe.errors import MempipeError, TerminalError
+from mempipe.retention import policy_in_force
 from mempipe.schemas.embedding import BridgeUse
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.search import (
     STM,
+    Hit,
     Near,
     ReadFilter,
     SearchMode,
@@ -79,7 +83,9 @@ def search(
         raise SearchError("turns (stm) have no visibility: leave --visibility out")
     check_metadata_filters(filters, uow.schema.partition_keys)
     if mode is SearchMode.TEXT:
-        hits = uow.search.search_text(source, query, filters, top_k)
+        hits = _unexpired(
+            uow, source, top_k, notes, lambda n: uow.search.search_text(source, query, filters, n)
+        )
     else:
         found = _query_vector(
             uow,
@@ -93,15 +99,53 @@ def search(
         near = Near(vector=found.vector, model_id=found.model_id) if found else None
         bridge = found.bridge if found else None
         if mode is SearchMode.HYBRID:
-            pool = max(top_k, CANDIDATES)
-            hits = uow.search.search_hybrid(source, query, near, filters, top_k, pool)
+            hits = _unexpired(
+                uow,
+                source,
+                top_k,
+                notes,
+                lambda n: uow.search.search_hybrid(
+                    source, query, near, filters, n, max(n, CANDIDATES)
+                ),
+            )
         elif near is None:
             hits = []
         else:
-            hits = uow.search.search_vector(source, near, filters, top_k)
+            hits = _unexpired(
+                uow,
+                source,
+                top_k,
+                notes,
+                lambda n: uow.search.search_vector(source, near, filters, n),
+            )
     return SearchResult(
         query=query, source=source, mode=mode, hits=hits, notes=notes, bridge=bridge
     )
+
+
+def _unexpired(
+    uow: UnitOfWork, source: str, k: int, notes: list[str], fetch: Callable[[int], list[Hit]]
+) -> list[Hit]:
+    """The top ``k`` of what the retention policy in force has not expired, whether or not
+    ``mempipe forget`` has run: asked for twice as many while expired ones leave fewer than
+    ``k`` and more may be found."""
+    policy = policy_in_force()
+    if policy is None:
+        return fetch(k)
+    expiry = expiry_of(policy, datetime.now(UTC))
+    asked = k
+    while True:
+        hits = fetch(asked)
+        expired = uow.retention.expired_among(source, hits, expiry)
+        kept = [h for h in hits if h.id not in expired]
+        if len(kept) >= k or len(hits) < asked:
+            if expired:
+                notes.append(
+                    f"{len(expired)} record(s) the retention policy has expired were left out "
+                    "(mempipe forget removes them)"
+                )
+            return kept[:k]
+        asked *= 2
 
 
 def find(

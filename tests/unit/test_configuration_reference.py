@@ -17,9 +17,15 @@ BLOCK = re.compile(
     r"(<!-- environment-variables: made by [^>]*-->\n)(.*?)(<!-- environment-variables: end -->)",
     re.S,
 )
-NOT_READ = {"MEMPIPE_STORE_PASSWORD_", "MEMPIPE_PROVIDER_KEY_", "MEMPIPE_ENDPOINT_"}
-"""Prefixes, not variables: the per-store passwords, and the embedding models' endpoints and
-keys, that mempipe sets for the processes it starts."""
+NOT_READ = {
+    "MEMPIPE_STORE_PASSWORD_",
+    "MEMPIPE_PROVIDER_KEY_",
+    "MEMPIPE_ENDPOINT_",
+    "MEMPIPE_RETENTION_POLICY_",
+}
+"""Prefixes, and the one variable, that mempipe sets for the processes it starts, never read
+from a user: the per-store passwords, the embedding models' endpoints and keys, the project's
+retention policy."""
 
 
 def test_the_page_shows_the_table_the_settings_make() -> None:

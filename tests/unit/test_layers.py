@@ -48,6 +48,7 @@ JOBS = {
     "export",
     "import_",
     "erase",
+    "forget",
     "eval",
 }
 

@@ -24,6 +24,7 @@ from mempipe.schemas.failure import Failure
 from mempipe.schemas.indexes import IndexStatus, Quantization
 from mempipe.schemas.memory import MemoryRecord
 from mempipe.schemas.reembed import SampledRecord
+from mempipe.schemas.retention import Expiry, ForgetCount
 from mempipe.schemas.run import RunRecord, RunStatus, WrittenFile
 from mempipe.schemas.search import CandidateQuery, Hit, Near, ReadFilter
 from mempipe.schemas.snapshot import ExtractionState, Snapshot
@@ -414,6 +415,31 @@ class Erasure(Protocol):
         ...
 
 
+class Retention(Protocol):
+    """Forgetting by a retention policy: what it expires, and the forgetting of it."""
+
+    def expired_counts(self, expiry: Expiry) -> list[ForgetCount]:
+        """What ``expiry`` expires, per owner, collection and rule (``forget --plan``)."""
+        ...
+
+    def queue_expired(self, expiry: Expiry, collection: str) -> int:
+        """Hold what ``expiry`` expires in ``collection`` for :meth:`forget_queued`; how many."""
+        ...
+
+    def forget_queued(
+        self, collection: str, limit: int, run_id: str, at: datetime
+    ) -> list[ForgetCount]:
+        """Forget up to ``limit`` of the held records in one transaction: the records with
+        their text-index entries and vectors, their text in the audit, their evidence fenced
+        from replay, a ``FORGET`` audit row each. What went, per owner and rule; nothing
+        when none are left."""
+        ...
+
+    def expired_among(self, source: str, hits: Sequence[Hit], expiry: Expiry) -> set[str]:
+        """The ids of ``hits`` that ``expiry`` expires."""
+        ...
+
+
 class FileLog(Protocol):
     """The files and folders mempipe wrote that hold users' text (audit, rejects, bundles)."""
 
@@ -457,6 +483,7 @@ class Store(
     Schema,
     Transfer,
     Erasure,
+    Retention,
     FileLog,
     ProviderBatches,
     Protocol,

@@ -22,6 +22,7 @@ from mempipe.adapters.store.base import (
     Memories,
     ProviderBatches,
     Registry,
+    Retention,
     RunLog,
     Schema,
     Search,
@@ -53,6 +54,7 @@ class UnitOfWork:
         self.schema: Schema = store
         self.transfer: Transfer = store
         self.erasure: Erasure = store
+        self.retention: Retention = store
         self.files: FileLog = store
         self.batches: ProviderBatches = store
 

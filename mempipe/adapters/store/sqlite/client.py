@@ -22,6 +22,7 @@ from mempipe.adapters.store.sqlite.indexes import SqliteIndexAdmin
 from mempipe.adapters.store.sqlite.leases import SqliteLeases
 from mempipe.adapters.store.sqlite.memories import SqliteMemories
 from mempipe.adapters.store.sqlite.registry import SqliteRegistry
+from mempipe.adapters.store.sqlite.retention import SqliteRetention
 from mempipe.adapters.store.sqlite.runs import SqliteRunLog
 from mempipe.adapters.store.sqlite.search import SqliteSearch
 from mempipe.adapters.store.sqlite.transfer import SqliteTransfer
@@ -83,6 +84,7 @@ class SqliteStore(
     SqliteLeases,
     SqliteTransfer,
     SqliteErasure,
+    SqliteRetention,
     SqliteFileLog,
     SqliteProviderBatches,
 ):

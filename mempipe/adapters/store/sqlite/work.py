@@ -58,6 +58,8 @@ class SqliteWorkQueue(SqliteParts):
             "SELECT s.id, e.handler, e.attempts, s.org_id, s.project_id, s.user_id "
             "FROM snapshots s JOIN snapshot_extractions e "
             f"ON e.snapshot_id = s.id WHERE {where} AND e.handler IN ({marks}) {states} "
+            "AND NOT EXISTS (SELECT 1 FROM forgotten_evidence f WHERE f.snapshot_id = s.id "
+            "AND f.handler IN (e.handler, '*')) "
             "ORDER BY coalesce(s.started_at, s.created_at), s.session_id, s.first_turn_seq, "
             "e.handler",
             (*values, *query.handlers, *versions),

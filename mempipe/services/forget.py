@@ -1,0 +1,115 @@
+"""Forgetting by policy (``mempipe forget``): what the project's retention policy expires goes
+from the store, collection by collection, in batches of one transaction each, so a killed run
+leaves whole batches and a rerun queues again what is left. The plan counts the very query the
+run forgets by (at the same ``as_of``, record for record), and the reads leave out the same.
+
+What forgetting removes from mempipe's own files: the audit folders' text of each forgotten
+memory (the store's audit rows were redacted with the records)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from mempipe.adapters.store.unit_of_work import UnitOfWork
+from mempipe.interrupts import stop_requested
+from mempipe.progress import track
+from mempipe.schemas.audit import EVERY_ROW, ReconcileAction
+from mempipe.schemas.bundle import REDACTED
+from mempipe.schemas.retention import Expiry, ForgetCount, ForgetSummary
+from mempipe.schemas.run import FileKind
+
+BATCH = 2000
+"""Records forgotten per transaction: a kill loses at most one batch's work, never half of one."""
+
+
+def plan_forget(uow: UnitOfWork, expiry: Expiry) -> ForgetSummary:
+    """What a run as of ``expiry.as_of`` would forget, writing nothing."""
+    started = time.perf_counter()
+    counts = uow.retention.expired_counts(expiry)
+    return ForgetSummary(
+        as_of=expiry.as_of,
+        plan=True,
+        policy=expiry.policy,
+        counts=counts,
+        forgotten=sum(c.records for c in counts),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def forget_collection(
+    uow: UnitOfWork, expiry: Expiry, collection: str, run_id: str, batch: int = BATCH
+) -> list[ForgetCount]:
+    """Forget what ``expiry`` expires in ``collection``, per owner and rule; stops between
+    batches when asked to (the run is then interrupted, and a rerun goes on)."""
+    queued = uow.retention.queue_expired(expiry, collection)
+    done: Counter[tuple[str, str, str | None, str]] = Counter()
+    with track(f"forget {collection}", queued, "records") as progress:
+        while not stop_requested():
+            forgotten = uow.retention.forget_queued(collection, batch, run_id, datetime.now(UTC))
+            if not forgotten:
+                break
+            done.update({(c.org_id, c.project_id, c.user_id, c.rule): c.records for c in forgotten})
+            progress.update(done.total())
+    return [
+        ForgetCount(
+            org_id=org,
+            project_id=project,
+            user_id=user,
+            collection=collection,
+            rule=rule,
+            records=n,
+        )
+        for (org, project, user, rule), n in sorted(done.items(), key=str)
+    ]
+
+
+def redact_forgotten_files(uow: UnitOfWork, run_id: str) -> int:
+    """The audit files the store recorded, with the text of every memory this run forgot
+    redacted in place (each file rewritten beside itself and moved over it); how many rows."""
+    gone = {
+        (row.memory_type, row.memory_id)
+        for row in uow.audit.audit_rows(EVERY_ROW.model_copy(update={"run_id": run_id}))
+        if row.action is ReconcileAction.FORGET
+    }
+    if not gone:
+        return 0
+    folders = [Path(f.path) for f in uow.files.written_files() if f.kind is FileKind.AUDIT]
+    return sum(_redact_folder(folder, gone) for folder in folders if folder.is_dir())
+
+
+def _redact_folder(folder: Path, gone: set[tuple[str, str]]) -> int:
+    rows = 0
+    for path in sorted(folder.rglob("*.parquet")):
+        table = pq.read_table(path, partitioning=None)
+        if not {"text", "memory_type", "memory_id"} <= set(table.column_names):
+            continue
+        mask = _forgotten_rows(table, gone)
+        hits = pc.sum(mask).as_py() or 0
+        if not hits:
+            continue
+        rows += hits
+        column = table.schema.get_field_index("text")
+        redacted = pc.if_else(mask, pa.scalar(REDACTED), table.column("text"))
+        aside = path.with_suffix(".parquet.forgetting")
+        pq.write_table(table.set_column(column, "text", redacted), aside)
+        aside.replace(path)
+    return rows
+
+
+def _forgotten_rows(table: pa.Table, gone: set[tuple[str, str]]) -> pa.ChunkedArray:
+    keys = pc.binary_join_element_wise(
+        table.column("memory_type"), table.column("memory_id"), "\x1f"
+    )
+    wanted: Sequence[str] = [f"{t}\x1f{i}" for t, i in gone]
+    held = pc.and_(
+        pc.is_in(keys, value_set=pa.array(wanted)), pc.not_equal(table.column("text"), REDACTED)
+    )
+    return pc.fill_null(held, False)
