@@ -20,8 +20,8 @@ from mempipe.cli import cli
 from mempipe.flows.backfill import Backfill, backfill_flow
 from mempipe.flows.copy import Copy, copy_flow
 from mempipe.flows.erase import Erase, erase_flow
-from mempipe.flows.forget import Forget, forget_flow
 from mempipe.flows.export import Export, export_flow
+from mempipe.flows.forget import Forget, forget_flow
 from mempipe.flows.import_ import Import, import_memories_flow
 from mempipe.flows.indexes import RebuildIndexes, rebuild_indexes_flow
 from mempipe.flows.job import Job
