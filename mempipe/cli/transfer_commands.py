@@ -240,6 +240,13 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
     default=False,
     help="Write nothing; print what would be forgotten, per collection, rule and user.",
 )
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=2000,
+    show_default=True,
+    help="Records forgotten per transaction (a kill loses at most one batch's work).",
+)
 @store_command
 def forget(**options: Any) -> None:
     """Forget what the project's retention policy (memory.retention in project-config.yaml)

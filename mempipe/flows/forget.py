@@ -1,9 +1,13 @@
-"""Forget: what the project's retention policy (``memory.retention``) expires goes, collection by
-collection, with an audit row each; idle, and done, while no policy exists."""
+"""Forget (the Prefect flow ``retention``, deployed nightly as
+``retention/retention-nightly``): what the project's retention policy (``memory.retention``)
+expires goes, collection by collection, with an audit row each; idle, and done, while no policy
+exists."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
+from pydantic import Field
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import AppContext, load_context, require_store
@@ -12,8 +16,9 @@ from mempipe.errors import ConfigError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
+from mempipe.interrupts import handle_stop_signals
 from mempipe.schemas.retention import RETAINED, ForgetSummary
-from mempipe.services.forget import plan_forget
+from mempipe.services.forget import BATCH, plan_forget
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.forget import forget_records, redact_forgotten_files
 
@@ -23,6 +28,7 @@ class Forget(Job[ForgetSummary]):
     unless given; never later than now)."""
 
     as_of: datetime | None = None
+    batch_size: int = Field(default=BATCH, ge=1)
 
     def check(self, context: AppContext) -> None:
         require_store(context.store_url)
@@ -38,12 +44,15 @@ class Forget(Job[ForgetSummary]):
             return plan_forget(uow, expiry_of(policy, as_of))
 
     def run(self, context: AppContext) -> ForgetSummary:
-        return forget_flow(as_of=self.as_of, **context.flow_options())
+        return retention_flow(
+            as_of=self.as_of, batch_size=self.batch_size, **context.flow_options()
+        )
 
 
-@job_flow("forget")
-def forget_flow(
+@job_flow("retention")
+def retention_flow(
     as_of: datetime | None = None,
+    batch_size: int = Field(default=BATCH, ge=1),
     store: str | None = None,
     config: str | None = None,
     store_secret: str | None = None,
@@ -51,19 +60,22 @@ def forget_flow(
     """Each collection the policy has a rule for (and every memory type, with
     ``keep_versions``): its expired records forgotten in batches, then the audit files'
     text of the forgotten memories redacted. A rerun after a kill forgets what is left."""
+    handle_stop_signals()
     context = load_context(store, config, store_secret)
     policy = context.config.memory.retention
     when = _at(as_of)
     if policy is None or not policy.forgets:
         return ForgetSummary(as_of=when)
     expiry = expiry_of(policy, when)
-    with recorded_run(context, "forget", {"as_of": when.isoformat()}, lock="forget") as run:
+    with recorded_run(context, "retention", {"as_of": when.isoformat()}, lock="retention") as run:
         counts = [
             count
             for collection in RETAINED
             if expiry.rule(collection)
             or (collection != "turns" and policy.keep_versions is not None)
-            for count in forget_records(context.store_url, expiry, collection, run.run_id)
+            for count in forget_records(
+                context.store_url, expiry, collection, run.run_id, batch_size
+            )
         ]
         summary = ForgetSummary(
             as_of=when,
@@ -79,7 +91,7 @@ def forget_flow(
         [{"collection": c, "rule": r, "records": n} for (c, r), n in summary.by_rule.items()],
         f"forgot {summary.forgotten} record(s) as of {when.isoformat()}",
     )
-    return concluded(summary, "forget", None)
+    return concluded(summary, "retention", None)
 
 
 def _now() -> datetime:

@@ -12,10 +12,10 @@ from mempipe.tasks.policies import step
 
 @step("forget-records")
 def forget_records(
-    store_url: str, expiry: Expiry, collection: str, run_id: str
+    store_url: str, expiry: Expiry, collection: str, run_id: str, batch_size: int
 ) -> list[ForgetCount]:
     with unit_of_work(store_url) as uow:
-        counts = forgetting.forget_collection(uow, expiry, collection, run_id)
+        counts = forgetting.forget_collection(uow, expiry, collection, run_id, batch_size)
     get_run_logger().info("forgot %d %s record(s)", sum(c.records for c in counts), collection)
     return counts
 

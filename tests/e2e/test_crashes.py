@@ -355,3 +355,89 @@ def test_sigterm_stops_a_reembed_with_serving_unchanged_and_a_rerun_switches(
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout)["switched"] is True
     assert serving(db)["stm"] == SLOW_MODEL
+
+
+RETENTION = """  retention:
+    turns: {max_age: 90d}
+    semantic: {max_per_user: 2}
+    keep_versions: 1
+"""
+FORGET_AS_OF = ["--as-of", "2024-08-01"]
+
+
+def forgotten_state(db: Path) -> tuple:
+    """What is left of every collection, and each FORGET row (what, which, why) once."""
+    left = read(db, "SELECT session_id, turn_seq FROM turns ORDER BY 1, 2")
+    kept = memories(db)
+    rows = read(
+        db,
+        "SELECT memory_type, memory_id, rule, count(*) FROM audit WHERE action = 'FORGET' "
+        "GROUP BY 1, 2, 3 ORDER BY 1, 2",
+    )
+    return left, kept, rows
+
+
+@pytest.fixture(scope="module")
+def forgotten(reference: dict, tmp_path_factory) -> dict:
+    """The replayed reference with a retention policy, and its end state after one
+    uninterrupted forget."""
+    folder = tmp_path_factory.mktemp("forgotten")
+    config = folder / "project-config.yaml"
+    config.write_text(reference["config"].read_text() + RETENTION)
+    copy_store(reference["folder"] / "replayed.db", folder / "whole.db")
+    done = invoke("forget", *FORGET_AS_OF, "--store", "sqlite:///whole.db", cwd=folder)
+    assert done.exit_code == 0, done.output
+    state = forgotten_state(folder / "whole.db")
+    assert state[2], "the policy forgets something"
+    assert all(n == 1 for *_, n in state[2]), "each record forgotten once"
+    return {"config": config, "state": state}
+
+
+def forgetting_store(reference: dict, forgotten: dict, tmp_path: Path) -> tuple[Path, list[str]]:
+    db = tmp_path / "memory.db"
+    copy_store(reference["folder"] / "replayed.db", db)
+    return db, ["--store", f"sqlite:///{db}", "--config", str(forgotten["config"])]
+
+
+def forget_rows(db: Path) -> int:
+    return read(db, "SELECT count(*) FROM audit WHERE action = 'FORGET'")[0][0]
+
+
+@pytest.mark.process("a forget killed with SIGKILL")
+def test_a_forget_killed_part_way_and_rerun_ends_as_an_uninterrupted_one(
+    prefect_server, reference, forgotten, tmp_path
+) -> None:
+    db, args = forgetting_store(reference, forgotten, tmp_path)
+    env = environment(prefect_server)
+    victim = start(["forget", *FORGET_AS_OF, *args, "--batch-size", "5"], tmp_path, env)
+    kill_when(victim, lambda: forget_rows(db) > 0)
+    assert 0 < forget_rows(db) < len(forgotten["state"][2]), "killed part-way"
+
+    rerun = invoke("forget", *FORGET_AS_OF, *args, "--json", cwd=tmp_path)
+
+    assert rerun.exit_code == 0, rerun.output
+    assert forgotten_state(db) == forgotten["state"]
+    replayed = invoke("replay", "--force", *args, "--json", cwd=tmp_path)
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.stdout)["added"] == 0, "a replay re-creates nothing forgotten"
+    assert forgotten_state(db)[:2] == forgotten["state"][:2]
+
+
+@pytest.mark.process("a forget stopped by SIGTERM")
+def test_sigterm_stops_a_forget_between_batches_recorded_interrupted_and_a_rerun_completes(
+    prefect_server, reference, forgotten, tmp_path
+) -> None:
+    db, args = forgetting_store(reference, forgotten, tmp_path)
+    env = environment(prefect_server)
+    victim = start(["forget", *FORGET_AS_OF, *args, "--batch-size", "5"], tmp_path, env)
+    took = stop_when(victim, lambda: forget_rows(db) > 0, signal.SIGTERM)
+    assert victim.returncode == 143
+    assert took < 10
+    assert forget_rows(db) < len(forgotten["state"][2]), "stopped part-way"
+    [(status,)] = read(db, "SELECT status FROM runs WHERE flow = 'retention'")
+    assert status == "interrupted"
+
+    rerun = invoke("forget", *FORGET_AS_OF, *args, cwd=tmp_path)
+
+    assert rerun.exit_code == 0, rerun.output
+    assert forgotten_state(db) == forgotten["state"]

@@ -356,3 +356,35 @@ def test_a_deployed_move_with_a_bridge_answers_searches_while_its_old_model_is_g
         assert opened.bridges() == [], "the switch retired the bridge"
     finally:
         opened.close()
+
+
+def test_the_nightly_retention_deployment_forgets_what_the_policy_expires_and_idles_without_one(
+    ops_env, deployed, tmp_path
+) -> None:
+    """``retention/retention-nightly`` on its cron, triggered as ops would: without a policy it
+    completes and forgets nothing; with one it forgets what the policy expires (the turns of
+    2024, extracted); with a bad one it fails and says why where ops look."""
+    schedules = prefect("deployment", "inspect", "retention/retention-nightly", env=ops_env).stdout
+    assert "15 1 * * *" in schedules
+    write_archive(tmp_path / "archive.jsonl", 2)
+    config = write_config(tmp_path)
+    store = f"sqlite:///{tmp_path / 'mempipe.db'}"
+    for args in (["backfill", "archive.jsonl"], ["replay"]):
+        made = run([*args, "--store", store], tmp_path, ops_env)
+        assert made.returncode == 0, made.stderr
+    params = {"store": store, "config": str(config)}
+    turns = "SELECT count(*) FROM turns"
+    with serving_worker(ops_env, tmp_path):
+        idle = run_deployment("retention/retention-nightly", params, ops_env, tmp_path)
+        assert idle.returncode == 0, idle.stdout + idle.stderr
+        assert read(tmp_path / "mempipe.db", turns) == [(24,)], "no policy: nothing forgotten"
+        config.write_text(config.read_text() + "  retention:\n    turns: {max_age: 90d}\n")
+        forgot = run_deployment("retention/retention-nightly", params, ops_env, tmp_path)
+        config.write_text(config.read_text().replace("90d", "90 days"))
+        bad = run_deployment("retention/retention-nightly", params, ops_env, tmp_path)
+    assert forgot.returncode == 0, forgot.stdout + forgot.stderr
+    assert "Completed" in forgot.stdout
+    assert read(tmp_path / "mempipe.db", turns) == [(0,)]
+    forgets = "SELECT count(*), min(rule) FROM audit WHERE action = 'FORGET'"
+    assert read(tmp_path / "mempipe.db", forgets) == [(24, "turns.max_age")]
+    assert "is not an age" in said_where_ops_look(bad, ops_env)

@@ -205,7 +205,7 @@ def test_without_a_policy_nothing_is_forgotten(tmp_path: Path) -> None:
     assert done["forgotten"] == 0
     assert done["policy"] is None
     assert _records(db) == before
-    assert read(db, "SELECT count(*) FROM runs WHERE flow = 'forget'") == [(0,)]
+    assert read(db, "SELECT count(*) FROM runs WHERE flow = 'retention'") == [(0,)]
 
 
 @pytest.mark.parametrize(

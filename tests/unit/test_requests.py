@@ -21,7 +21,7 @@ from mempipe.flows.backfill import Backfill, backfill_flow
 from mempipe.flows.copy import Copy, copy_flow
 from mempipe.flows.erase import Erase, erase_flow
 from mempipe.flows.export import Export, export_flow
-from mempipe.flows.forget import Forget, forget_flow
+from mempipe.flows.forget import Forget, retention_flow
 from mempipe.flows.import_ import Import, import_memories_flow
 from mempipe.flows.indexes import RebuildIndexes, rebuild_indexes_flow
 from mempipe.flows.job import Job
@@ -52,7 +52,7 @@ JOBS: list[tuple[str, type[Job[Any]], Callable[..., Any]]] = [
     ("export", Export, export_flow),
     ("import", Import, import_memories_flow),
     ("erase", Erase, erase_flow),
-    ("forget", Forget, forget_flow),
+    ("forget", Forget, retention_flow),
     ("copy", Copy, copy_flow),
 ]
 
