@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mempipe.schemas.retention import RETAINED, Expiry, RetentionPolicy
+from mempipe.schemas.retention import RETAINED, TURNS, Expiry, RetentionPolicy
 
 
 def expiry_of(policy: RetentionPolicy, as_of: datetime) -> Expiry:
@@ -16,6 +16,17 @@ def expiry_of(policy: RetentionPolicy, as_of: datetime) -> Expiry:
         if (rule := policy.rule(collection)) is not None and rule.max_age is not None
     }
     return Expiry(as_of=as_of, policy=policy, cutoffs=cutoffs)
+
+
+def ruled(policy: RetentionPolicy) -> list[str]:
+    """The collections a policy forgets in: those with a rule, and every memory type where it
+    keeps only so many versions."""
+    return [
+        collection
+        for collection in RETAINED
+        if policy.rule(collection) is not None
+        or (collection != TURNS and policy.keep_versions is not None)
+    ]
 
 
 def as_of_problem(as_of: datetime, now: datetime) -> str | None:

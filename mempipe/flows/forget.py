@@ -11,13 +11,13 @@ from pydantic import Field
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import AppContext, load_context, require_store
-from mempipe.domain.retention import as_of_problem, expiry_of
+from mempipe.domain.retention import as_of_problem, expiry_of, ruled
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
-from mempipe.schemas.retention import RETAINED, ForgetSummary
+from mempipe.schemas.retention import ForgetSummary
 from mempipe.services.forget import BATCH, plan_forget
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.forget import forget_records, redact_forgotten_files
@@ -70,9 +70,7 @@ def retention_flow(
     with recorded_run(context, "retention", {"as_of": when.isoformat()}, lock="retention") as run:
         counts = [
             count
-            for collection in RETAINED
-            if expiry.rule(collection)
-            or (collection != "turns" and policy.keep_versions is not None)
+            for collection in ruled(policy)
             for count in forget_records(
                 context.store_url, expiry, collection, run.run_id, batch_size
             )
