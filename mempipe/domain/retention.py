@@ -3,6 +3,8 @@ the same cutoffs."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mempipe.schemas.retention import RETAINED, TURNS, Expiry, RetentionPolicy
@@ -40,3 +42,54 @@ def as_of_problem(as_of: datetime, now: datetime) -> str | None:
             " forgetting what has not expired yet is not a policy; give a time up to now"
         )
     return None
+
+
+@dataclass(frozen=True)
+class Held:
+    """One record of one owner as a rule sees it: ``at`` when it was said (a turn) or last
+    confirmed (a memory), None when unknown; ``counted``: it takes a place under
+    ``max_per_user`` (a pinned memory does not, and is never expired)."""
+
+    key: Hashable
+    at: datetime | None
+    counted: bool = True
+
+
+def owner_expired(records: Sequence[Held], collection: str, expiry: Expiry) -> dict[Hashable, str]:
+    """Of one (unpinned) owner's records, newest first (an unknown time last), those the
+    collection's rule expires, with the rule: older than the cutoff, else past the newest
+    ``max_per_user`` of those not older. The SQLite store says the same in SQL
+    (``retention_sql``)."""
+    rule = expiry.rule(collection)
+    if rule is None:
+        return {}
+    cutoff = expiry.cutoffs.get(collection)
+    expired: dict[Hashable, str] = {}
+    place = 0
+    for record in records:
+        if not record.counted:
+            continue
+        if cutoff is not None and record.at is not None and record.at < cutoff:
+            expired[record.key] = f"{collection}.max_age"
+            continue
+        place += 1
+        if rule.max_per_user is not None and place > rule.max_per_user:
+            expired[record.key] = f"{collection}.max_per_user"
+    return expired
+
+
+def versions_expired(
+    chains: Mapping[Hashable, Sequence[Hashable]],
+    heads: Mapping[Hashable, str],
+    keep: int | None,
+) -> dict[Hashable, str]:
+    """Superseded versions that go: all of an expired head's (``heads``: its rule), and past
+    the newest ``keep`` of a kept one's. ``chains``: each current version's superseded ones,
+    newest first."""
+    gone: dict[Hashable, str] = {}
+    for head, versions in chains.items():
+        if head in heads:
+            gone.update(dict.fromkeys(versions, heads[head]))
+        elif keep is not None:
+            gone.update(dict.fromkeys(versions[keep:], "keep_versions"))
+    return gone

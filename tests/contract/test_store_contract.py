@@ -15,10 +15,12 @@ from mempipe.schemas.costs import SpendRow
 from mempipe.schemas.embedding import Bridge, ModelRegistration
 from mempipe.schemas.failure import Failure, FailureClass
 from mempipe.schemas.identity import Visibility
+from mempipe.schemas.memory import SemanticMemory
 from mempipe.schemas.run import RunRecord, RunStatus
-from mempipe.schemas.search import CandidateQuery, Near, ReadFilter
+from mempipe.schemas.search import CandidateQuery, Hit, Near, ReadFilter
 from mempipe.schemas.selection import SnapshotSelection
 from mempipe.schemas.snapshot import ExtractionState, ExtractionStatus
+from mempipe.schemas.turn import Turn
 from mempipe.schemas.work import ExtractionVersion, WorkQuery
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -677,3 +679,110 @@ def test_the_users_a_store_holds_are_listed_with_their_counts_and_times(backend)
     assert [x.user_id for x in backend.stored_users(BundleSelection())] == ["u"]
     assert backend.erased_owners(BundleSelection()) == [BundleSelection(user_id="v")]
     assert backend.erased_owners(BundleSelection(user_id="u")) == []
+
+
+def _dated(session: str, seq: int, day: int, user: str) -> Turn:
+    return turn(seq, session, user=user).model_copy(
+        update={"created_at": T0 + timedelta(days=day, minutes=seq)}
+    )
+
+
+def _version(memory_id: str, day: int, *, status: str = "active", **fields) -> SemanticMemory:
+    user = fields.pop("user", "u")
+    at = T0 + timedelta(days=day)
+    label = memory_id.split("v")[0]
+    made = memory(memory_id, f"fact {memory_id}", label, user=user, status=status, **fields)
+    return made.model_copy(update={"created_at": at, "updated_at": at})
+
+
+@pytest.mark.repositories("retention", "turns", "work", "memories", "audit")
+def test_a_retention_policy_expires_and_forgets_the_same_records_on_every_backend(backend) -> None:
+    """One scene, one policy, as of 2024-04-10, the counts worked out by hand: each backend's
+    plan, forgetting and search filter agree with them (SQLite in SQL, MongoDB by the
+    domain's rules)."""
+    from mempipe.domain.retention import expiry_of
+    from mempipe.schemas.retention import RetentionPolicy, RetentionRule
+
+    backend.add_turns(
+        [
+            *(_dated("a", s, 0, "u") for s in (0, 1)),  # old, extracted: forgotten
+            *(_dated("b", s, 90, "u") for s in (0, 1)),  # recent: kept
+            *(_dated("c", s, 0, "u") for s in (0, 1)),  # old, not extracted: kept
+            *(_dated("a", s, 0, "w") for s in (0, 1)),  # old, a pinned user's: kept
+        ],
+        "r",
+    )
+    assert promote(backend) == 4
+    items = backend.extraction_work(WorkQuery(handlers=("semantic",)))
+    sessions = {
+        (backend.snapshot_content(i.snapshot_id).session_id, i.user_id): i.snapshot_id
+        for i in items
+    }
+    for (session, _), snapshot in sessions.items():
+        if session != "c":
+            backend.set_extraction_state(
+                snapshot, ExtractionState(handler="semantic", status=ExtractionStatus.DONE)
+            )
+    with backend.write_transaction():
+        for memory_id, day, status, supersedes in [
+            ("m6v1", 1, "superseded", None),
+            ("m6v2", 2, "superseded", "m6v1"),
+            ("m6v3", 99, "active", "m6v2"),  # newest: kept, one version kept (m6v1 goes)
+            ("m1", 95, "active", None),  # kept
+            ("m2", 90, "active", None),  # third: past the cap of 2
+            ("m5v1", 5, "superseded", None),
+            ("m5v2", 6, "superseded", "m5v1"),
+            ("m5v3", 85, "active", "m5v2"),  # past the cap, with its two versions
+            ("m3", 80, "active", None),  # pinned: kept, and not counted
+            ("m4", 10, "active", None),  # older than 60 days
+        ]:
+            version = _version(memory_id, day, status=status, supersedes_id=supersedes)
+            backend.add_memory("semantic", version, None)
+        taught = _version("m7", 99, user="v", evidence=[sessions[("a", "u")]])
+        backend.add_memory("semantic", taught, None)  # last confirmed on day 0: too old
+    policy = RetentionPolicy(
+        turns=RetentionRule(max_age="30d"),
+        semantic=RetentionRule(max_age="60d", max_per_user=2),
+        keep_versions=1,
+        pinned_users=("w",),
+        pinned_memories=("m3",),
+    )
+    expiry = expiry_of(policy, T0 + timedelta(days=100))
+    expected = {
+        ("u", "turns", "turns.max_age"): 2,
+        ("u", "semantic", "semantic.max_per_user"): 4,
+        ("u", "semantic", "semantic.max_age"): 1,
+        ("u", "semantic", "keep_versions"): 1,
+        ("v", "semantic", "semantic.max_age"): 1,
+    }
+    planned = {(c.user_id, c.collection, c.rule): c.records for c in backend.expired_counts(expiry)}
+    assert planned == expected
+
+    hits = [
+        Hit(id=i, source="semantic", score=1.0, text="", org_id="o", project_id="p", user_id="u")
+        for i in ("m1", "m2", "m3", "m4")
+    ]
+    assert backend.expired_among("semantic", hits, expiry) == {"m2", "m4"}
+
+    forgot: dict[tuple, int] = {}
+    for collection in ("turns", "semantic"):
+        backend.queue_expired(expiry, collection)
+        while counts := backend.forget_queued(collection, 3, "forget-run", T0):
+            for c in counts:
+                key = (c.user_id, c.collection, c.rule)
+                forgot[key] = forgot.get(key, 0) + c.records
+    assert forgot == expected
+    kept = {
+        m
+        for m in ("m1", "m2", "m3", "m4", "m5v1", "m6v1", "m6v2", "m6v3", "m7")
+        if backend.get_memory("semantic", m) is not None
+    }
+    assert kept == {"m1", "m3", "m6v2", "m6v3"}
+    rows = list(backend.audit_rows(AuditSelection(run_id="forget-run")))
+    assert len(rows) == sum(expected.values())
+    assert {r.action for r in rows} == {ReconcileAction.FORGET}
+    assert {r.text for r in rows} == {""}
+    again = backend.extraction_work(WorkQuery(handlers=("semantic",), force=True))
+    assert sessions[("a", "u")] not in {i.snapshot_id for i in again}, "its evidence is fenced"
+    assert sessions[("b", "u")] in {i.snapshot_id for i in again}
+    assert backend.expired_counts(expiry) == []

@@ -309,3 +309,53 @@ def test_a_bridge_on_mongodb_maps_the_query_before_vector_search_as_on_sqlite(
         store.close()
     assert answers["mongo"] == answers["sqlite"]
     assert answers["mongo"], "the bridge found records"
+
+
+def test_forget_on_mongodb_forgets_what_it_does_on_sqlite_and_search_leaves_it_out_before(
+    prefect_server, mongo_url, tmp_path
+) -> None:
+    """The retention flow on the MongoDB adapter: the same plan, the same records forgotten
+    (counted by user, collection and rule), the same FORGET rows as on SQLite; before the run,
+    a search already leaves out what the policy expires."""
+    from mempipe.flows.forget import retention_flow
+    from mempipe.retention import keep_policy
+    from mempipe.schemas.retention import RetentionPolicy
+
+    retention = (
+        "  retention:\n    turns: {max_age: 30d}\n    semantic: {max_per_user: 2}\n"
+        "    keep_versions: 0\n"
+    )
+    sqlite = f"sqlite:///{tmp_path / 'reference.db'}"
+    for url, name in ((mongo_url, "mongo"), (sqlite, "sqlite")):
+        backfill_and_replay(url, tmp_path, name)
+    cfg = config(tmp_path, retention)
+    keep_policy(RetentionPolicy.model_validate({"turns": {"max_age": "30d"}}))
+    found = search(
+        UnitOfWork(open_store(mongo_url)),
+        hashing_embedder,
+        "window seat",
+        "stm",
+        SearchMode.TEXT,
+        ReadFilter(user_id="maya"),
+        10,
+    )
+    assert found.hits == []
+    assert "retention policy has expired" in found.notes[0]
+    keep_policy(None)
+    summaries = {
+        name: retention_flow(as_of="2024-08-01T00:00:00+00:00", store=url, config=cfg)
+        for url, name in ((mongo_url, "mongo"), (sqlite, "sqlite"))
+    }
+    counted = {
+        name: {(c.collection, c.rule): c.records for c in s.counts} for name, s in summaries.items()
+    }
+    assert counted["mongo"] == counted["sqlite"]
+    assert counted["mongo"][("turns", "turns.max_age")] == 20
+    store = open_store(mongo_url)
+    try:
+        assert store.stats().turns == 0
+        forgotten = [r for r in store.audit_rows() if r.action.value == "FORGET"]
+    finally:
+        store.close()
+    assert len(forgotten) == summaries["mongo"].forgotten
+    assert {r.text for r in forgotten} == {""}

@@ -33,6 +33,7 @@ from mempipe.adapters.store.mongo.indexes import MongoIndexAdmin
 from mempipe.adapters.store.mongo.leases import MongoLeases
 from mempipe.adapters.store.mongo.memories import MongoMemories
 from mempipe.adapters.store.mongo.registry import MongoRegistry
+from mempipe.adapters.store.mongo.retention import MongoRetention
 from mempipe.adapters.store.mongo.runs import MongoRunLog
 from mempipe.adapters.store.mongo.search import MongoSearch
 from mempipe.adapters.store.mongo.search_indexes import SearchIndexes
@@ -138,6 +139,7 @@ class MongoStore(
     MongoLeases,
     MongoTransfer,
     MongoErasure,
+    MongoRetention,
     MongoFileLog,
     MongoProviderBatches,
 ):

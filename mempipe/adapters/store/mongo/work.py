@@ -54,7 +54,7 @@ class MongoWorkQueue(MongoParts):
             ]
             cursor = snapshots.find(
                 {"$and": [match, {"$or": wanted}]},
-                {"org_id": 1, "project_id": 1, "user_id": 1, "extraction": 1},
+                {"org_id": 1, "project_id": 1, "user_id": 1, "extraction": 1, "forgotten": 1},
             ).sort(WORK_ORDER)
             return [
                 WorkItem(
@@ -68,6 +68,7 @@ class MongoWorkQueue(MongoParts):
                 for d in cursor
                 for h in sorted(query.handlers)
                 if h in d["extraction"]
+                and not {h, "*"} & set(d.get("forgotten") or ())
                 and (query.force or is_work(d["extraction"][h], h, query.stale))
             ]
 

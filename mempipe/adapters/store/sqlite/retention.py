@@ -117,24 +117,14 @@ class SqliteRetention(SqliteParts):
             (rowids,),
         )
         self._conn.execute(f"DELETE FROM turns WHERE {chosen}", (rowids,))
-        emptied = sorted({r[7] for r in found})
-        self._conn.execute(
-            "UPDATE snapshots SET summary = '' WHERE id IN (SELECT value FROM json_each(?)) "
+        touched = orjson.dumps(sorted({r[7] for r in found if r[7]})).decode()
+        emptied = self._rows(
+            "SELECT id FROM snapshots WHERE id IN (SELECT value FROM json_each(?)) "
             "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.snapshot_id = snapshots.id)",
-            (orjson.dumps(emptied).decode(),),
+            (touched,),
         )
-        self._fence(
-            [
-                (s,)
-                for (s,) in self._rows(
-                    "SELECT id FROM snapshots WHERE id IN (SELECT value FROM json_each(?)) "
-                    "AND summary = ''",
-                    (orjson.dumps(emptied).decode(),),
-                )
-            ],
-            "*",
-            at,
-        )
+        self._conn.executemany("UPDATE snapshots SET summary = '' WHERE id = ?", emptied)
+        self._fence(emptied, "*", at)
         return [
             _forgotten(
                 TURNS,
