@@ -44,7 +44,7 @@ POLICY = """  retention:
 def mempipe(work: Path, *args: str) -> tuple[str, float]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "mempipe", *args, "--store", "sqlite:///dev.db"],
+        [str(Path(sys.executable).parent / "mempipe"), *args, "--store", "sqlite:///dev.db"],
         cwd=work,
         capture_output=True,
         text=True,
@@ -90,7 +90,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     config = work / "project-config.yaml"
     config.write_text("memory:\n  embedding:\n    model: hashing-256\n")
-    if not (work / "dev.db").exists():
+    if (work / "replayed.db").exists():
+        shutil.copy(work / "replayed.db", work / "dev.db")
+    else:
         _, took = mempipe(work, "backfill", str(DATA / "turns.jsonl.gz"), "--format", "turns")
         print(f"backfill: {took:.1f} s")
         _, took = mempipe(work, "replay")
@@ -134,9 +136,10 @@ def main() -> None:
     print(f"forget: {ran['forgotten']} records in {run_s:.1f} s")
     print(f"plan == run per user, collection and rule: {counted == done} ({len(done)} groups)")
     print(f"run == FORGET audit rows: {done == audited}")
-    for (collection, rule), n in sorted(
-        Counter({(c, r): n for (_, c, r), n in done.items()}).items()
-    ):
+    by_rule: Counter[tuple[str, str]] = Counter()
+    for (_, collection, rule), n in done.items():
+        by_rule[collection, rule] += n
+    for (collection, rule), n in sorted(by_rule.items()):
         print(f"  {collection:<10} {rule:<22} {n:>7}")
     texts = rows(work, "SELECT count(*) FROM audit WHERE action = 'FORGET' AND text != ''")
     print(f"FORGET rows with text: {texts[0][0]}")

@@ -5,7 +5,6 @@ their evidence fenced from replay, a ``FORGET`` audit row each."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -20,6 +19,8 @@ from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount
 from mempipe.schemas.search import STM, Hit, collection_of
 
 QUEUE = "temp.forget_queue"
+BATCH = "temp.forget_batch"
+INSIDE = f"(SELECT rowid FROM {BATCH})"
 
 
 def _vectors_of(collection: str) -> str:
@@ -75,113 +76,100 @@ class SqliteRetention(SqliteParts):
         self, collection: str, limit: int, run_id: str, at: datetime
     ) -> list[ForgetCount]:
         """Forget up to ``limit`` of the queued records, in one transaction; what went, per
-        owner and rule (nothing when none are left)."""
-        batch = self._rows(f"SELECT rowid, rule FROM {QUEUE} ORDER BY rowid LIMIT ?", (limit,))
-        if not batch:
-            return []
-        rules = dict(batch)
-        rowids = orjson.dumps(list(rules)).decode()
+        owner and rule (nothing when none are left). Set-based: the batch is a table of its
+        own, and every step one statement over it."""
+        self._conn.execute(f"CREATE TABLE IF NOT EXISTS {BATCH} (rowid INTEGER PRIMARY KEY)")
         self._conn.execute("PRAGMA secure_delete = ON")
+        turns = collection == TURNS
+        table = "turns" if turns else memory_sql.table(collection)
+        key = "r.session_id || '#' || r.turn_seq" if turns else "r.id"
         with self._writing():
-            if collection == TURNS:
-                rows = self._forget_turns(rowids, rules, run_id, at)
+            self._conn.execute(f"DELETE FROM {BATCH}")
+            self._conn.execute(
+                f"INSERT INTO {BATCH} SELECT rowid FROM {QUEUE} ORDER BY rowid LIMIT ?", (limit,)
+            )
+            chosen = f"FROM {table} r JOIN {QUEUE} q ON q.rowid = r.rowid WHERE r.rowid IN {INSIDE}"
+            counts = self._rows(
+                f"SELECT r.org_id, r.project_id, r.user_id, q.rule, count(*) {chosen} "
+                "GROUP BY 1, 2, 3, 4"
+            )
+            if not counts:
+                return []
+            self._conn.execute(
+                "INSERT INTO audit (run_id, at, day, org_id, project_id, user_id, agent_id, "
+                "memory_type, action, memory_id, version, snapshot_id, text, rule) "
+                f"SELECT ?, ?, ?, r.org_id, r.project_id, r.user_id, r.agent_id, ?, ?, {key}, "
+                f"{'1' if turns else 'r.version'}, {'r.snapshot_id' if turns else 'NULL'}, '', "
+                f"q.rule {chosen}",
+                (
+                    run_id,
+                    sql.iso(at),
+                    at.date().isoformat(),
+                    collection,
+                    ReconcileAction.FORGET.value,
+                ),
+            )
+            if turns:
+                self._forget_turns(at)
             else:
-                rows = self._forget_memories(collection, rowids, rules, run_id, at)
+                self._forget_memories(collection, at)
             for entry in self.registry():
                 if entry.collection == _vectors_of(collection) and self._rows(
                     "SELECT 1 FROM sqlite_master WHERE name = ?", (entry.vector_table,)
                 ):
                     self._conn.execute(
-                        f"DELETE FROM {entry.vector_table} WHERE memory_rowid IN "
-                        "(SELECT value FROM json_each(?))",
-                        (rowids,),
+                        f"DELETE FROM {entry.vector_table} WHERE memory_rowid IN {INSIDE}"
                     )
-            self.add_audit(rows)
-            self._conn.execute(
-                f"DELETE FROM {QUEUE} WHERE rowid IN (SELECT value FROM json_each(?))", (rowids,)
+            self._conn.execute(f"DELETE FROM {table} WHERE rowid IN {INSIDE}")
+            self._conn.execute(f"DELETE FROM {QUEUE} WHERE rowid IN {INSIDE}")
+        return [
+            ForgetCount(
+                org_id=org,
+                project_id=project,
+                user_id=user,
+                collection=collection,
+                rule=rule,
+                records=records,
             )
-        return _counted(collection, rows)
+            for org, project, user, rule, records in counts
+        ]
 
-    def _forget_turns(
-        self, rowids: str, rules: dict[int, str], run_id: str, at: datetime
-    ) -> list[AuditRow]:
-        chosen = "id IN (SELECT value FROM json_each(?))"
-        found = self._rows(
-            "SELECT id, org_id, project_id, user_id, agent_id, session_id, turn_seq, snapshot_id "
-            f"FROM turns WHERE {chosen}",
-            (rowids,),
-        )
+    def _forget_turns(self, at: datetime) -> None:
+        """The batch's text-index entries out; a snapshot left without turns emptied, and
+        fenced whole from replay."""
         self._conn.execute(
             "INSERT INTO turns_fts (turns_fts, rowid, name, content) "
-            f"SELECT 'delete', id, name, content FROM turns WHERE {chosen}",
-            (rowids,),
+            f"SELECT 'delete', id, name, content FROM turns WHERE id IN {INSIDE}"
         )
-        self._conn.execute(f"DELETE FROM turns WHERE {chosen}", (rowids,))
-        touched = orjson.dumps(sorted({r[7] for r in found if r[7]})).decode()
-        emptied = self._rows(
-            "SELECT id FROM snapshots WHERE id IN (SELECT value FROM json_each(?)) "
-            "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.snapshot_id = snapshots.id)",
-            (touched,),
+        emptied = self._rows(  # by the turns' key, which is indexed (their snapshot_id is not)
+            "SELECT s.id FROM snapshots s WHERE s.id IN (SELECT DISTINCT snapshot_id FROM turns "
+            f"WHERE id IN {INSIDE}) AND NOT EXISTS (SELECT 1 FROM turns t WHERE "
+            "t.org_id = s.org_id AND t.project_id = s.project_id "
+            "AND coalesce(t.user_id, '') = coalesce(s.user_id, '') "
+            "AND t.session_id = s.session_id "
+            f"AND t.turn_seq BETWEEN s.first_turn_seq AND s.last_turn_seq AND t.id NOT IN {INSIDE})"
         )
         self._conn.executemany("UPDATE snapshots SET summary = '' WHERE id = ?", emptied)
         self._fence(emptied, "*", at)
-        return [
-            _forgotten(
-                TURNS,
-                run_id,
-                at,
-                rules[rowid],
-                org,
-                project,
-                user,
-                agent,
-                f"{session}#{seq}",
-                1,
-                snapshot,
-            )
-            for rowid, org, project, user, agent, session, seq, snapshot in found
-        ]
 
-    def _forget_memories(
-        self, collection: str, rowids: str, rules: dict[int, str], run_id: str, at: datetime
-    ) -> list[AuditRow]:
+    def _forget_memories(self, collection: str, at: datetime) -> None:
+        """The batch's text-index entries out, its memories' earlier audit text redacted, the
+        snapshots that taught them fenced from replay for this type."""
         table = memory_sql.table(collection)
-        chosen = "rowid IN (SELECT value FROM json_each(?))"
-        found = self._rows(
-            "SELECT rowid, id, org_id, project_id, user_id, agent_id, version, evidence "
-            f"FROM {table} WHERE {chosen}",
-            (rowids,),
-        )
         self._conn.execute(
             f"INSERT INTO {table}_fts ({table}_fts, rowid, text) "
-            f"SELECT 'delete', rowid, text FROM {table} WHERE {chosen}",
-            (rowids,),
+            f"SELECT 'delete', rowid, text FROM {table} WHERE rowid IN {INSIDE}"
         )
-        self._conn.execute(f"DELETE FROM {table} WHERE {chosen}", (rowids,))
-        ids = orjson.dumps([r[1] for r in found]).decode()
         self._conn.execute(
-            "UPDATE audit SET text = ? WHERE memory_type = ? AND text != ? "
-            "AND memory_id IN (SELECT value FROM json_each(?))",
-            (REDACTED, collection, REDACTED, ids),
+            "UPDATE audit SET text = ? WHERE memory_type = ? AND text NOT IN (?, '') "
+            f"AND memory_id IN (SELECT id FROM {table} WHERE rowid IN {INSIDE})",
+            (REDACTED, collection, REDACTED),
         )
-        evidence = {(s,) for r in found for s in orjson.loads(r[7])}
-        self._fence(sorted(evidence), collection, at)
-        return [
-            _forgotten(
-                collection,
-                run_id,
-                at,
-                rules[rowid],
-                org,
-                project,
-                user,
-                agent,
-                memory_id,
-                version,
-                None,
-            )
-            for rowid, memory_id, org, project, user, agent, version, _ in found
-        ]
+        evidence = self._rows(
+            f"SELECT DISTINCT j.value FROM {table} r, json_each(r.evidence) j "
+            f"WHERE r.rowid IN {INSIDE}"
+        )
+        self._fence(evidence, collection, at)
 
     def _fence(self, snapshots: Sequence[tuple[str]], handler: str, at: datetime) -> None:
         self._conn.executemany(
@@ -215,49 +203,3 @@ class SqliteRetention(SqliteParts):
                 [*values, ids],
             )
         }
-
-
-def _counted(collection: str, rows: Sequence[AuditRow]) -> list[ForgetCount]:
-    owners = Counter((r.org_id, r.project_id, r.user_id, r.rule or "") for r in rows)
-    return [
-        ForgetCount(
-            org_id=org,
-            project_id=project,
-            user_id=user,
-            collection=collection,
-            rule=rule,
-            records=records,
-        )
-        for (org, project, user, rule), records in owners.items()
-    ]
-
-
-def _forgotten(
-    collection: str,
-    run_id: str,
-    at: datetime,
-    rule: str,
-    org: str,
-    project: str,
-    user: str | None,
-    agent: str | None,
-    memory_id: str,
-    version: int,
-    snapshot: str | None,
-) -> AuditRow:
-    return AuditRow(
-        run_id=run_id,
-        at=at,
-        day=at.date(),
-        org_id=org,
-        project_id=project,
-        user_id=user,
-        agent_id=agent,
-        memory_type=collection,
-        action=ReconcileAction.FORGET,
-        memory_id=memory_id,
-        version=version,
-        snapshot_id=snapshot,
-        text="",
-        rule=rule,
-    )
