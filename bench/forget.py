@@ -88,9 +88,8 @@ def main() -> None:
         delete_s = time.perf_counter() - started
         assert reference.changes() == rows, (reference.changes(), rows)
         reference.close()
-        print(
-            f"reference, DELETE of the same rows: {delete_s:.1f} s ({rows / delete_s:,.0f} a second)"
-        )
+        rate = rows / delete_s
+        print(f"reference, DELETE of the same rows: {delete_s:.1f} s ({rate:,.0f} a second)")
         print(f"ratio (forget rate / DELETE rate): {delete_s / forget_s:.3f}")
 
 
