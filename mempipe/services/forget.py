@@ -3,8 +3,9 @@ from the store, collection by collection, in batches of one transaction each, so
 leaves whole batches and a rerun queues again what is left. The plan counts the very query the
 run forgets by (at the same ``as_of``, record for record), and the reads leave out the same.
 
-What forgetting removes from mempipe's own files: the audit folders' text of each forgotten
-memory (the store's audit rows were redacted with the records)."""
+What forgetting removes from mempipe's own files: each forgotten memory's text in the audit
+folders and report pages the store recorded (the store's audit rows were redacted with the
+records)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from mempipe.schemas.audit import EVERY_ROW, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.retention import Expiry, ForgetCount, ForgetSummary
 from mempipe.schemas.run import FileKind
+from mempipe.services.report.page import redact_page_rows
 
 BATCH = 2000
 """Records forgotten per transaction: a kill loses at most one batch's work, never half of one."""
@@ -72,8 +74,9 @@ def forget_collection(
 
 
 def redact_forgotten_files(uow: UnitOfWork, run_id: str) -> int:
-    """The audit files the store recorded, with the text of every memory this run forgot
-    redacted in place (each file rewritten beside itself and moved over it); how many rows."""
+    """The audit folders and report pages the store recorded, with the text of every memory
+    this run forgot redacted in place (each file rewritten beside itself and moved over it, a
+    page drawn again); how many rows."""
     gone = {
         (row.memory_type, row.memory_id)
         for row in uow.audit.audit_rows(EVERY_ROW.model_copy(update={"run_id": run_id}))
@@ -81,8 +84,16 @@ def redact_forgotten_files(uow: UnitOfWork, run_id: str) -> int:
     }
     if not gone:
         return 0
-    folders = [Path(f.path) for f in uow.files.written_files() if f.kind is FileKind.AUDIT]
-    return sum(_redact_folder(folder, gone) for folder in folders if folder.is_dir())
+    rows = 0
+    for written in uow.files.written_files():
+        path = Path(written.path)
+        if written.kind is FileKind.AUDIT and path.is_dir():
+            rows += _redact_folder(path, gone)
+        elif written.kind is FileKind.REPORT and path.is_file():
+            rows += redact_page_rows(
+                path, lambda row: (row.memory_type, row.memory_id) in gone, dry_run=False
+            )
+    return rows
 
 
 def _redact_folder(folder: Path, gone: set[tuple[str, str]]) -> int:

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from mempipe.schemas.bundle import REDACTED
+from mempipe.services.report.page import DATA_BLOCK, PageFigures
 from tests.helpers import invoke, read, write_archive, write_config
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -133,24 +134,23 @@ def test_a_pinned_memory_stays_whatever_the_rules_say(tmp_path: Path) -> None:
 
 def test_a_forgotten_memory_text_is_redacted_in_the_audit_and_its_files(tmp_path: Path) -> None:
     db = _store(tmp_path)
-    assert (
-        invoke("report", "--store", f"sqlite:///{db}", "--out", "audit", cwd=tmp_path).exit_code
-        == 0
-    )
+    page = tmp_path / "report.html"
+    reported = ("report", "--store", f"sqlite:///{db}", "--out", "audit", "--html", str(page))
+    assert invoke(*reported, cwd=tmp_path).exit_code == 0
     done = _forget(tmp_path)
-    gone = {
-        i
-        for t, i in read(db, "SELECT memory_type, memory_id FROM audit WHERE action = 'FORGET'")
-        if t == "semantic"
-    }
-    texts = read(
-        db,
-        "SELECT memory_id, text FROM audit WHERE action != 'FORGET' AND memory_type = 'semantic'",
-    )
+    forgets = "SELECT memory_type, memory_id FROM audit WHERE action = 'FORGET'"
+    gone = {i for t, i in read(db, forgets) if t == "semantic"}
+    texts = read(db, "SELECT memory_id, text FROM audit WHERE action != 'FORGET'")
     assert {t for i, t in texts if i in gone} == {REDACTED}
     assert any(t != REDACTED for i, t in texts if i not in gone), "kept memories keep their text"
     frame = pl.read_parquet(tmp_path / "audit" / "**" / "*.parquet", hive_partitioning=False)
     assert set(frame.filter(pl.col("memory_id").is_in(list(gone)))["text"]) == {REDACTED}
+    figures = PageFigures.model_validate_json(
+        DATA_BLOCK.search(page.read_text())[1].replace("<\\/", "</")
+    )
+    shown = [*figures.reinforced, *figures.updated]
+    assert any(row.memory_id in gone for row in shown), "the page showed a forgotten memory"
+    assert {row.text for row in shown if row.memory_id in gone} == {REDACTED}
     assert done["files_redacted"] > 0
 
 

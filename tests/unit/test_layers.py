@@ -61,6 +61,7 @@ SEAMS: dict[tuple[str, str], str] = {
     ("reembed", "eval"): "the recall gate scores labelled queries as `mempipe eval` does",
     ("reembed", "report"): "a move's preview page is drawn in the report page's style",
     ("erase", "report"): "an erase redacts the report pages the store wrote",
+    ("forget", "report"): "a forget redacts its memories' text in the report pages the store wrote",
     ("import_", "export"): "a bundle is read as an export writes it (records, digests, vectors)",
     ("copy", "export"): "a copy is verified by the export's digests",
     ("copy", "import_"): "a copy writes records as a bundle import does",

@@ -14,6 +14,7 @@ import html
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -430,14 +431,18 @@ def _json(value: BaseModel | dict[str, Any]) -> str:
 def redact_page(path: Path, selection: BundleSelection, *, dry_run: bool) -> int:
     """The page's memories owned by the user, their text redacted and the page drawn again;
     a page mempipe did not write (no figures block) is an error, named as left by the erase."""
+    return redact_page_rows(path, lambda row: row.owned_by(selection), dry_run=dry_run)
+
+
+def redact_page_rows(path: Path, chosen: Callable[[TopMemory], bool], *, dry_run: bool) -> int:
+    """The page's memories ``chosen`` says, their text redacted and the page drawn again (an
+    erase's, a user's; a forget's, the memories it forgot)."""
     found = DATA_BLOCK.search(path.read_text(encoding="utf-8"))
     if found is None:
         raise ValueError("no figures block: not a page mempipe wrote")
     data = PageFigures.model_validate_json(found[1].replace("<\\/", "</"))
     owned = [
-        row
-        for row in (*data.reinforced, *data.updated)
-        if row.owned_by(selection) and row.text != REDACTED
+        row for row in (*data.reinforced, *data.updated) if chosen(row) and row.text != REDACTED
     ]
     if owned and not dry_run:
         for row in owned:
