@@ -58,6 +58,56 @@ def procrustes(new: np.ndarray, old: np.ndarray):
     return lambda q: (unit(q - new_mean) @ rotation) + old_mean
 
 
+def residual_mlp(contrastive: bool, hidden: int = 256, epochs: int = 400, seed: int = 0):
+    """Drift-Adapter's third map: mempipe's affine map plus a small MLP on its residual
+    (``q -> unit(A q + MLP(q))``, the MLP's last layer starting at zero, so training starts from
+    the affine fit), trained full-batch with AdamW on the pairs: by the mean cosine to the
+    stored vector, or ``contrastive`` (InfoNCE over the pairs, each stored vector the others'
+    negative, temperature 0.05), a loss that ranks as search does."""
+
+    def fit(new: np.ndarray, old: np.ndarray):
+        import torch
+
+        from mempipe.domain import bridge
+
+        torch.manual_seed(seed)
+        weights = torch.tensor(bridge.fit_affine(new, old))
+        source = torch.tensor(unit(new), dtype=torch.float32)
+        target = torch.tensor(unit(old), dtype=torch.float32)
+        layers = torch.nn.Sequential(
+            torch.nn.Linear(source.shape[1], hidden),
+            torch.nn.GELU(),
+            torch.nn.Linear(hidden, target.shape[1]),
+        )
+        torch.nn.init.zeros_(layers[2].weight)
+        torch.nn.init.zeros_(layers[2].bias)
+        linear = torch.nn.Parameter(weights.clone())
+        optimizer = torch.optim.AdamW([*layers.parameters(), linear], lr=1e-3, weight_decay=1e-2)
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            affine = torch.hstack([x, torch.ones(len(x), 1)]) @ linear
+            return torch.nn.functional.normalize(affine + layers(x), dim=1)
+
+        for _ in range(epochs):
+            optimizer.zero_grad()
+            mapped = forward(source)
+            if contrastive:
+                logits = mapped @ target.T / 0.05
+                loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(source)))
+            else:
+                loss = 1 - (mapped * target).sum(dim=1).mean()
+            loss.backward()
+            optimizer.step()
+
+        def mapped(q: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                return forward(torch.tensor(unit(q), dtype=torch.float32)).numpy()
+
+        return mapped
+
+    return fit
+
+
 def recall(
     queries: list[dict],
     query_vectors: np.ndarray,
@@ -86,6 +136,7 @@ def main() -> None:
     parser.add_argument("--query-side", default="")
     parser.add_argument("--queries", default=str(DATA / "queries.jsonl"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mlp", action="store_true", help="also the residual MLP maps (torch)")
     args = parser.parse_args()
     db = apsw.Connection(args.store.removeprefix("sqlite:///"), flags=apsw.SQLITE_OPEN_READONLY)
     import sqlite_vec
@@ -118,6 +169,9 @@ def main() -> None:
     }
     if old.shape[1] == new.shape[1]:
         kinds["procrustes"] = procrustes
+    if args.mlp:
+        kinds["residual MLP, cosine loss"] = residual_mlp(contrastive=False)
+        kinds["residual MLP, contrastive loss"] = residual_mlp(contrastive=True)
     results: dict[str, list[str]] = defaultdict(list)
 
     def measure(name: str, fit, source: np.ndarray, chosen: np.ndarray, pairs: int) -> None:
@@ -156,6 +210,15 @@ def main() -> None:
             chosen,
             len(chosen),
         )
+        if args.mlp:
+            for loss in (False, True):
+                measure(
+                    f"residual MLP, {'contrastive' if loss else 'cosine'} loss, query side",
+                    residual_mlp(contrastive=loss),
+                    sides,
+                    chosen,
+                    len(chosen),
+                )
     for name, lines in results.items():
         print(f"bridge, {name}:")
         for line in lines:
