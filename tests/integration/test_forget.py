@@ -154,17 +154,21 @@ def test_a_forgotten_memory_text_is_redacted_in_the_audit_and_its_files(tmp_path
     assert done["files_redacted"] > 0
 
 
-def test_the_report_shows_the_forget_rows(tmp_path: Path) -> None:
+def test_the_report_and_its_page_show_the_forget_rows(tmp_path: Path) -> None:
     db = _store(tmp_path)
     _forget(tmp_path)
-    assert (
-        invoke("report", "--store", f"sqlite:///{db}", "--out", "audit", cwd=tmp_path).exit_code
-        == 0
-    )
+    page = tmp_path / "report.html"
+    reported = ("report", "--store", f"sqlite:///{db}", "--out", "audit", "--html", str(page))
+    assert invoke(*reported, cwd=tmp_path).exit_code == 0
     frame = pl.read_parquet(tmp_path / "audit" / "**" / "*.parquet", hive_partitioning=False)
     forgotten = frame.filter(pl.col("action") == "FORGET")
     assert len(forgotten) == read(db, "SELECT count(*) FROM audit WHERE action = 'FORGET'")[0][0]
     assert set(forgotten["rule"]) >= {"turns.max_age", "semantic.max_per_user"}
+    figures = PageFigures.model_validate_json(
+        DATA_BLOCK.search(page.read_text())[1].replace("<\\/", "</")
+    )
+    drawn = {(r["memory_type"], r["action"]) for r in figures.actions}
+    assert {("turns", "FORGET"), ("semantic", "FORGET")} <= drawn
 
 
 def test_expired_records_are_left_out_of_search_and_eval_before_the_run(tmp_path: Path) -> None:
