@@ -153,7 +153,7 @@ class MemoryConfig(BaseModel):
     reconcile: ReconcileThresholds = Field(default_factory=ReconcileThresholds)
     retention: RetentionPolicy | None = Field(
         default=None,
-        description="what `mempipe forget` forgets, and search no longer finds (none: nothing)",
+        description="what mempipe forget forgets, and search no longer finds (none: nothing)",
     )
 
     @field_validator("metadata_partition_keys")

@@ -39,6 +39,7 @@ NEEDS_A_STORE: dict[str, tuple[str, ...]] = {
     "recover": ("recover",),
     "export": ("export", "--out", "bundle"),
     "erase": ("erase", "--user-id", "maya"),
+    "forget": ("forget",),
     "copy": ("copy", "--to", "sqlite:///copy.db"),
     "users": ("users",),
 }
