@@ -49,7 +49,7 @@ class MongoRetention(MongoParts):
     add_audit: Callable[[Sequence[AuditRow]], None]
 
     def _expired(
-        self, expiry: Expiry, collection: str, owners: Sequence[str] | None = None
+        self, expiry: Expiry, collection: str, owners: Sequence[str | None] | None = None
     ) -> Iterator[tuple[Owner, dict[Hashable, str]]]:
         """Each owner's expired records of ``collection``: ``_id`` to rule."""
         if expiry.rule(collection) is None and (
@@ -213,8 +213,7 @@ class MongoRetention(MongoParts):
         collection = TURNS if source == STM else collection_of(source)
         if not hits or collection not in RETAINED:
             return set()
-        users = {h.user_id for h in hits}
-        owners = None if None in users else sorted(u for u in users if u is not None)
+        owners = sorted({h.user_id for h in hits}, key=str)
         keys = {key for _, judged in self._expired(expiry, collection, owners) for key in judged}
         if not keys:
             return set()

@@ -184,8 +184,7 @@ class SqliteRetention(SqliteParts):
         collection = TURNS if source == STM else collection_of(source)
         if not hits or collection not in RETAINED:
             return set()
-        users = {h.user_id for h in hits}
-        owners = None if None in users else sorted(u for u in users if u is not None)
+        owners = sorted({h.user_id for h in hits}, key=str)
         asked = retention_sql.expired_sql(collection, expiry, owners)
         if asked is None:
             return set()

@@ -36,7 +36,16 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" for _ in values)
 
 
-def _ranked(collection: str, expiry: Expiry, owners: Sequence[str] | None) -> tuple[str, list]:
+def _of_owners(column: str, owners: Sequence[str | None]) -> tuple[str, list[str]]:
+    """`` AND`` the record is one of ``owners``' (None: a record without a user)."""
+    named = [o for o in owners if o is not None]
+    unnamed = f" OR {column} IS NULL" if None in owners else ""
+    return f" AND ({column} IN ({_marks(named)}){unnamed})", named
+
+
+def _ranked(
+    collection: str, expiry: Expiry, owners: Sequence[str | None] | None
+) -> tuple[str, list]:
     """Every candidate row with ``aged`` (older than the cutoff) and ``place`` (its rank among
     its owner's records not aged, newest first)."""
     rule = expiry.rule(collection)
@@ -61,8 +70,8 @@ def _ranked(collection: str, expiry: Expiry, owners: Sequence[str] | None) -> tu
     where = f"coalesce(r.user_id, '') NOT IN ({_marks(pinned)}){own}"
     values += [*pinned, *(() if collection == TURNS else expiry.policy.pinned_memories)]
     if owners is not None:
-        where += f" AND r.user_id IN ({_marks(owners)})"
-        values += list(owners)
+        scope, named = _of_owners("r.user_id", owners)
+        where, values = where + scope, [*values, *named]
     return (
         f"SELECT r.rowid AS rowid, {aged} AS aged, {place} AS place FROM {table} r WHERE {where}",
         values,
@@ -70,7 +79,7 @@ def _ranked(collection: str, expiry: Expiry, owners: Sequence[str] | None) -> tu
 
 
 def expired_sql(
-    collection: str, expiry: Expiry, owners: Sequence[str] | None = None
+    collection: str, expiry: Expiry, owners: Sequence[str | None] | None = None
 ) -> tuple[str, list[Any]] | None:
     """``SELECT rowid, rule`` of every record of ``collection`` the policy expires (``owners``:
     of those users only, each still ranked among all of their own); None where the policy
@@ -105,14 +114,14 @@ def _with_versions(
     heads: list[str],
     values: list[Any],
     keep: int | None,
-    owners: Sequence[str] | None,
+    owners: Sequence[str | None] | None,
 ) -> tuple[str, list[Any]]:
     """The expired heads, their superseded versions (the head's rule), and the versions past
     ``keep`` of the heads kept (``keep_versions``)."""
     table = memory_sql.table(collection)
     pinned = list(expiry.policy.pinned_memories)
     gone = heads[0] if heads else "SELECT NULL AS rowid, NULL AS rule WHERE 0"
-    scope = f" AND h.user_id IN ({_marks(owners)})" if owners is not None else ""
+    scope, named = _of_owners("h.user_id", owners) if owners is not None else ("", [])
     pinned_users = list(expiry.policy.pinned_users)
     chain = (
         f"WITH RECURSIVE gone(rowid, rule) AS ({gone}), "
@@ -123,7 +132,7 @@ def _with_versions(
         f"UNION ALL SELECT m.rowid, m.supersedes_id, c.depth + 1, c.rule FROM chain c "
         f"JOIN {table} m ON m.id = c.supersedes_id AND m.status = 'superseded') "
     )
-    values = [*values, *pinned_users, *(owners or ())]
+    values = [*values, *pinned_users, *named]
     kept = "c.depth > ?" if keep is not None else "0"
     values += [keep] if keep is not None else []
     return (
