@@ -32,6 +32,7 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary
 from mempipe.schemas.retention import ForgetSummary
+from mempipe.services.forget import BATCH as FORGET_BATCH
 from mempipe.schemas.summaries import users_line
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ def _show_erase(summary: EraseSummary, incomplete: bool) -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
-    default=2000,
+    default=FORGET_BATCH,
     show_default=True,
     help="Records forgotten per transaction (a kill loses at most one batch's work).",
 )

@@ -4,6 +4,7 @@ forget`` reports. The policy is opt-in: without one nothing is ever forgotten.""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -120,6 +121,24 @@ class ForgetCount(BaseModel):
     collection: str
     rule: str
     records: int
+
+
+Grouped = tuple[str, str, str | None, str, int]
+"""(org, project, user, rule, records): one group of a count, as a store reads it."""
+
+
+def forget_counts(collection: str, grouped: Iterable[Grouped]) -> list[ForgetCount]:
+    return [
+        ForgetCount(
+            org_id=org,
+            project_id=project,
+            user_id=user,
+            collection=collection,
+            rule=rule,
+            records=records,
+        )
+        for org, project, user, rule, records in grouped
+    ]
 
 
 class ForgetSummary(BaseModel):

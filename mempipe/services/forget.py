@@ -24,7 +24,7 @@ from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.schemas.audit import EVERY_ROW, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
-from mempipe.schemas.retention import Expiry, ForgetCount, ForgetSummary
+from mempipe.schemas.retention import Expiry, ForgetCount, ForgetSummary, forget_counts
 from mempipe.schemas.run import FileKind
 from mempipe.services.report.page import redact_page_rows
 
@@ -60,17 +60,7 @@ def forget_collection(
                 break
             done.update({(c.org_id, c.project_id, c.user_id, c.rule): c.records for c in forgotten})
             progress.update(done.total())
-    return [
-        ForgetCount(
-            org_id=org,
-            project_id=project,
-            user_id=user,
-            collection=collection,
-            rule=rule,
-            records=n,
-        )
-        for (org, project, user, rule), n in sorted(done.items(), key=str)
-    ]
+    return forget_counts(collection, [(*key, n) for key, n in sorted(done.items(), key=str)])
 
 
 def redact_forgotten_files(uow: UnitOfWork, run_id: str) -> int:

@@ -24,7 +24,7 @@ from mempipe.adapters.store.mongo.base import TRANSACTION_BUDGET, MongoParts, bu
 from mempipe.domain.retention import Held, owner_expired, versions_expired
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
-from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount
+from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount, forget_counts
 from mempipe.schemas.search import STM, Hit, collection_of
 
 QUEUE = "forget_queue"
@@ -130,18 +130,9 @@ class MongoRetention(MongoParts):
     def expired_counts(self, expiry: Expiry) -> list[ForgetCount]:
         counts = []
         for collection in RETAINED:
-            for (org, project, user), judged in self._expired(expiry, collection):
-                for rule, records in sorted(Counter(judged.values()).items()):
-                    counts.append(
-                        ForgetCount(
-                            org_id=org,
-                            project_id=project,
-                            user_id=user,
-                            collection=collection,
-                            rule=rule,
-                            records=records,
-                        )
-                    )
+            for owner, judged in self._expired(expiry, collection):
+                rules = sorted(Counter(judged.values()).items())
+                counts += forget_counts(collection, [(*owner, r, n) for r, n in rules])
         return sorted(counts, key=lambda c: (c.org_id, c.project_id, c.user_id or "", c.rule))
 
     def queue_expired(self, expiry: Expiry, collection: str) -> int:
@@ -227,17 +218,7 @@ class MongoRetention(MongoParts):
 
 def _counted(collection: str, rows: Sequence[AuditRow]) -> list[ForgetCount]:
     owners = Counter((r.org_id, r.project_id, r.user_id, r.rule or "") for r in rows)
-    return [
-        ForgetCount(
-            org_id=org,
-            project_id=project,
-            user_id=user,
-            collection=collection,
-            rule=rule,
-            records=records,
-        )
-        for (org, project, user, rule), records in owners.items()
-    ]
+    return forget_counts(collection, [(*owner, n) for owner, n in owners.items()])
 
 
 def _forgotten(

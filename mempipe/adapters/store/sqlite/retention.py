@@ -15,7 +15,7 @@ from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.embedding import RegistryEntry
-from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount
+from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount, forget_counts
 from mempipe.schemas.search import STM, Hit, collection_of
 
 QUEUE = "temp.forget_queue"
@@ -41,21 +41,12 @@ class SqliteRetention(SqliteParts):
                 continue
             table = "turns" if collection == TURNS else memory_sql.table(collection)
             query, values = asked
-            for org, project, user, rule, records in self._rows(
+            grouped = self._rows(
                 f"SELECT r.org_id, r.project_id, r.user_id, x.rule, count(*) FROM ({query}) x "
                 f"JOIN {table} r ON r.rowid = x.rowid GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
                 values,
-            ):
-                counts.append(
-                    ForgetCount(
-                        org_id=org,
-                        project_id=project,
-                        user_id=user,
-                        collection=collection,
-                        rule=rule,
-                        records=records,
-                    )
-                )
+            )
+            counts += forget_counts(collection, grouped)
         return counts
 
     def queue_expired(self, expiry: Expiry, collection: str) -> int:
@@ -122,17 +113,7 @@ class SqliteRetention(SqliteParts):
                     )
             self._conn.execute(f"DELETE FROM {table} WHERE rowid IN {INSIDE}")
             self._conn.execute(f"DELETE FROM {QUEUE} WHERE rowid IN {INSIDE}")
-        return [
-            ForgetCount(
-                org_id=org,
-                project_id=project,
-                user_id=user,
-                collection=collection,
-                rule=rule,
-                records=records,
-            )
-            for org, project, user, rule, records in counts
-        ]
+        return forget_counts(collection, counts)
 
     def _forget_turns(self, at: datetime) -> None:
         """The batch's text-index entries out; a snapshot left without turns emptied, and
