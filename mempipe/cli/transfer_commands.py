@@ -31,8 +31,7 @@ from mempipe.schemas.bundle import (
 )
 from mempipe.schemas.memory import MemoryType
 from mempipe.schemas.memory_import import MemoryImportSummary
-from mempipe.schemas.retention import ForgetSummary
-from mempipe.services.forget import BATCH as FORGET_BATCH
+from mempipe.schemas.retention import FORGET_BATCH, ForgetSummary
 from mempipe.schemas.summaries import users_line
 
 if TYPE_CHECKING:

@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+FORGET_BATCH = 2000
+"""Records forgotten per transaction: a kill loses at most one batch's work, never half of one."""
 TURNS = "turns"
 RETAINED = (TURNS, "semantic", "episodic", "procedural", "taxonomic")
 """What a policy can hold a rule for: the turns, and each built-in memory type."""

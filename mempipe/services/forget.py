@@ -24,12 +24,17 @@ from mempipe.interrupts import stop_requested
 from mempipe.progress import track
 from mempipe.schemas.audit import EVERY_ROW, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
-from mempipe.schemas.retention import Expiry, ForgetCount, ForgetSummary, forget_counts
+from mempipe.schemas.retention import (
+    FORGET_BATCH,
+    Expiry,
+    ForgetCount,
+    ForgetSummary,
+    forget_counts,
+)
 from mempipe.schemas.run import FileKind
 from mempipe.services.report.page import redact_page_rows
 
-BATCH = 2000
-"""Records forgotten per transaction: a kill loses at most one batch's work, never half of one."""
+BATCH = FORGET_BATCH
 
 
 def plan_forget(uow: UnitOfWork, expiry: Expiry) -> ForgetSummary:
