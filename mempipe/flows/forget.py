@@ -17,8 +17,8 @@ from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
 from mempipe.flows.recorded_run import concluded, recorded_run
 from mempipe.interrupts import handle_stop_signals
-from mempipe.schemas.retention import ForgetSummary
-from mempipe.services.forget import BATCH, plan_forget
+from mempipe.schemas.retention import FORGET_BATCH, ForgetSummary
+from mempipe.services.forget import plan_forget
 from mempipe.tasks.artifacts import publish_table
 from mempipe.tasks.forget import forget_records, redact_forgotten_files
 
@@ -28,7 +28,7 @@ class Forget(Job[ForgetSummary]):
     unless given; never later than now)."""
 
     as_of: datetime | None = None
-    batch_size: int = Field(default=BATCH, ge=1)
+    batch_size: int = Field(default=FORGET_BATCH, ge=1)
 
     def check(self, context: AppContext) -> None:
         require_store(context.store_url)
@@ -52,7 +52,7 @@ class Forget(Job[ForgetSummary]):
 @job_flow("retention")
 def retention_flow(
     as_of: datetime | None = None,
-    batch_size: int = Field(default=BATCH, ge=1),
+    batch_size: int = Field(default=FORGET_BATCH, ge=1),
     store: str | None = None,
     config: str | None = None,
     store_secret: str | None = None,

@@ -34,8 +34,6 @@ from mempipe.schemas.retention import (
 from mempipe.schemas.run import FileKind
 from mempipe.services.report.page import redact_page_rows
 
-BATCH = FORGET_BATCH
-
 
 def plan_forget(uow: UnitOfWork, expiry: Expiry) -> ForgetSummary:
     """What a run as of ``expiry.as_of`` would forget, writing nothing."""
@@ -52,7 +50,7 @@ def plan_forget(uow: UnitOfWork, expiry: Expiry) -> ForgetSummary:
 
 
 def forget_collection(
-    uow: UnitOfWork, expiry: Expiry, collection: str, run_id: str, batch: int = BATCH
+    uow: UnitOfWork, expiry: Expiry, collection: str, run_id: str, batch: int = FORGET_BATCH
 ) -> list[ForgetCount]:
     """Forget what ``expiry`` expires in ``collection``, per owner and rule; stops between
     batches when asked to (the run is then interrupted, and a rerun goes on)."""
