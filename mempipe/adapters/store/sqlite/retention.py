@@ -12,7 +12,7 @@ import orjson
 
 from mempipe.adapters.store.sqlite import memory_sql, retention_sql, sql
 from mempipe.adapters.store.sqlite.base import SqliteParts
-from mempipe.schemas.audit import AuditRow, ReconcileAction
+from mempipe.schemas.audit import ReconcileAction
 from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.embedding import RegistryEntry
 from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount, forget_counts
@@ -31,7 +31,6 @@ class SqliteRetention(SqliteParts):
     """Forgetting by policy."""
 
     registry: Callable[[], list[RegistryEntry]]
-    add_audit: Callable[[Sequence[AuditRow]], None]
 
     def expired_counts(self, expiry: Expiry) -> list[ForgetCount]:
         counts = []
