@@ -80,7 +80,7 @@ def retention_flow(
             policy=policy,
             counts=counts,
             forgotten=sum(c.records for c in counts),
-            files_redacted=redact_forgotten_files(context.store_url, run.run_id),
+            files_redacted=redact_forgotten_files(context.store_url),
             run_id=run.run_id,
         )
         run.end(summary.by_collection)

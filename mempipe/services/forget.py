@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.interrupts import stop_requested
 from mempipe.progress import track
-from mempipe.schemas.audit import EVERY_ROW, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.retention import (
     FORGET_BATCH,
@@ -66,15 +65,12 @@ def forget_collection(
     return forget_counts(collection, [(*key, n) for key, n in sorted(done.items(), key=str)])
 
 
-def redact_forgotten_files(uow: UnitOfWork, run_id: str) -> int:
+def redact_forgotten_files(uow: UnitOfWork) -> int:
     """The audit folders and report pages the store recorded, with the text of every memory
-    this run forgot redacted in place (each file rewritten beside itself and moved over it, a
-    page drawn again); how many rows."""
-    gone = {
-        (row.memory_type, row.memory_id)
-        for row in uow.audit.audit_rows(EVERY_ROW.model_copy(update={"run_id": run_id}))
-        if row.action is ReconcileAction.FORGET
-    }
+    ever forgotten redacted in place where it is not yet (each file rewritten beside itself and
+    moved over it, a page drawn again), so a run killed before this step is made good by the
+    next; how many rows."""
+    gone = uow.retention.forgotten_memories()
     if not gone:
         return 0
     rows = 0

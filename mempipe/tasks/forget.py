@@ -21,9 +21,9 @@ def forget_records(
 
 
 @step("redact-forgotten-files")
-def redact_forgotten_files(store_url: str, run_id: str) -> int:
+def redact_forgotten_files(store_url: str) -> int:
     with unit_of_work(store_url) as uow:
-        rows = forgetting.redact_forgotten_files(uow, run_id)
+        rows = forgetting.redact_forgotten_files(uow)
     if rows:
         get_run_logger().info("redacted %d audit file row(s) of forgotten memories", rows)
     return rows

@@ -782,6 +782,9 @@ def test_a_retention_policy_expires_and_forgets_the_same_records_on_every_backen
     assert len(rows) == sum(expected.values())
     assert {r.action for r in rows} == {ReconcileAction.FORGET}
     assert {r.text for r in rows} == {""}
+    assert backend.forgotten_memories() == {
+        ("semantic", m) for m in ("m2", "m4", "m5v1", "m5v2", "m5v3", "m6v1", "m7")
+    }
     again = backend.extraction_work(WorkQuery(handlers=("semantic",), force=True))
     assert sessions[("a", "u")] not in {i.snapshot_id for i in again}, "its evidence is fenced"
     assert sessions[("b", "u")] in {i.snapshot_id for i in again}

@@ -439,6 +439,10 @@ class Retention(Protocol):
         """The ids of ``hits`` that ``expiry`` expires."""
         ...
 
+    def forgotten_memories(self) -> set[tuple[str, str]]:
+        """(memory type, id) of every memory a FORGET audit row names, in any run."""
+        ...
+
 
 class FileLog(Protocol):
     """The files and folders mempipe wrote that hold users' text (audit, rejects, bundles)."""

@@ -200,6 +200,14 @@ class MongoRetention(MongoParts):
             session=self._session,
         )
 
+    def forgotten_memories(self) -> set[tuple[str, str]]:
+        with self._errors("audit"):
+            found = self.db["audit"].find(
+                {"action": ReconcileAction.FORGET.value, "memory_type": {"$ne": TURNS}},
+                {"memory_type": 1, "memory_id": 1},
+            )
+            return {(d["memory_type"], d["memory_id"]) for d in found}
+
     def expired_among(self, source: str, hits: Sequence[Hit], expiry: Expiry) -> set[str]:
         collection = TURNS if source == STM else collection_of(source)
         if not hits or collection not in RETAINED:

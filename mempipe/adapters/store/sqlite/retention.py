@@ -158,6 +158,16 @@ class SqliteRetention(SqliteParts):
             [(s, handler, sql.iso(at)) for (s,) in snapshots],
         )
 
+    def forgotten_memories(self) -> set[tuple[str, str]]:
+        return {
+            (kind, memory_id)
+            for kind, memory_id in self._rows(
+                "SELECT DISTINCT memory_type, memory_id FROM audit "
+                "WHERE action = 'FORGET' AND memory_type != ?",
+                (TURNS,),
+            )
+        }
+
     def expired_among(self, source: str, hits: Sequence[Hit], expiry: Expiry) -> set[str]:
         """The ids of those ``hits`` the policy expires (each ranked among all its owner's
         records), so a search leaves them out before tonight's run forgets them."""
