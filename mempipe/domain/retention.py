@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
-from mempipe.schemas.retention import RETAINED, TURNS, Expiry, RetentionPolicy
+from mempipe.schemas.retention import RETAINED, Expiry, RetentionPolicy
 
 
 def expiry_of(policy: RetentionPolicy, as_of: datetime) -> Expiry:
@@ -20,22 +20,9 @@ def expiry_of(policy: RetentionPolicy, as_of: datetime) -> Expiry:
     return Expiry(as_of=as_of, policy=policy, cutoffs=cutoffs)
 
 
-def ruled(policy: RetentionPolicy) -> list[str]:
-    """The collections a policy forgets in: those with a rule, and every memory type where it
-    keeps only so many versions."""
-    return [
-        collection
-        for collection in RETAINED
-        if policy.rule(collection) is not None
-        or (collection != TURNS and policy.keep_versions is not None)
-    ]
-
-
 def as_of_problem(as_of: datetime, now: datetime) -> str | None:
     """Why a run cannot forget as of ``as_of``: a time to come would forget what has not
     expired yet."""
-    if as_of.tzinfo is None:
-        as_of = as_of.replace(tzinfo=UTC)
     if as_of > now:
         return (
             f"--as-of {as_of.isoformat()} is later than now ({now.isoformat(timespec='seconds')}):"

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from mempipe.adapters.store.unit_of_work import unit_of_work
 from mempipe.bootstrap import AppContext, load_context, require_store
-from mempipe.domain.retention import as_of_problem, expiry_of, ruled
+from mempipe.domain.retention import as_of_problem, expiry_of
 from mempipe.errors import ConfigError
 from mempipe.flows.hooks import job_flow
 from mempipe.flows.job import Job
@@ -32,7 +32,7 @@ class Forget(Job[ForgetSummary]):
 
     def check(self, context: AppContext) -> None:
         require_store(context.store_url)
-        if self.as_of is not None and (problem := as_of_problem(self.as_of, _now())):
+        if self.as_of is not None and (problem := as_of_problem(_at(self.as_of), _now())):
             raise ConfigError(problem)
 
     def plan(self, context: AppContext) -> ForgetSummary:  # type: ignore[override]
@@ -70,7 +70,7 @@ def retention_flow(
     with recorded_run(context, "retention", {"as_of": when.isoformat()}, lock="retention") as run:
         counts = [
             count
-            for collection in ruled(policy)
+            for collection in policy.ruled
             for count in forget_records(
                 context.store_url, expiry, collection, run.run_id, batch_size
             )

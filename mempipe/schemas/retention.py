@@ -4,6 +4,7 @@ forget`` reports. The policy is opt-in: without one nothing is ever forgotten.""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -17,11 +18,24 @@ from pydantic import (
     model_validator,
 )
 
+from mempipe.schemas.search import STM, collection_of
+
 FORGET_BATCH = 2000
 """Records forgotten per transaction: a kill loses at most one batch's work, never half of one."""
 TURNS = "turns"
 RETAINED = (TURNS, "semantic", "episodic", "procedural", "taxonomic")
 """What a policy can hold a rule for: the turns, and each built-in memory type."""
+
+
+def retained_of(source: str) -> str:
+    """A search source's collection as a policy names it (turns are ``stm`` to search)."""
+    return TURNS if source == STM else collection_of(source)
+
+
+def source_of(collection: str) -> str:
+    """A policy's collection as the registry and search name it."""
+    return STM if collection == TURNS else collection
+
 
 _AGE = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
 _UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
@@ -94,9 +108,20 @@ class RetentionPolicy(BaseModel):
         return value
 
     @property
+    def ruled(self) -> list[str]:
+        """The collections it forgets in: those with a rule, and every memory type where it
+        keeps only so many versions."""
+        return [
+            collection
+            for collection in RETAINED
+            if self.rule(collection) is not None
+            or (collection != TURNS and self.keep_versions is not None)
+        ]
+
+    @property
     def forgets(self) -> bool:
         """Whether the policy forgets anything at all (an empty one does not)."""
-        return self.keep_versions is not None or any(self.rule(c) for c in RETAINED)
+        return bool(self.ruled)
 
 
 class Expiry(BaseModel):
@@ -151,22 +176,20 @@ class ForgetSummary(BaseModel):
     policy: RetentionPolicy | None = None
     counts: list[ForgetCount] = Field(default_factory=list)
     forgotten: int = 0
-    snapshots_emptied: int = 0
     files_redacted: int = 0
     run_id: str | None = None
     seconds: float = 0.0
 
     @property
     def by_rule(self) -> dict[tuple[str, str], int]:
-        totals: dict[tuple[str, str], int] = {}
+        totals: Counter[tuple[str, str]] = Counter()
         for count in self.counts:
-            key = (count.collection, count.rule)
-            totals[key] = totals.get(key, 0) + count.records
-        return totals
+            totals[count.collection, count.rule] += count.records
+        return dict(totals)
 
     @property
     def by_collection(self) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for count in self.counts:
-            totals[count.collection] = totals.get(count.collection, 0) + count.records
-        return totals
+        totals: Counter[str] = Counter()
+        for (collection, _), records in self.by_rule.items():
+            totals[collection] += records
+        return dict(totals)

@@ -37,6 +37,7 @@ from mempipe.schemas.bundle import (
 from mempipe.schemas.run import FileKind
 from mempipe.services.report.audit import STORE_KEY
 from mempipe.services.report.page import redact_page
+from mempipe.services.written_files import redact_parquet_text
 
 
 def erase_user(
@@ -184,29 +185,10 @@ def redact_audit_files(
     own: Callable[[Path], bool] | None = None,
 ) -> tuple[int, int]:
     """Files and rows of the Parquet audit that hold the user's text (of the files ``own``
-    accepts); each such file is rewritten beside itself, its metadata kept, and moved over it
-    (a reader sees the old file or the new)."""
-    files = rows = 0
-    for path in sorted(audit_dir.rglob("*.parquet")):
-        if own is not None and not own(path):
-            continue
-        table = pq.read_table(path, partitioning=None)
-        if "text" not in table.column_names:
-            continue
-        unredacted = pc.not_equal(table.column("text"), REDACTED)
-        mask = pc.fill_null(pc.and_(_owned(table, selection), unredacted), False)
-        owned = pc.sum(mask).as_py() or 0
-        if not owned:
-            continue
-        files, rows = files + 1, rows + owned
-        if dry_run:
-            continue
-        column = table.schema.get_field_index("text")
-        redacted = pc.if_else(mask, pa.scalar(REDACTED), table.column("text"))
-        aside = path.with_suffix(".parquet.erasing")
-        pq.write_table(table.set_column(column, "text", redacted), aside)
-        aside.replace(path)
-    return files, rows
+    accepts), redacted in place."""
+    return redact_parquet_text(
+        audit_dir, lambda table: _owned(table, selection), dry_run=dry_run, own=own
+    )
 
 
 def redact_rejects(

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from mempipe.adapters.store.unit_of_work import UnitOfWork
 from mempipe.interrupts import stop_requested
 from mempipe.progress import track
-from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.retention import (
     FORGET_BATCH,
     Expiry,
@@ -32,6 +30,7 @@ from mempipe.schemas.retention import (
 )
 from mempipe.schemas.run import FileKind
 from mempipe.services.report.page import redact_page_rows
+from mempipe.services.written_files import redact_parquet_text
 
 
 def plan_forget(uow: UnitOfWork, expiry: Expiry) -> ForgetSummary:
@@ -77,7 +76,7 @@ def redact_forgotten_files(uow: UnitOfWork) -> int:
     for written in uow.files.written_files():
         path = Path(written.path)
         if written.kind is FileKind.AUDIT and path.is_dir():
-            rows += _redact_folder(path, gone)
+            rows += redact_parquet_text(path, _forgotten_rows(gone))[1]
         elif written.kind is FileKind.REPORT and path.is_file():
             rows += redact_page_rows(
                 path, lambda row: (row.memory_type, row.memory_id) in gone, dry_run=False
@@ -85,31 +84,15 @@ def redact_forgotten_files(uow: UnitOfWork) -> int:
     return rows
 
 
-def _redact_folder(folder: Path, gone: set[tuple[str, str]]) -> int:
-    rows = 0
-    for path in sorted(folder.rglob("*.parquet")):
-        table = pq.read_table(path, partitioning=None)
-        if not {"text", "memory_type", "memory_id"} <= set(table.column_names):
-            continue
-        mask = _forgotten_rows(table, gone)
-        hits = pc.sum(mask).as_py() or 0
-        if not hits:
-            continue
-        rows += hits
-        column = table.schema.get_field_index("text")
-        redacted = pc.if_else(mask, pa.scalar(REDACTED), table.column("text"))
-        aside = path.with_suffix(".parquet.forgetting")
-        pq.write_table(table.set_column(column, "text", redacted), aside)
-        aside.replace(path)
-    return rows
+def _forgotten_rows(gone: set[tuple[str, str]]) -> Callable[[pa.Table], pa.ChunkedArray | None]:
+    wanted = pa.array([f"{kind}\x1f{memory_id}" for kind, memory_id in gone])
 
+    def chosen(table: pa.Table) -> pa.ChunkedArray | None:
+        if not {"memory_type", "memory_id"} <= set(table.column_names):
+            return None
+        keys = pc.binary_join_element_wise(
+            table.column("memory_type"), table.column("memory_id"), "\x1f"
+        )
+        return pc.is_in(keys, value_set=wanted)
 
-def _forgotten_rows(table: pa.Table, gone: set[tuple[str, str]]) -> pa.ChunkedArray:
-    keys = pc.binary_join_element_wise(
-        table.column("memory_type"), table.column("memory_id"), "\x1f"
-    )
-    wanted: Sequence[str] = [f"{t}\x1f{i}" for t, i in gone]
-    held = pc.and_(
-        pc.is_in(keys, value_set=pa.array(wanted)), pc.not_equal(table.column("text"), REDACTED)
-    )
-    return pc.fill_null(held, False)
+    return chosen

@@ -12,7 +12,6 @@ from mempipe.domain.retention import (
     as_of_problem,
     expiry_of,
     owner_expired,
-    ruled,
     versions_expired,
 )
 from mempipe.schemas.retention import RetentionPolicy
@@ -86,8 +85,8 @@ def test_versions_go_with_their_memory_and_past_keep_versions() -> None:
 
 
 def test_a_policy_forgets_where_it_has_rules_and_keep_versions_reaches_every_type() -> None:
-    assert ruled(policy(turns={"max_age": "9d"})) == ["turns"]
-    assert ruled(policy(keep_versions=2)) == ["semantic", "episodic", "procedural", "taxonomic"]
+    assert policy(turns={"max_age": "9d"}).ruled == ["turns"]
+    assert policy(keep_versions=2).ruled == ["semantic", "episodic", "procedural", "taxonomic"]
     assert not policy().forgets
 
 

@@ -24,8 +24,16 @@ from mempipe.adapters.store.mongo.base import TRANSACTION_BUDGET, MongoParts, bu
 from mempipe.domain.retention import Held, owner_expired, versions_expired
 from mempipe.schemas.audit import AuditRow, ReconcileAction
 from mempipe.schemas.bundle import REDACTED
-from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount, forget_counts
-from mempipe.schemas.search import STM, Hit, collection_of
+from mempipe.schemas.retention import (
+    RETAINED,
+    TURNS,
+    Expiry,
+    ForgetCount,
+    forget_counts,
+    retained_of,
+    source_of,
+)
+from mempipe.schemas.search import Hit
 
 QUEUE = "forget_queue"
 OWNER = ("org_id", "project_id", "user_id")
@@ -37,6 +45,17 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _documents(collection: str) -> str:
+    return documents.collection_name(source_of(collection))
+
+
+def _key(collection: str, document: dict[str, Any]) -> str:
+    """A record's id as a search hit gives it: a turn's is its place in its session."""
+    if collection == TURNS:
+        return f"{document['session_id']}#{document['turn_seq']}"
+    return str(document["id"])
 
 
 def _owner(document: dict[str, Any]) -> Owner:
@@ -52,14 +71,12 @@ class MongoRetention(MongoParts):
         self, expiry: Expiry, collection: str, owners: Sequence[str | None] | None = None
     ) -> Iterator[tuple[Owner, dict[Hashable, str]]]:
         """Each owner's expired records of ``collection``: ``_id`` to rule."""
-        if expiry.rule(collection) is None and (
-            collection == TURNS or expiry.policy.keep_versions is None
-        ):
+        if collection not in expiry.policy.ruled:
             return
         match: dict[str, Any] = {"user_id": {"$nin": list(expiry.policy.pinned_users)}}
         if owners is not None:
             match["user_id"] = {"$in": [u for u in owners if u not in expiry.policy.pinned_users]}
-        name = documents.TURNS if collection == TURNS else collection
+        name = _documents(collection)
         when = "created_at" if collection == TURNS else "updated_at"
         order = [(f, ASCENDING) for f in OWNER] + [(when, DESCENDING), ("_id", DESCENDING)]
         with self._errors(name):
@@ -108,12 +125,13 @@ class MongoRetention(MongoParts):
             return max(taught) if taught else _utc(memory.get("updated_at"))
 
         pinned = set(expiry.policy.pinned_memories)
+        at = {m["_id"]: confirmed(m) for m in memories if m["status"] == "active"}
         heads = sorted(
-            (m for m in memories if m["status"] == "active"),
-            key=lambda m: (confirmed(m) or datetime.min.replace(tzinfo=UTC), m["_id"]),
+            (m for m in memories if m["_id"] in at),
+            key=lambda m: (at[m["_id"]] or datetime.min.replace(tzinfo=UTC), m["_id"]),
             reverse=True,
         )
-        held = [Held(m["_id"], confirmed(m), counted=m["id"] not in pinned) for m in heads]
+        held = [Held(m["_id"], at[m["_id"]], counted=m["id"] not in pinned) for m in heads]
         expired = owner_expired(held, collection, expiry)
         by_id = {m["id"]: m for m in memories}
         chains: dict[Hashable, list[Hashable]] = {}
@@ -149,7 +167,7 @@ class MongoRetention(MongoParts):
         self, collection: str, limit: int, run_id: str, at: datetime
     ) -> list[ForgetCount]:
         queue = self.db[QUEUE]
-        name = documents.TURNS if collection == TURNS else collection
+        name = _documents(collection)
         with self._errors(QUEUE):
             batch = {q["_id"]: q["rule"] for q in queue.find().sort("_id", 1).limit(limit)}
         if not batch:
@@ -209,18 +227,17 @@ class MongoRetention(MongoParts):
             return {(d["memory_type"], d["memory_id"]) for d in found}
 
     def expired_among(self, source: str, hits: Sequence[Hit], expiry: Expiry) -> set[str]:
-        collection = TURNS if source == STM else collection_of(source)
+        collection = retained_of(source)
         if not hits or collection not in RETAINED:
             return set()
         owners = sorted({h.user_id for h in hits}, key=str)
         keys = {key for _, judged in self._expired(expiry, collection, owners) for key in judged}
         if not keys:
             return set()
-        name = documents.TURNS if collection == TURNS else collection
+        name = _documents(collection)
         fields = {"session_id": 1, "turn_seq": 1, "id": 1}
         return {
-            f"{d['session_id']}#{d['turn_seq']}" if collection == TURNS else d["id"]
-            for d in self.db[name].find({"_id": {"$in": sorted(keys)}}, fields)
+            _key(collection, d) for d in self.db[name].find({"_id": {"$in": sorted(keys)}}, fields)
         } & {h.id for h in hits}
 
 
@@ -243,7 +260,7 @@ def _forgotten(
         agent_id=document.get("agent_id"),
         memory_type=collection,
         action=ReconcileAction.FORGET,
-        memory_id=f"{document['session_id']}#{document['turn_seq']}" if turn else document["id"],
+        memory_id=_key(collection, document),
         version=1 if turn else document.get("version", 1),
         snapshot_id=document.get("snapshot_id") if turn else None,
         text="",

@@ -15,16 +15,20 @@ from mempipe.adapters.store.sqlite.base import SqliteParts
 from mempipe.schemas.audit import ReconcileAction
 from mempipe.schemas.bundle import REDACTED
 from mempipe.schemas.embedding import RegistryEntry
-from mempipe.schemas.retention import RETAINED, TURNS, Expiry, ForgetCount, forget_counts
-from mempipe.schemas.search import STM, Hit, collection_of
+from mempipe.schemas.retention import (
+    RETAINED,
+    TURNS,
+    Expiry,
+    ForgetCount,
+    forget_counts,
+    retained_of,
+    source_of,
+)
+from mempipe.schemas.search import Hit
 
 QUEUE = "temp.forget_queue"
 BATCH = "temp.forget_batch"
 INSIDE = f"(SELECT rowid FROM {BATCH})"
-
-
-def _vectors_of(collection: str) -> str:
-    return STM if collection == TURNS else collection
 
 
 class SqliteRetention(SqliteParts):
@@ -38,7 +42,7 @@ class SqliteRetention(SqliteParts):
             asked = retention_sql.expired_sql(collection, expiry)
             if asked is None:
                 continue
-            table = "turns" if collection == TURNS else memory_sql.table(collection)
+            table = retention_sql.table_of(collection)
             query, values = asked
             grouped = self._rows(
                 f"SELECT r.org_id, r.project_id, r.user_id, x.rule, count(*) FROM ({query}) x "
@@ -71,8 +75,7 @@ class SqliteRetention(SqliteParts):
         self._conn.execute(f"CREATE TABLE IF NOT EXISTS {BATCH} (rowid INTEGER PRIMARY KEY)")
         self._conn.execute("PRAGMA secure_delete = ON")
         turns = collection == TURNS
-        table = "turns" if turns else memory_sql.table(collection)
-        key = "r.session_id || '#' || r.turn_seq" if turns else "r.id"
+        table, key = retention_sql.table_of(collection), retention_sql.key_of(collection)
         with self._writing():
             self._conn.execute(f"DELETE FROM {BATCH}")
             self._conn.execute(
@@ -104,7 +107,7 @@ class SqliteRetention(SqliteParts):
             else:
                 self._forget_memories(collection, at)
             for entry in self.registry():
-                if entry.collection == _vectors_of(collection) and self._rows(
+                if entry.collection == source_of(collection) and self._rows(
                     "SELECT 1 FROM sqlite_master WHERE name = ?", (entry.vector_table,)
                 ):
                     self._conn.execute(
@@ -171,7 +174,7 @@ class SqliteRetention(SqliteParts):
     def expired_among(self, source: str, hits: Sequence[Hit], expiry: Expiry) -> set[str]:
         """The ids of those ``hits`` the policy expires (each ranked among all its owner's
         records), so a search leaves them out before tonight's run forgets them."""
-        collection = TURNS if source == STM else collection_of(source)
+        collection = retained_of(source)
         if not hits or collection not in RETAINED:
             return set()
         owners = sorted({h.user_id for h in hits}, key=str)
@@ -179,10 +182,7 @@ class SqliteRetention(SqliteParts):
         if asked is None:
             return set()
         query, values = asked
-        if collection == TURNS:
-            key, table = "r.session_id || '#' || r.turn_seq", "turns"
-        else:
-            key, table = "r.id", memory_sql.table(collection)
+        key, table = retention_sql.key_of(collection), retention_sql.table_of(collection)
         ids = orjson.dumps([h.id for h in hits]).decode()
         return {
             row[0]

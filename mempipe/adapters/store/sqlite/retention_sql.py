@@ -31,6 +31,16 @@ CONFIRMED = (
 of last year's archive confirms nothing today), else its last write."""
 
 
+def table_of(collection: str) -> str:
+    return "turns" if collection == TURNS else memory_sql.table(collection)
+
+
+def key_of(collection: str) -> str:
+    """A record's id as a search hit gives it (alias ``r``): a turn's is its place in its
+    session."""
+    return "r.session_id || '#' || r.turn_seq" if collection == TURNS else "r.id"
+
+
 def _marks(values: Sequence[Any]) -> str:
     """Placeholders of an ``IN (...)`` list; SQLite takes an empty one (nothing is in it)."""
     return ", ".join("?" for _ in values)
@@ -51,10 +61,11 @@ def _ranked(
     rule = expiry.rule(collection)
     cutoff = expiry.cutoffs.get(collection)
     pinned = list(expiry.policy.pinned_users)
+    table = table_of(collection)
     if collection == TURNS:
-        table, when, own = "turns", "r.created_at", ""
+        when, own = "r.created_at", ""
     else:
-        table, when = memory_sql.table(collection), CONFIRMED
+        when = CONFIRMED
         own = f" AND r.status = 'active' AND r.id NOT IN ({_marks(expiry.policy.pinned_memories)})"
     values: list[Any] = []
     aged = "0"
@@ -84,10 +95,10 @@ def expired_sql(
     """``SELECT rowid, rule`` of every record of ``collection`` the policy expires (``owners``:
     of those users only, each still ranked among all of their own); None where the policy
     expires nothing there."""
-    rule = expiry.rule(collection)
-    keep = expiry.policy.keep_versions if collection != TURNS else None
-    if rule is None and keep is None:
+    if collection not in expiry.policy.ruled:
         return None
+    rule = expiry.rule(collection)
+    keep = expiry.policy.keep_versions
     parts, values = [], []
     if rule is not None:
         ranked, values = _ranked(collection, expiry, owners)
@@ -118,7 +129,7 @@ def _with_versions(
 ) -> tuple[str, list[Any]]:
     """The expired heads, their superseded versions (the head's rule), and the versions past
     ``keep`` of the heads kept (``keep_versions``)."""
-    table = memory_sql.table(collection)
+    table = table_of(collection)
     pinned = list(expiry.policy.pinned_memories)
     gone = heads[0] if heads else "SELECT NULL AS rowid, NULL AS rule WHERE 0"
     scope, named = _of_owners("h.user_id", owners) if owners is not None else ("", [])
